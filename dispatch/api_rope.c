@@ -1,0 +1,194 @@
+/* RoPE public entry points: plan construction, then argument checks, then one call
+ * through the dispatch table. All validation lives here, once. */
+#include <math.h>
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatch.h"
+
+#define MAX_ROTARY_DIM ((size_t)1 << 20)
+
+/* 1/(2*pi) as a double-double. */
+static const double INV_TWO_PI_HI = 0x1.45f306dc9c883p-3;
+static const double INV_TWO_PI_LO = -0x1.6b01ec5417056p-57;
+
+/* x with all but its `bits` leading significant bits cleared (toward zero). */
+static double leading_bits(double x, int bits) {
+  int e;
+  const double m = frexp(x, &e);
+  return ldexp(trunc(ldexp(m, bits)), e - bits);
+}
+
+/* w / (2*pi) in turns, split so that p * hi and p * mid are exact for |p| <= 2^31
+ * (32-bit integer times 21 significant bits), lo carrying the rest. */
+static void split_turns(double w, double *hi, double *mid, double *lo) {
+  double f = w * INV_TWO_PI_HI;
+  double f_lo = fma(w, INV_TWO_PI_HI, -f) + w * INV_TWO_PI_LO;
+  *hi = leading_bits(f, 21);
+  const double rest = f - *hi; /* exact: the low bits of f */
+  *mid = leading_bits(rest, 21);
+  *lo = (rest - *mid) + f_lo;
+}
+
+static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t rotary_dim,
+                                                 const double *freqs,
+                                                 double attention_factor) {
+  if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
+  *plan = NULL;
+  if (!freqs || rotary_dim < 2 || rotary_dim % 2 || rotary_dim > MAX_ROTARY_DIM ||
+      !isfinite(attention_factor) || !(attention_factor > 0))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  const size_t n = rotary_dim / 2, n_pad = round_up(n, POSENC_PLAN_PAD);
+  for (size_t i = 0; i < n; ++i)
+    if (!isfinite(freqs[i])) return POSENC_ERR_INVALID_ARGUMENT;
+
+  /* One block: header, then 64-byte aligned arrays (zero padded to n_pad). */
+  const size_t header = round_up(sizeof(struct posenc_rope_plan), 64);
+  const size_t doubles = round_up(n_pad * sizeof(double), 64);
+  const size_t floats = round_up(n_pad * sizeof(float), 64);
+  unsigned char *block = aligned_alloc(64, header + 4 * doubles + floats);
+  if (!block) return POSENC_ERR_OUT_OF_MEMORY;
+  memset(block, 0, header + 4 * doubles + floats);
+  double *w = (double *)(block + header);
+  double *hi = (double *)(block + header + doubles);
+  double *mid = (double *)(block + header + 2 * doubles);
+  double *lo = (double *)(block + header + 3 * doubles);
+  float *inv_freq = (float *)(block + header + 4 * doubles);
+  for (size_t i = 0; i < n; ++i) {
+    w[i] = freqs[i];
+    split_turns(freqs[i], &hi[i], &mid[i], &lo[i]);
+    inv_freq[i] = (float)freqs[i];
+  }
+  struct posenc_rope_plan *p = (struct posenc_rope_plan *)block;
+  p->rotary_dim = rotary_dim;
+  p->n_pairs = n;
+  p->attention_factor = attention_factor;
+  p->freqs = w;
+  p->turn_hi = hi;
+  p->turn_mid = mid;
+  p->turn_lo = lo;
+  p->inv_freq_f32 = inv_freq;
+  *plan = p;
+  return POSENC_OK;
+}
+
+posenc_status posenc_rope_plan_create(posenc_rope_plan **plan, size_t rotary_dim, double base,
+                                      double attention_factor) {
+  if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
+  *plan = NULL;
+  if (!isfinite(base) || !(base > 0) || base == 1 || rotary_dim < 2 || rotary_dim % 2 ||
+      rotary_dim > MAX_ROTARY_DIM)
+    return POSENC_ERR_INVALID_ARGUMENT;
+  const size_t n = rotary_dim / 2;
+  double *w = malloc(n * sizeof *w);
+  if (!w) return POSENC_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n; ++i) w[i] = 1.0 / pow(base, (double)(2 * i) / (double)rotary_dim);
+  const posenc_status st =
+      posenc_rope_plan_create_from_freqs(plan, rotary_dim, w, attention_factor);
+  free(w);
+  return st;
+}
+
+void posenc_rope_plan_destroy(posenc_rope_plan *plan) { free(plan); }
+
+size_t posenc_rope_plan_rotary_dim(const posenc_rope_plan *plan) {
+  return plan ? plan->rotary_dim : 0;
+}
+
+double posenc_rope_plan_attention_factor(const posenc_rope_plan *plan) {
+  return plan ? plan->attention_factor : 0.0;
+}
+
+posenc_status posenc_rope_plan_freqs(const posenc_rope_plan *plan, double *freqs) {
+  if (!plan || !freqs) return POSENC_ERR_INVALID_ARGUMENT;
+  memcpy(freqs, plan->freqs, plan->n_pairs * sizeof *freqs);
+  return POSENC_OK;
+}
+
+/* A checked view: its span in elements, and the extent of one token's heads. */
+typedef struct view_span {
+  size_t extent;    /* elements from data to one past its last element */
+  size_t row_span;  /* elements from a token's first head start to its last head end */
+} view_span;
+
+/* 1 if the view is valid (element-aligned, no overflow, head vectors pairwise disjoint). */
+static int check_view(const posenc_rope_tensor *v, size_t n_tokens, size_t dim, view_span *out) {
+  if (!v->data || (uintptr_t)v->data % alignof(float)) return 0;
+  size_t a, b, ext;
+  if (__builtin_mul_overflow(n_tokens - 1, v->token_stride, &a) ||
+      __builtin_mul_overflow(v->n_heads - 1, v->head_stride, &b) ||
+      __builtin_add_overflow(a, b, &ext) || __builtin_add_overflow(ext, dim, &ext) ||
+      ext > PTRDIFF_MAX / sizeof(float))
+    return 0;
+  out->extent = ext;
+  out->row_span = b + dim;
+  /* Heads nest inside tokens or tokens inside heads: the smaller stride must clear a
+   * vector, the larger one all vectors of the smaller dimension. */
+  if (n_tokens == 1 && v->n_heads == 1) return 1;
+  if (n_tokens == 1) return v->head_stride >= dim;
+  if (v->n_heads == 1) return v->token_stride >= dim;
+  const int heads_inner = v->head_stride <= v->token_stride;
+  const size_t s_in = heads_inner ? v->head_stride : v->token_stride;
+  const size_t s_out = heads_inner ? v->token_stride : v->head_stride;
+  const size_t inner_span = heads_inner ? b : a; /* (count - 1) * s_in, no overflow */
+  return s_in >= dim && s_out >= inner_span + dim;
+}
+
+/* 1 if no element of k is an element of q. Exact for disjoint spans and for views that
+ * share one token stride with each token's q and k heads in separate parts of the row
+ * (packed QKV); other interleavings are rejected. */
+static int views_disjoint(const posenc_rope_tensor *q, const view_span *qs,
+                          const posenc_rope_tensor *k, const view_span *ks, size_t n_tokens) {
+  const uintptr_t qa = (uintptr_t)q->data, ka = (uintptr_t)k->data;
+  if (ka >= qa + qs->extent * sizeof(float) || qa >= ka + ks->extent * sizeof(float)) return 1;
+  const size_t stride = q->token_stride;
+  if (n_tokens < 2 || k->token_stride != stride || qs->row_span > stride ||
+      ks->row_span > stride)
+    return 0;
+  const size_t delta = (ka > qa ? ka - qa : qa - ka) / sizeof(float);
+  /* Offset of the later view's row inside the earlier one's period. */
+  const size_t first_span = ka > qa ? qs->row_span : ks->row_span;
+  const size_t second_span = ka > qa ? ks->row_span : qs->row_span;
+  const size_t off = delta % stride;
+  return off >= first_span && off + second_span <= stride;
+}
+
+posenc_status posenc_rope_f32(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
+                              const int32_t *positions, int32_t start_pos,
+                              const posenc_rope_tensor *q, const posenc_rope_tensor *k,
+                              unsigned flags) {
+  const unsigned known = POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES;
+  if (!plan || !q || (flags & ~known) || head_dim < plan->rotary_dim)
+    return POSENC_ERR_INVALID_ARGUMENT;
+  if (!positions && n_tokens > 0 && n_tokens - 1 > (size_t)(INT32_MAX - (int64_t)start_pos))
+    return POSENC_ERR_INVALID_ARGUMENT;
+
+  rope_f32_args args = {.plan = plan,
+                        .n_tokens = n_tokens,
+                        .positions = positions,
+                        .start_pos = start_pos,
+                        .flags = flags};
+  const posenc_rope_tensor *views[2] = {q, k};
+  view_span spans[2];
+  int used[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    if (!views[i] || n_tokens == 0 || views[i]->n_heads == 0) continue;
+    if (!check_view(views[i], n_tokens, head_dim, &spans[i])) return POSENC_ERR_INVALID_ARGUMENT;
+    used[i] = 1;
+  }
+  if (used[0] && used[1] && !views_disjoint(q, &spans[0], k, &spans[1], n_tokens))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  for (int i = 0; i < 2; ++i) {
+    if (!used[i]) continue;
+    args.views[args.n_views++] = (rope_view){.data = (float *)views[i]->data,
+                                             .n_heads = views[i]->n_heads,
+                                             .token_stride = views[i]->token_stride,
+                                             .head_stride = views[i]->head_stride};
+  }
+  if (args.n_views == 0) return POSENC_OK;
+  posenc_active_table()->rope_f32(&args);
+  return POSENC_OK;
+}

@@ -1,0 +1,239 @@
+/*
+ * posenc: SIMD kernels for transformer positional encodings.
+ *
+ * One library carries scalar, SSE4, AVX2 and AVX-512 (x86) and NEON (aarch64) variants of
+ * every kernel; a runtime dispatcher picks the fastest variant the CPU and OS support.
+ *
+ * Conventions for every function:
+ *  - Every function that can fail returns a posenc_status. On any status other than
+ *    POSENC_OK nothing has been written to any output buffer.
+ *  - Sizes and strides are counted in elements, not bytes.
+ *  - Kernels are reentrant, allocate nothing and keep no state: call them from as many
+ *    threads as you like, on disjoint buffers.
+ *  - Kernels never read or write outside the elements they are given.
+ *  - NaN and infinity in tensor data propagate as IEEE arithmetic says; NaN or infinite
+ *    parameters (base, frequencies, factors) are rejected with POSENC_ERR_INVALID_ARGUMENT.
+ */
+#ifndef POSENC_H
+#define POSENC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "posenc_version.h"
+
+#if defined(_WIN32) && !defined(POSENC_STATIC)
+#if defined(POSENC_BUILDING)
+#define POSENC_API __declspec(dllexport)
+#else
+#define POSENC_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__)
+#define POSENC_API __attribute__((visibility("default")))
+#else
+#define POSENC_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------
+ * Version
+ * ------------------------------------------------------------------------------------- */
+
+/* "MAJOR.MINOR.PATCH" of the library actually linked (POSENC_VERSION_STRING is the one
+ * compiled against). */
+POSENC_API const char *posenc_version(void);
+
+/* ---------------------------------------------------------------------------------------
+ * Status
+ * ------------------------------------------------------------------------------------- */
+
+typedef enum posenc_status {
+  POSENC_OK = 0,
+  POSENC_ERR_INVALID_ARGUMENT = 1, /* null pointer, bad size, overflow, forbidden aliasing,
+                                      NaN/Inf parameter */
+  POSENC_ERR_UNSUPPORTED = 2,      /* ISA not compiled in or not supported by this CPU/OS */
+  POSENC_ERR_OUT_OF_MEMORY = 3     /* an allocation (plan creation only) failed */
+} posenc_status;
+
+/* A static, human-readable description of a status ("invalid argument", ...). Never NULL;
+ * an unknown value gives "unknown status". */
+POSENC_API const char *posenc_status_string(posenc_status status);
+
+/* ---------------------------------------------------------------------------------------
+ * Instruction sets and dispatch
+ *
+ * The active ISA is chosen once, at the first call that needs it (thread-safe): the best
+ * available one, unless the environment variable POSENC_ISA names another
+ * (scalar|sse4|avx2|avx512|neon, case-insensitive). A request for an ISA that is not
+ * available, or an unknown name, falls back to the best available one and is reported by
+ * posenc_isa_selection(); posenc never executes an instruction the CPU lacks.
+ *
+ *  - sse4:   SSE4.1 + SSE4.2.
+ *  - avx2:   AVX2 + FMA + F16C, and the OS saves YMM state (XGETBV).
+ *  - avx512: AVX-512 F, BW, DQ and VL, and the OS saves ZMM and opmask state.
+ *  - neon:   every aarch64 CPU.
+ * ------------------------------------------------------------------------------------- */
+
+typedef enum posenc_isa {
+  POSENC_ISA_SCALAR = 0,
+  POSENC_ISA_SSE4 = 1,
+  POSENC_ISA_AVX2 = 2,
+  POSENC_ISA_AVX512 = 3,
+  POSENC_ISA_NEON = 4,
+  POSENC_ISA_COUNT = 5
+} posenc_isa;
+
+typedef enum posenc_isa_source {
+  POSENC_ISA_SOURCE_AUTO = 0,         /* best available; POSENC_ISA unset or empty */
+  POSENC_ISA_SOURCE_ENV = 1,          /* POSENC_ISA named an available ISA */
+  POSENC_ISA_SOURCE_ENV_FALLBACK = 2, /* POSENC_ISA named an unavailable or unknown ISA;
+                                         the best available one is used instead */
+  POSENC_ISA_SOURCE_API = 3           /* chosen by posenc_set_isa() */
+} posenc_isa_source;
+
+/* "scalar", "sse4", "avx2", "avx512", "neon"; "unknown" for other values. */
+POSENC_API const char *posenc_isa_name(posenc_isa isa);
+
+/* Parses a name as accepted in POSENC_ISA. Returns POSENC_ERR_INVALID_ARGUMENT for an
+ * unknown name or a null pointer. */
+POSENC_API posenc_status posenc_isa_from_name(const char *name, posenc_isa *isa);
+
+/* 1 if this build of the library contains the variants for `isa`, else 0. */
+POSENC_API int posenc_isa_compiled(posenc_isa isa);
+
+/* 1 if `isa` is compiled in and this CPU and OS can run it, else 0. Scalar is always 1. */
+POSENC_API int posenc_isa_available(posenc_isa isa);
+
+/* The ISA whose variants the kernels use now. */
+POSENC_API posenc_isa posenc_active_isa(void);
+
+/* How the active ISA was chosen, and, when it came from POSENC_ISA, which ISA was asked
+ * for (`requested` may be NULL; it is set to POSENC_ISA_COUNT for an unknown name and to
+ * the active ISA when POSENC_ISA was not used). */
+POSENC_API posenc_isa_source posenc_isa_selection(posenc_isa *requested);
+
+/* The CPU's brand string ("unknown" where the CPU gives none), and the features the
+ * dispatcher looks at that this CPU and OS have, space-separated (e.g. "sse4.1 sse4.2 avx
+ * fma f16c avx2 avx512f avx512dq avx512bw avx512vl os-ymm os-zmm"). Static strings. */
+POSENC_API const char *posenc_cpu_name(void);
+POSENC_API const char *posenc_cpu_features(void);
+
+/* Makes `isa` the active ISA (for tests, benchmarks and users who know better). Returns
+ * POSENC_ERR_UNSUPPORTED, and changes nothing, if it is not available. Safe to call while
+ * other threads run kernels: each kernel call uses one variant from start to end, either
+ * the one active before or the one active after the switch. */
+POSENC_API posenc_status posenc_set_isa(posenc_isa isa);
+
+/* ---------------------------------------------------------------------------------------
+ * RoPE: rotary position embedding
+ *
+ * A head vector has head_dim (D) elements; RoPE rotates its first rotary_dim (R, even,
+ * R <= D) elements as R/2 pairs and leaves elements [R, D) untouched.
+ *
+ * Pairs (flags select the layout):
+ *  - POSENC_ROPE_NEOX (default; "rotate half"; GPT-NeoX, LLaMA in HF transformers):
+ *      pair i is (x[i], x[i + R/2]).
+ *  - POSENC_ROPE_GPTJ (interleaved; GPT-J, original LLaMA, MLX "traditional"):
+ *      pair i is (x[2i], x[2i + 1]).
+ * Pair i at position p is rotated by the angle a = p * w_i, where w_i is the plan's
+ * frequency of pair i; with c = att * cos(a) and s = att * sin(a) (att: the plan's
+ * attention factor):
+ *      u' = u*c - v*s,   v' = v*c + u*s         (forward)
+ *      u' = u*c + v*s,   v' = v*c - u*s         (POSENC_ROPE_INVERSE: the backward pass, or
+ *                                                un-rotating cached keys; exact inverse for
+ *                                                att = 1)
+ *
+ * Angle accuracy (POSENC_ROPE_ACCURATE, the default): for every position p with
+ * |p| < 2^31, the c and s used differ from att*cos and att*sin of the exact real product
+ * p * w_i (w_i the plan's double) by at most 2^-22 * att (absolute); the product is
+ * formed exactly and reduced modulo 2*pi in double-double arithmetic before SLEEF's
+ * float sincos (1 ulp). Measured worst case on every variant: see README.
+ *
+ * POSENC_ROPE_F32_ANGLES reproduces the float32 recipe of most reference code instead
+ * (inv_freq = (float)w_i, angle = (float)p * inv_freq rounded to float), so angles match
+ * such code bit for bit; its cos/sin are within 2^-22 of cos/sin of that float angle.
+ * Beware: that angle itself is off by ~1e-2 rad at p = 131072.
+ *
+ * Variants: every SIMD variant's output is within POSENC_ROPE_SIMD_TOLERANCE *
+ * att * (|u| + |v|) of the scalar variant's output for the same element.
+ * ------------------------------------------------------------------------------------- */
+
+#define POSENC_ROPE_SIMD_TOLERANCE 7.62939453125e-06 /* 2^-17 */
+
+enum {
+  POSENC_ROPE_NEOX = 0u,         /* rotate-half pairs (default) */
+  POSENC_ROPE_GPTJ = 1u,         /* interleaved pairs */
+  POSENC_ROPE_INVERSE = 2u,      /* rotate by -angle */
+  POSENC_ROPE_ACCURATE = 0u,     /* accurate angles (default) */
+  POSENC_ROPE_F32_ANGLES = 4u    /* float32-compatible angles */
+};
+
+/* A frequency plan: R/2 frequencies (double) and an attention factor. Immutable once
+ * created; one plan may be used by any number of threads at once. */
+typedef struct posenc_rope_plan posenc_rope_plan;
+
+/* The default plan: w_i = base^(-2i/R), i in [0, R/2), computed in double.
+ * rotary_dim: even, >= 2, <= 2^20. base: finite, > 0 and != 1 (10000 for most models,
+ * 500000 for Llama 3, 1e6 for Qwen2). attention_factor: finite, > 0 (1 unless a scaling
+ * says otherwise). *plan receives a new plan, or NULL on error. */
+POSENC_API posenc_status posenc_rope_plan_create(posenc_rope_plan **plan, size_t rotary_dim,
+                                                 double base, double attention_factor);
+
+/* A plan from R/2 given frequencies (radians per position; finite, may be 0 or negative).
+ * Every scaling type reduces to this. */
+POSENC_API posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan,
+                                                            size_t rotary_dim,
+                                                            const double *freqs,
+                                                            double attention_factor);
+
+/* Frees a plan; NULL is a no-op. */
+POSENC_API void posenc_rope_plan_destroy(posenc_rope_plan *plan);
+
+/* The plan's rotary_dim (0 for NULL), attention factor (0 for NULL), and its R/2
+ * frequencies copied to `freqs`. */
+POSENC_API size_t posenc_rope_plan_rotary_dim(const posenc_rope_plan *plan);
+POSENC_API double posenc_rope_plan_attention_factor(const posenc_rope_plan *plan);
+POSENC_API posenc_status posenc_rope_plan_freqs(const posenc_rope_plan *plan, double *freqs);
+
+/* A strided view of head vectors: element d of head h of token t is at
+ *     data[t * token_stride + h * head_stride + d],  d in [0, head_dim).
+ *   [L, H, D] contiguous:      token_stride = H*D, head_stride = D
+ *   [H, L, D] contiguous:      token_stride = D,   head_stride = L*D
+ *   packed QKV rows [L, (Hq + 2*Hk) * D]: Q: data = qkv,         token_stride = (Hq+2Hk)*D,
+ *                                         K: data = qkv + Hq*D,  same strides, head_stride D
+ * The head vectors of one view must not overlap each other, and a K view must not overlap
+ * the Q view. `data` needs only element (not vector) alignment. */
+typedef struct posenc_rope_tensor {
+  void *data; /* float* for posenc_rope_f32 */
+  size_t n_heads;
+  size_t token_stride;
+  size_t head_stride;
+} posenc_rope_tensor;
+
+/* Rotates, in place, the first R elements of every head vector of q and, in the same pass,
+ * of k (k may be NULL; it may have its own head count, for GQA/MQA). cos/sin are computed
+ * once per token and pair and shared by all heads of q and k.
+ *
+ * Positions: token t is at positions[t], or, if positions is NULL, at start_pos + t
+ * (start_pos + n_tokens - 1 must not exceed INT32_MAX). Negative positions are valid.
+ * head_dim: D, with R <= D (R = the plan's rotary_dim); elements [R, D) are untouched.
+ * flags: POSENC_ROPE_NEOX or POSENC_ROPE_GPTJ, optionally | POSENC_ROPE_INVERSE and
+ * | POSENC_ROPE_F32_ANGLES. n_tokens = 0 or n_heads = 0 is a valid no-op.
+ *
+ * Errors (nothing written): POSENC_ERR_INVALID_ARGUMENT for a NULL plan or q, NULL data
+ * with work to do, unknown flags, R > D, a head stride < D with more than one head,
+ * overlapping head vectors within or between q and k, a view whose extent overflows
+ * size_t or ptrdiff_t, start_pos + n_tokens - 1 > INT32_MAX. */
+POSENC_API posenc_status posenc_rope_f32(const posenc_rope_plan *plan, size_t head_dim,
+                                         size_t n_tokens, const int32_t *positions,
+                                         int32_t start_pos, const posenc_rope_tensor *q,
+                                         const posenc_rope_tensor *k, unsigned flags);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POSENC_H */

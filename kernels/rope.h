@@ -1,0 +1,76 @@
+/* Internal: the RoPE frequency plan and the argument block every RoPE kernel takes.
+ * Arguments reaching a kernel have been checked by the public layer (dispatch/api_rope.c). */
+#ifndef POSENC_KERNELS_ROPE_H
+#define POSENC_KERNELS_ROPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "posenc.h"
+
+/* Plan arrays are padded with zero frequencies to a multiple of this many pairs, so that
+ * kernels may load whole vectors from them without a tail. */
+#define POSENC_PLAN_PAD 16
+
+/* Kernels work on this many pairs at a time: cos/sin of one chunk live on the stack. */
+#define POSENC_ROPE_CHUNK 256
+
+struct posenc_rope_plan {
+  size_t rotary_dim;
+  size_t n_pairs;
+  double attention_factor;
+  const double *freqs; /* w_i, radians per position */
+  /* w_i / (2*pi) in turns, as turn_hi + turn_mid + turn_lo. turn_hi and turn_mid carry at
+   * most 21 significant bits each, so p * turn_hi and p * turn_mid are exact in double for
+   * every |p| <= 2^31; turn_lo holds the rest of the double-double quotient. */
+  const double *turn_hi;
+  const double *turn_mid;
+  const double *turn_lo;
+  const float *inv_freq_f32; /* (float)w_i, for POSENC_ROPE_F32_ANGLES */
+};
+
+typedef struct rope_view {
+  float *data;
+  size_t n_heads;
+  size_t token_stride;
+  size_t head_stride;
+} rope_view;
+
+typedef struct rope_f32_args {
+  const struct posenc_rope_plan *plan;
+  size_t n_tokens;
+  const int32_t *positions; /* NULL: start_pos + t */
+  int32_t start_pos;
+  size_t n_views; /* 1 (q) or 2 (q, k); views with no heads are dropped */
+  rope_view views[2];
+  unsigned flags;
+} rope_f32_args;
+
+typedef void (*rope_f32_fn)(const rope_f32_args *args);
+
+static inline int32_t rope_position(const rope_f32_args *a, size_t t) {
+  return a->positions ? a->positions[t] : (int32_t)(a->start_pos + (int64_t)t);
+}
+
+/* The angle of pair i at position p reduced to [-pi, pi], in double. The product p * w_i
+ * is formed exactly (in turns, from the three parts) and reduced before any rounding that
+ * could grow with p. Every variant performs exactly these operations, in this order. */
+#define POSENC_TWO_PI 6.283185307179586476925286766559
+#define POSENC_ROUND_MAGIC 6755399441055744.0 /* 1.5 * 2^52 */
+
+static inline double rope_round_nearest(double x) {
+  /* Round to nearest even for |x| < 2^51, without libm or SSE4.1 (the sources are built
+   * without -ffast-math, so the compiler keeps both operations). */
+  return (x + POSENC_ROUND_MAGIC) - POSENC_ROUND_MAGIC;
+}
+
+static inline double rope_reduced_angle(double p, double hi, double mid, double lo) {
+  double a_hi = p * hi;
+  double a_mid = p * mid;
+  double t = (a_hi - rope_round_nearest(a_hi)) + (a_mid - rope_round_nearest(a_mid));
+  t = t + p * lo;
+  t = t - rope_round_nearest(t);
+  return t * POSENC_TWO_PI;
+}
+
+#endif /* POSENC_KERNELS_ROPE_H */

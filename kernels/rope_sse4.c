@@ -1,0 +1,4 @@
+/* RoPE f32 for sse4: the shared SIMD source over the sse4 vector layer. */
+#include "simd/vec_sse4.h"
+
+#include "rope_simd.h"

@@ -1,0 +1,56 @@
+/* Vector layer for AVX2 + FMA: 8 float lanes, 4 double lanes. */
+#ifndef POSENC_VEC_AVX2_H
+#define POSENC_VEC_AVX2_H
+
+#include <immintrin.h>
+#include <sleef.h>
+
+#define VEC_SUFFIX avx2
+#define VF_W 8
+#define VD_W 4
+
+typedef __m256 vf;
+typedef __m256d vd;
+
+static inline vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
+static inline void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
+/* Masked lanes are neither read nor written (no fault past the n-th element). */
+static inline __m256i vf_mask_n(size_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static inline vf vf_load_n(const float *p, size_t n) {
+  return _mm256_maskload_ps(p, vf_mask_n(n));
+}
+static inline void vf_store_n(float *p, vf v, size_t n) {
+  _mm256_maskstore_ps(p, vf_mask_n(n), v);
+}
+static inline vf vf_set1(float x) { return _mm256_set1_ps(x); }
+static inline vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+static inline vf vf_fmadd(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+static inline vf vf_fnmadd(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
+static inline vf vf_swap_pairs(vf x) { return _mm256_permute_ps(x, 0xB1); }
+static inline vf vf_zip_lo(vf a, vf b) {
+  return _mm256_permute2f128_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b), 0x20);
+}
+static inline vf vf_zip_hi(vf a, vf b) {
+  return _mm256_permute2f128_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b), 0x31);
+}
+static inline void vf_sincos(vf x, vf *s, vf *c) {
+  const Sleef___m256_2 r = Sleef_sincosf8_u10avx2(x);
+  *s = r.x;
+  *c = r.y;
+}
+
+static inline vd vd_load(const double *p) { return _mm256_loadu_pd(p); }
+static inline vd vd_set1(double x) { return _mm256_set1_pd(x); }
+static inline vd vd_add(vd a, vd b) { return _mm256_add_pd(a, b); }
+static inline vd vd_sub(vd a, vd b) { return _mm256_sub_pd(a, b); }
+static inline vd vd_mul(vd a, vd b) { return _mm256_mul_pd(a, b); }
+static inline vd vd_round(vd x) {
+  return _mm256_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+static inline vf vf_from_vd(vd lo, vd hi) {
+  return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
+}
+
+#endif /* POSENC_VEC_AVX2_H */

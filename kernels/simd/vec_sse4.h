@@ -1,0 +1,57 @@
+/* Vector layer for SSE4.1: 4 float lanes, 2 double lanes. No FMA at this tier. */
+#ifndef POSENC_VEC_SSE4_H
+#define POSENC_VEC_SSE4_H
+
+#include <smmintrin.h>
+#include <sleef.h>
+#include <string.h>
+
+#define VEC_SUFFIX sse4
+#define VF_W 4
+#define VD_W 2
+
+typedef __m128 vf;
+typedef __m128d vd;
+
+static inline vf vf_load(const float *p) { return _mm_loadu_ps(p); }
+static inline void vf_store(float *p, vf v) { _mm_storeu_ps(p, v); }
+/* Partial vectors touch exactly n < VF_W elements of memory; other lanes read as 0. */
+static inline vf vf_load_n(const float *p, size_t n) {
+  float tmp[VF_W] = {0};
+  memcpy(tmp, p, n * sizeof(float));
+  return _mm_loadu_ps(tmp);
+}
+static inline void vf_store_n(float *p, vf v, size_t n) {
+  float tmp[VF_W];
+  _mm_storeu_ps(tmp, v);
+  memcpy(p, tmp, n * sizeof(float));
+}
+static inline vf vf_set1(float x) { return _mm_set1_ps(x); }
+static inline vf vf_mul(vf a, vf b) { return _mm_mul_ps(a, b); }
+static inline vf vf_fmadd(vf a, vf b, vf c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+static inline vf vf_fnmadd(vf a, vf b, vf c) { return _mm_sub_ps(c, _mm_mul_ps(a, b)); }
+/* (x0, x1, x2, x3) -> (x1, x0, x3, x2) */
+static inline vf vf_swap_pairs(vf x) { return _mm_shuffle_ps(x, x, _MM_SHUFFLE(2, 3, 0, 1)); }
+/* Interleave: lo = (a0, b0, a1, b1), hi = (a2, b2, a3, b3). */
+static inline vf vf_zip_lo(vf a, vf b) { return _mm_unpacklo_ps(a, b); }
+static inline vf vf_zip_hi(vf a, vf b) { return _mm_unpackhi_ps(a, b); }
+static inline void vf_sincos(vf x, vf *s, vf *c) {
+  const Sleef___m128_2 r = Sleef_sincosf4_u10sse4(x);
+  *s = r.x;
+  *c = r.y;
+}
+
+static inline vd vd_load(const double *p) { return _mm_loadu_pd(p); }
+static inline vd vd_set1(double x) { return _mm_set1_pd(x); }
+static inline vd vd_add(vd a, vd b) { return _mm_add_pd(a, b); }
+static inline vd vd_sub(vd a, vd b) { return _mm_sub_pd(a, b); }
+static inline vd vd_mul(vd a, vd b) { return _mm_mul_pd(a, b); }
+static inline vd vd_round(vd x) {
+  return _mm_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+/* Two double vectors to one float vector: (lo..., hi...). */
+static inline vf vf_from_vd(vd lo, vd hi) {
+  return _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi));
+}
+
+#endif /* POSENC_VEC_SSE4_H */

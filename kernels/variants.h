@@ -1,0 +1,28 @@
+/* The one list of compiled kernel variants. The dispatcher builds its table from it; the
+ * tests and the bench reach every entry through that table (posenc_set_isa), so adding a
+ * variant is one line here plus its source in CMakeLists.txt. POSENC_HAVE_<ISA> is defined
+ * by the build for each ISA whose sources it compiles. */
+#ifndef POSENC_KERNELS_VARIANTS_H
+#define POSENC_KERNELS_VARIANTS_H
+
+#include "rope.h"
+
+#define POSENC_DECLARE_VARIANTS(isa) void posenc_rope_f32_##isa(const rope_f32_args *args);
+
+#define POSENC_TABLE_ROW(isa) {.rope_f32 = posenc_rope_f32_##isa}
+
+POSENC_DECLARE_VARIANTS(scalar)
+#ifdef POSENC_HAVE_SSE4
+POSENC_DECLARE_VARIANTS(sse4)
+#endif
+#ifdef POSENC_HAVE_AVX2
+POSENC_DECLARE_VARIANTS(avx2)
+#endif
+#ifdef POSENC_HAVE_AVX512
+POSENC_DECLARE_VARIANTS(avx512)
+#endif
+#ifdef POSENC_HAVE_NEON
+POSENC_DECLARE_VARIANTS(neon)
+#endif
+
+#endif /* POSENC_KERNELS_VARIANTS_H */
