@@ -34,8 +34,7 @@ static void split_turns(double w, double *hi, double *mid, double *lo) {
 static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
 posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t rotary_dim,
-                                                 const double *freqs,
-                                                 double attention_factor) {
+                                                 const double *freqs, double attention_factor) {
   if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
   *plan = NULL;
   if (!freqs || rotary_dim < 2 || rotary_dim % 2 || rotary_dim > MAX_ROTARY_DIM ||
@@ -110,8 +109,8 @@ posenc_status posenc_rope_plan_freqs(const posenc_rope_plan *plan, double *freqs
 
 /* A checked view: its span in elements, and the extent of one token's heads. */
 typedef struct view_span {
-  size_t extent;    /* elements from data to one past its last element */
-  size_t row_span;  /* elements from a token's first head start to its last head end */
+  size_t extent;   /* elements from data to one past its last element */
+  size_t row_span; /* elements from a token's first head start to its last head end */
 } view_span;
 
 /* 1 if the view is valid (element-aligned, no overflow, head vectors pairwise disjoint). */
@@ -145,8 +144,7 @@ static int views_disjoint(const posenc_rope_tensor *q, const view_span *qs,
   const uintptr_t qa = (uintptr_t)q->data, ka = (uintptr_t)k->data;
   if (ka >= qa + qs->extent * sizeof(float) || qa >= ka + ks->extent * sizeof(float)) return 1;
   const size_t stride = q->token_stride;
-  if (n_tokens < 2 || k->token_stride != stride || qs->row_span > stride ||
-      ks->row_span > stride)
+  if (n_tokens < 2 || k->token_stride != stride || qs->row_span > stride || ks->row_span > stride)
     return 0;
   const size_t delta = (ka > qa ? ka - qa : qa - ka) / sizeof(float);
   /* Offset of the later view's row inside the earlier one's period. */

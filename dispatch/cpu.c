@@ -24,8 +24,8 @@ static void detect(posenc_cpu_flags *f) {
   const int avx_cpu = (c >> 28) & 1;
   if (osxsave) {
     const unsigned long long xcr0 = read_xcr0();
-    f->os_ymm = (xcr0 & 0x6) == 0x6;    /* XMM | YMM */
-    f->os_zmm = (xcr0 & 0xE6) == 0xE6;  /* XMM | YMM | opmask | ZMM_Hi256 | Hi16_ZMM */
+    f->os_ymm = (xcr0 & 0x6) == 0x6;   /* XMM | YMM */
+    f->os_zmm = (xcr0 & 0xE6) == 0xE6; /* XMM | YMM | opmask | ZMM_Hi256 | Hi16_ZMM */
   }
   f->avx = avx_cpu && f->os_ymm;
   if (__get_cpuid_max(0, NULL) >= 7) {
@@ -63,8 +63,8 @@ int posenc_cpu_supports(posenc_isa isa) {
     case POSENC_ISA_AVX2:
       return f->sse41 && f->sse42 && f->avx && f->avx2 && f->fma && f->f16c && f->os_ymm;
     case POSENC_ISA_AVX512:
-      return posenc_cpu_supports(POSENC_ISA_AVX2) && f->avx512f && f->avx512bw &&
-             f->avx512dq && f->avx512vl && f->os_zmm;
+      return posenc_cpu_supports(POSENC_ISA_AVX2) && f->avx512f && f->avx512bw && f->avx512dq &&
+             f->avx512vl && f->os_zmm;
     case POSENC_ISA_NEON:
       return f->neon;
     default:

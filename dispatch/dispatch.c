@@ -1,12 +1,13 @@
 /* The dispatch table and the choice of the active ISA: chosen once, lazily, under
  * pthread_once; POSENC_ISA may force one; posenc_set_isa() may switch later (atomic). */
+#include "dispatch.h"
+
 #include <ctype.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../kernels/variants.h"
-#include "dispatch.h"
 
 static const posenc_kernel_table tables[POSENC_ISA_COUNT] = {
     [POSENC_ISA_SCALAR] = POSENC_TABLE_ROW(scalar),
@@ -24,13 +25,12 @@ static const posenc_kernel_table tables[POSENC_ISA_COUNT] = {
 #endif
 };
 
-static const char *const isa_names[POSENC_ISA_COUNT] = {"scalar", "sse4", "avx2", "avx512",
-                                                        "neon"};
+static const char *const isa_names[POSENC_ISA_COUNT] = {"scalar", "sse4", "avx2", "avx512", "neon"};
 
 static pthread_once_t select_once = PTHREAD_ONCE_INIT;
-static int active_isa;     /* posenc_isa; atomic */
-static int isa_source;     /* posenc_isa_source; atomic */
-static int requested_isa;  /* written once, under select_once */
+static int active_isa;    /* posenc_isa; atomic */
+static int isa_source;    /* posenc_isa_source; atomic */
+static int requested_isa; /* written once, under select_once */
 
 const char *posenc_isa_name(posenc_isa isa) {
   return (unsigned)isa < POSENC_ISA_COUNT ? isa_names[isa] : "unknown";

@@ -2,8 +2,8 @@
 #ifndef POSENC_DISPATCH_H
 #define POSENC_DISPATCH_H
 
-#include "posenc.h"
 #include "../kernels/rope.h"
+#include "posenc.h"
 
 /* One entry per kernel family. Each ISA's row is filled from kernels/variants.h. */
 typedef struct posenc_kernel_table {

@@ -164,11 +164,11 @@ POSENC_API posenc_status posenc_set_isa(posenc_isa isa);
 #define POSENC_ROPE_SIMD_TOLERANCE 7.62939453125e-06 /* 2^-17 */
 
 enum {
-  POSENC_ROPE_NEOX = 0u,         /* rotate-half pairs (default) */
-  POSENC_ROPE_GPTJ = 1u,         /* interleaved pairs */
-  POSENC_ROPE_INVERSE = 2u,      /* rotate by -angle */
-  POSENC_ROPE_ACCURATE = 0u,     /* accurate angles (default) */
-  POSENC_ROPE_F32_ANGLES = 4u    /* float32-compatible angles */
+  POSENC_ROPE_NEOX = 0u,      /* rotate-half pairs (default) */
+  POSENC_ROPE_GPTJ = 1u,      /* interleaved pairs */
+  POSENC_ROPE_INVERSE = 2u,   /* rotate by -angle */
+  POSENC_ROPE_ACCURATE = 0u,  /* accurate angles (default) */
+  POSENC_ROPE_F32_ANGLES = 4u /* float32-compatible angles */
 };
 
 /* A frequency plan: R/2 frequencies (double) and an attention factor. Immutable once
@@ -185,8 +185,7 @@ POSENC_API posenc_status posenc_rope_plan_create(posenc_rope_plan **plan, size_t
 /* A plan from R/2 given frequencies (radians per position; finite, may be 0 or negative).
  * Every scaling type reduces to this. */
 POSENC_API posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan,
-                                                            size_t rotary_dim,
-                                                            const double *freqs,
+                                                            size_t rotary_dim, const double *freqs,
                                                             double attention_factor);
 
 /* Frees a plan; NULL is a no-op. */

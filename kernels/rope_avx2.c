@@ -1,4 +1,4 @@
-/* RoPE f32 for avx2: the shared SIMD source over the avx2 vector layer. */
+/* RoPE f32 for avx2: the shared SIMD source over the avx2 vector layer (first). */
 #include "simd/vec_avx2.h"
 
 #include "rope_simd.h"

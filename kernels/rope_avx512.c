@@ -1,4 +1,4 @@
-/* RoPE f32 for avx512: the shared SIMD source over the avx512 vector layer. */
+/* RoPE f32 for avx512: the shared SIMD source over the avx512 vector layer (first). */
 #include "simd/vec_avx512.h"
 
 #include "rope_simd.h"

@@ -14,8 +14,8 @@
 
 #include "rope.h"
 
-typedef void (*rope_prepare_fn)(const struct posenc_rope_plan *plan, int32_t pos,
-                                unsigned flags, size_t p0, size_t n, float *c, float *s);
+typedef void (*rope_prepare_fn)(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
+                                size_t p0, size_t n, float *c, float *s);
 typedef void (*rope_rotate_fn)(float *x, size_t half, size_t p0, size_t n, const float *c,
                                const float *s, unsigned flags);
 

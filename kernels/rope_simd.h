@@ -20,8 +20,8 @@ static inline vd ROPE_FN(angle_)(vd p, const struct posenc_rope_plan *plan, size
 
 /* Plan arrays are padded to POSENC_PLAN_PAD pairs and the buffers hold a whole chunk, so
  * the loop may run to the next multiple of VF_W without a tail. */
-static void ROPE_FN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos,
-                              unsigned flags, size_t p0, size_t n, float *c, float *s) {
+static void ROPE_FN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
+                              size_t p0, size_t n, float *c, float *s) {
   const vf att = vf_set1((float)plan->attention_factor);
   const float sign = (flags & POSENC_ROPE_INVERSE) ? -1.0f : 1.0f;
   const int gptj = (flags & POSENC_ROPE_GPTJ) != 0;
@@ -34,9 +34,9 @@ static void ROPE_FN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos,
   const vf pf = vf_set1((float)pos);
   for (size_t i = 0; i < n; i += VF_W) {
     const size_t k = p0 + i;
-    const vf angle = f32_angles ? vf_mul(pf, vf_load(plan->inv_freq_f32 + k))
-                                : vf_from_vd(ROPE_FN(angle_)(pd, plan, k),
-                                             ROPE_FN(angle_)(pd, plan, k + VD_W));
+    const vf angle =
+        f32_angles ? vf_mul(pf, vf_load(plan->inv_freq_f32 + k))
+                   : vf_from_vd(ROPE_FN(angle_)(pd, plan, k), ROPE_FN(angle_)(pd, plan, k + VD_W));
     vf sv, cv;
     vf_sincos(angle, &sv, &cv);
     cv = vf_mul(cv, att);
@@ -80,8 +80,7 @@ static inline void ROPE_FN(rotate_gptj_)(float *x, const float *c, const float *
   if (i < m) {
     const size_t r = m - i; /* even: whole pairs only */
     const vf v = vf_load_n(x + i, r);
-    vf_store_n(x + i, vf_fmadd(vf_swap_pairs(v), vf_load(s + i), vf_mul(v, vf_load(c + i))),
-               r);
+    vf_store_n(x + i, vf_fmadd(vf_swap_pairs(v), vf_load(s + i), vf_mul(v, vf_load(c + i))), r);
   }
 }
 

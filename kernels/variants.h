@@ -9,7 +9,8 @@
 
 #define POSENC_DECLARE_VARIANTS(isa) void posenc_rope_f32_##isa(const rope_f32_args *args);
 
-#define POSENC_TABLE_ROW(isa) {.rope_f32 = posenc_rope_f32_##isa}
+#define POSENC_TABLE_ROW(isa) \
+  { .rope_f32 = posenc_rope_f32_##isa }
 
 POSENC_DECLARE_VARIANTS(scalar)
 #ifdef POSENC_HAVE_SSE4

@@ -2,8 +2,8 @@
 #ifndef POSENC_VEC_SSE4_H
 #define POSENC_VEC_SSE4_H
 
-#include <smmintrin.h>
 #include <sleef.h>
+#include <smmintrin.h>
 #include <string.h>
 
 #define VEC_SUFFIX sse4
