@@ -32,8 +32,8 @@ static void prepare_scalar(const struct posenc_rope_plan *plan, int32_t pos, uns
   }
 }
 
-static void rotate_scalar(float *x, size_t half, size_t p0, size_t n, const float *c,
-                          const float *s, unsigned flags) {
+static void rotate_pairs(float *x, size_t half, size_t p0, size_t n, const float *c, const float *s,
+                         unsigned flags) {
   if (flags & POSENC_ROPE_GPTJ) {
     float *xp = x + 2 * p0;
     for (size_t i = 0; i < n; ++i) {
@@ -49,6 +49,12 @@ static void rotate_scalar(float *x, size_t half, size_t p0, size_t n, const floa
       xv[i] = (float)(v * c[i] + u * s[i]);
     }
   }
+}
+
+static void rotate_scalar(const rope_view *view, float *row, size_t half, size_t p0, size_t n,
+                          const float *c, const float *s, unsigned flags) {
+  for (size_t h = 0; h < view->n_heads; ++h)
+    rotate_pairs(row + h * view->head_stride, half, p0, n, c, s, flags);
 }
 
 void posenc_rope_f32_scalar(const rope_f32_args *args) {

@@ -52,44 +52,99 @@ static void ROPE_FN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos, 
   }
 }
 
-static inline void ROPE_FN(rotate_neox_)(float *xu, float *xv, const float *c, const float *s,
-                                         size_t n) {
-  size_t i = 0;
-  for (; i + VF_W <= n; i += VF_W) {
-    const vf u = vf_load(xu + i), v = vf_load(xv + i);
-    const vf cv = vf_load(c + i), sv = vf_load(s + i);
-    vf_store(xu + i, vf_fnmadd(v, sv, vf_mul(u, cv)));
-    vf_store(xv + i, vf_fmadd(u, sv, vf_mul(v, cv)));
+/* Vectors of cos/sin held in registers while they are applied to every head. */
+/* 64 pairs (R = 128, the most common rotary size) in one block; on narrower ISAs the
+ * compiler spills part of the block, which measured faster than the head-by-head order. */
+#define ROPE_BLOCK (64 / VF_W)
+
+/* NEOX: u' = u*c - v*s, v' = v*c + u*s on (xu[j], xv[j]) for the m lanes of vector j. */
+static inline void ROPE_FN(neox_vec_)(float *xu, float *xv, vf c, vf s) {
+  const vf u = vf_load(xu), v = vf_load(xv);
+  vf_store(xu, vf_fnmadd(v, s, vf_mul(u, c)));
+  vf_store(xv, vf_fmadd(u, s, vf_mul(v, c)));
+}
+
+static inline void ROPE_FN(neox_part_)(float *xu, float *xv, vf c, vf s, size_t m) {
+  const vf u = vf_load_n(xu, m), v = vf_load_n(xv, m);
+  vf_store_n(xu, vf_fnmadd(v, s, vf_mul(u, c)), m);
+  vf_store_n(xv, vf_fmadd(u, s, vf_mul(v, c)), m);
+}
+
+/* GPTJ: x' = x * (c, c) + swap(x) * (-s, s). */
+static inline void ROPE_FN(gptj_vec_)(float *x, vf c, vf s) {
+  const vf v = vf_load(x);
+  vf_store(x, vf_fmadd(vf_swap_pairs(v), s, vf_mul(v, c)));
+}
+
+static inline void ROPE_FN(gptj_part_)(float *x, vf c, vf s, size_t m) {
+  const vf v = vf_load_n(x, m);
+  vf_store_n(x, vf_fmadd(vf_swap_pairs(v), s, vf_mul(v, c)), m);
+}
+
+/* Two loop orders over the heads of one token's row (measured: see README):
+ *  - one pass, when the chunk's pairs fit in ROPE_BLOCK vectors: cos/sin stay in registers
+ *    while every head is streamed front to back (the common R <= 128 case on AVX-512);
+ *  - otherwise head by head, front to back, cos/sin loaded from the (L1-resident) buffer.
+ *    Several passes over the row with registers reloaded per block were faster in cache but
+ *    halved the throughput of rows streamed from DRAM, so they are not used. */
+
+/* NEOX pairs [p0, p0 + n) of every head. */
+static void ROPE_FN(rotate_neox_)(const rope_view *view, float *row, size_t half, size_t p0,
+                                  size_t n, const float *c, const float *s) {
+  const size_t nh = view->n_heads, hs = view->head_stride;
+  float *base = row + p0;
+  if (n == ROPE_BLOCK * VF_W) {
+    vf cb[ROPE_BLOCK], sb[ROPE_BLOCK];
+    for (int b = 0; b < ROPE_BLOCK; ++b) {
+      cb[b] = vf_load(c + b * VF_W);
+      sb[b] = vf_load(s + b * VF_W);
+    }
+    for (size_t h = 0; h < nh; ++h) {
+      float *xu = base + h * hs;
+      for (int b = 0; b < ROPE_BLOCK; ++b)
+        ROPE_FN(neox_vec_)(xu + b * VF_W, xu + half + b * VF_W, cb[b], sb[b]);
+    }
+    return;
   }
-  if (i < n) {
-    const size_t r = n - i;
-    const vf u = vf_load_n(xu + i, r), v = vf_load_n(xv + i, r);
-    const vf cv = vf_load(c + i), sv = vf_load(s + i);
-    vf_store_n(xu + i, vf_fnmadd(v, sv, vf_mul(u, cv)), r);
-    vf_store_n(xv + i, vf_fmadd(u, sv, vf_mul(v, cv)), r);
+  for (size_t h = 0; h < nh; ++h) {
+    float *xu = base + h * hs, *xv = xu + half;
+    size_t i = 0;
+    for (; i + VF_W <= n; i += VF_W)
+      ROPE_FN(neox_vec_)(xu + i, xv + i, vf_load(c + i), vf_load(s + i));
+    if (i < n) ROPE_FN(neox_part_)(xu + i, xv + i, vf_load(c + i), vf_load(s + i), n - i);
   }
 }
 
-/* Interleaved pairs: x' = x * (c, c) + swap(x) * (-s, s). */
-static inline void ROPE_FN(rotate_gptj_)(float *x, const float *c, const float *s, size_t m) {
-  size_t i = 0;
-  for (; i + VF_W <= m; i += VF_W) {
-    const vf v = vf_load(x + i);
-    vf_store(x + i, vf_fmadd(vf_swap_pairs(v), vf_load(s + i), vf_mul(v, vf_load(c + i))));
+/* GPTJ: the 2n interleaved elements from 2*p0, in the same two orders. */
+static void ROPE_FN(rotate_gptj_)(const rope_view *view, float *row, size_t p0, size_t n,
+                                  const float *c, const float *s) {
+  const size_t nh = view->n_heads, hs = view->head_stride, m = 2 * n;
+  float *base = row + 2 * p0;
+  if (m == ROPE_BLOCK * VF_W) {
+    vf cb[ROPE_BLOCK], sb[ROPE_BLOCK];
+    for (int b = 0; b < ROPE_BLOCK; ++b) {
+      cb[b] = vf_load(c + b * VF_W);
+      sb[b] = vf_load(s + b * VF_W);
+    }
+    for (size_t h = 0; h < nh; ++h)
+      for (int b = 0; b < ROPE_BLOCK; ++b)
+        ROPE_FN(gptj_vec_)(base + h * hs + b * VF_W, cb[b], sb[b]);
+    return;
   }
-  if (i < m) {
-    const size_t r = m - i; /* even: whole pairs only */
-    const vf v = vf_load_n(x + i, r);
-    vf_store_n(x + i, vf_fmadd(vf_swap_pairs(v), vf_load(s + i), vf_mul(v, vf_load(c + i))), r);
+  for (size_t h = 0; h < nh; ++h) {
+    float *x = base + h * hs;
+    size_t i = 0;
+    for (; i + VF_W <= m; i += VF_W) ROPE_FN(gptj_vec_)(x + i, vf_load(c + i), vf_load(s + i));
+    if (i < m) ROPE_FN(gptj_part_)(x + i, vf_load(c + i), vf_load(s + i), m - i);
   }
 }
 
-static void ROPE_FN(rotate_)(float *x, size_t half, size_t p0, size_t n, const float *c,
-                             const float *s, unsigned flags) {
+static void ROPE_FN(rotate_)(const rope_view *view, float *row, size_t half, size_t p0, size_t n,
+                             const float *c, const float *s, unsigned flags) {
   if (flags & POSENC_ROPE_GPTJ)
-    ROPE_FN(rotate_gptj_)(x + 2 * p0, c, s, 2 * n);
+    ROPE_FN(rotate_gptj_)(view, row, p0, n, c, s);
   else
-    ROPE_FN(rotate_neox_)(x + p0, x + half + p0, c, s, n);
+    ROPE_FN(rotate_neox_)(view, row, half, p0, n, c, s);
 }
 
 void ROPE_FN(posenc_rope_f32_)(const rope_f32_args *args) {
