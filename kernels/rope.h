@@ -4,6 +4,7 @@
 #define POSENC_KERNELS_ROPE_H
 
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "posenc.h"
@@ -26,6 +27,12 @@ struct posenc_rope_plan {
   const double *turn_hi;
   const double *turn_mid;
   const double *turn_lo;
+  const double *turn; /* turn_hi + turn_mid + turn_lo rounded to double */
+  /* Positions with |p| < small_limit have |p * turn_i| < 2^22 for every pair, where one
+   * double product is within 2^-30 turns of the exact one (its rounding and turn's
+   * contribute at most 2^-31 each): far inside the 2^-22 budget, so the three-part
+   * product is only needed above it. */
+  double small_limit;
   const float *inv_freq_f32; /* (float)w_i, for POSENC_ROPE_F32_ANGLES */
 };
 
@@ -69,6 +76,17 @@ static inline double rope_reduced_angle(double p, double hi, double mid, double 
   double a_mid = p * mid;
   double t = (a_hi - rope_round_nearest(a_hi)) + (a_mid - rope_round_nearest(a_mid));
   t = t + p * lo;
+  t = t - rope_round_nearest(t);
+  return t * POSENC_TWO_PI;
+}
+
+static inline int rope_small_position(const struct posenc_rope_plan *plan, int32_t p) {
+  return fabs((double)p) < plan->small_limit;
+}
+
+/* The angle for positions where rope_small_position() holds. */
+static inline double rope_reduced_angle_small(double p, double turn) {
+  double t = p * turn;
   t = t - rope_round_nearest(t);
   return t * POSENC_TWO_PI;
 }

@@ -14,6 +14,8 @@ static void prepare_scalar(const struct posenc_rope_plan *plan, int32_t pos, uns
     float angle;
     if (flags & POSENC_ROPE_F32_ANGLES)
       angle = (float)pos * plan->inv_freq_f32[k];
+    else if (rope_small_position(plan, pos))
+      angle = (float)rope_reduced_angle_small((double)pos, plan->turn[k]);
     else
       angle = (float)rope_reduced_angle((double)pos, plan->turn_hi[k], plan->turn_mid[k],
                                         plan->turn_lo[k]);

@@ -18,6 +18,13 @@ static inline vd ROPE_FN(angle_)(vd p, const struct posenc_rope_plan *plan, size
   return vd_mul(t, vd_set1(POSENC_TWO_PI));
 }
 
+/* The same where rope_small_position() holds: see rope_reduced_angle_small(). */
+static inline vd ROPE_FN(angle_small_)(vd p, const struct posenc_rope_plan *plan, size_t k) {
+  vd t = vd_mul(p, vd_load(plan->turn + k));
+  t = vd_sub(t, vd_round(t));
+  return vd_mul(t, vd_set1(POSENC_TWO_PI));
+}
+
 /* Plan arrays are padded to POSENC_PLAN_PAD pairs and the buffers hold a whole chunk, so
  * the loop may run to the next multiple of VF_W without a tail. */
 static void ROPE_FN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
@@ -26,6 +33,7 @@ static void ROPE_FN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos, 
   const float sign = (flags & POSENC_ROPE_INVERSE) ? -1.0f : 1.0f;
   const int gptj = (flags & POSENC_ROPE_GPTJ) != 0;
   const int f32_angles = (flags & POSENC_ROPE_F32_ANGLES) != 0;
+  const int small = rope_small_position(plan, pos);
   /* GPTJ stores s as (-s_i, +s_i) per pair; NEOX as +s_i. Both times the direction. */
   float pattern[VF_W];
   for (int j = 0; j < VF_W; ++j) pattern[j] = (gptj && j % 2 == 0) ? -sign : sign;
@@ -36,6 +44,8 @@ static void ROPE_FN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos, 
     const size_t k = p0 + i;
     const vf angle =
         f32_angles ? vf_mul(pf, vf_load(plan->inv_freq_f32 + k))
+        : small    ? vf_from_vd(ROPE_FN(angle_small_)(pd, plan, k),
+                                ROPE_FN(angle_small_)(pd, plan, k + VD_W))
                    : vf_from_vd(ROPE_FN(angle_)(pd, plan, k), ROPE_FN(angle_)(pd, plan, k + VD_W));
     vf sv, cv;
     vf_sincos(angle, &sv, &cv);
