@@ -39,7 +39,7 @@ static void append(char *dst, size_t cap, const char *word, int present) {
 static void describe(void) {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned regs[12];
-  if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
+  if ((unsigned)__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
     for (unsigned i = 0; i < 3; ++i)
       __get_cpuid(0x80000002u + i, &regs[4 * i], &regs[4 * i + 1], &regs[4 * i + 2],
                   &regs[4 * i + 3]);
