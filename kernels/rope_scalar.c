@@ -19,7 +19,7 @@ static void prepare_scalar(const struct posenc_rope_plan *plan, int32_t pos, uns
     else
       angle = (float)rope_reduced_angle((double)pos, plan->turn_hi[k], plan->turn_mid[k],
                                         plan->turn_lo[k]);
-    const Sleef_float2 sc = Sleef_sincosf1_u10purec(angle);
+    const Sleef_float_2 sc = Sleef_sincosf1_u10purec(angle);
     const float cv = sc.y * att;
     const float sv = sc.x * att * sign;
     if (gptj) {
