@@ -130,14 +130,14 @@ static void ROPE_FN(rotate_gptj_)(const rope_view *view, float *row, size_t p0, 
                                   const float *c, const float *s) {
   const size_t nh = view->n_heads, hs = view->head_stride, m = 2 * n;
   float *base = row + 2 * p0;
-  if (m == ROPE_BLOCK * VF_W) {
-    vf cb[ROPE_BLOCK], sb[ROPE_BLOCK];
-    for (int b = 0; b < ROPE_BLOCK; ++b) {
+  if (m == 2 * ROPE_BLOCK * VF_W) {
+    vf cb[2 * ROPE_BLOCK], sb[2 * ROPE_BLOCK];
+    for (int b = 0; b < 2 * ROPE_BLOCK; ++b) {
       cb[b] = vf_load(c + b * VF_W);
       sb[b] = vf_load(s + b * VF_W);
     }
     for (size_t h = 0; h < nh; ++h)
-      for (int b = 0; b < ROPE_BLOCK; ++b)
+      for (int b = 0; b < 2 * ROPE_BLOCK; ++b)
         ROPE_FN(gptj_vec_)(base + h * hs + b * VF_W, cb[b], sb[b]);
     return;
   }
