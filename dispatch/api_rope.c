@@ -48,15 +48,17 @@ posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t
   const size_t header = round_up(sizeof(struct posenc_rope_plan), 64);
   const size_t doubles = round_up(n_pad * sizeof(double), 64);
   const size_t floats = round_up(n_pad * sizeof(float), 64);
-  unsigned char *block = aligned_alloc(64, header + 5 * doubles + floats);
+  unsigned char *block = aligned_alloc(64, header + 7 * doubles + floats);
   if (!block) return POSENC_ERR_OUT_OF_MEMORY;
-  memset(block, 0, header + 5 * doubles + floats);
+  memset(block, 0, header + 7 * doubles + floats);
   double *w = (double *)(block + header);
   double *hi = (double *)(block + header + doubles);
   double *mid = (double *)(block + header + 2 * doubles);
   double *lo = (double *)(block + header + 3 * doubles);
   double *turn = (double *)(block + header + 4 * doubles);
-  float *inv_freq = (float *)(block + header + 5 * doubles);
+  double *cos_w = (double *)(block + header + 5 * doubles);
+  double *sin_w = (double *)(block + header + 6 * doubles);
+  float *inv_freq = (float *)(block + header + 7 * doubles);
   double max_turn = 0;
   for (size_t i = 0; i < n; ++i) {
     w[i] = freqs[i];
@@ -64,6 +66,8 @@ posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t
     turn[i] = hi[i] + (mid[i] + lo[i]);
     if (fabs(turn[i]) > max_turn) max_turn = fabs(turn[i]);
     inv_freq[i] = (float)freqs[i];
+    cos_w[i] = cos(freqs[i]);
+    sin_w[i] = sin(freqs[i]);
   }
   struct posenc_rope_plan *p = (struct posenc_rope_plan *)block;
   p->rotary_dim = rotary_dim;
@@ -74,6 +78,8 @@ posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t
   p->turn_mid = mid;
   p->turn_lo = lo;
   p->turn = turn;
+  p->cos_w = cos_w;
+  p->sin_w = sin_w;
   p->small_limit = max_turn > 0 ? ldexp(1.0, 22) / max_turn : ldexp(1.0, 32);
   p->inv_freq_f32 = inv_freq;
   *plan = p;

@@ -34,6 +34,8 @@ struct posenc_rope_plan {
    * product is only needed above it. */
   double small_limit;
   const float *inv_freq_f32; /* (float)w_i, for POSENC_ROPE_F32_ANGLES */
+  const double *cos_w;       /* cos(w_i), sin(w_i): one position's rotation, for stepping */
+  const double *sin_w;       /* from one token's cos/sin to the next (rope_driver.h) */
 };
 
 typedef struct rope_view {

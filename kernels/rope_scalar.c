@@ -5,7 +5,8 @@
 #include "rope_driver.h"
 
 static void prepare_scalar(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
-                           size_t p0, size_t n, float *c, float *s) {
+                           size_t p0, size_t n, float *c, float *s, rope_state *state) {
+  (void)state; /* the reference computes every token afresh: no stepping */
   const float att = (float)plan->attention_factor;
   const float sign = (flags & POSENC_ROPE_INVERSE) ? -1.0f : 1.0f;
   const int gptj = (flags & POSENC_ROPE_GPTJ) != 0;
@@ -60,5 +61,5 @@ static void rotate_scalar(const rope_view *view, float *row, size_t half, size_t
 }
 
 void posenc_rope_f32_scalar(const rope_f32_args *args) {
-  rope_drive(args, prepare_scalar, rotate_scalar);
+  rope_drive(args, prepare_scalar, NULL, rotate_scalar);
 }

@@ -25,19 +25,44 @@ static inline vd ROPE_FN(angle_small_)(vd p, const struct posenc_rope_plan *plan
   return vd_mul(t, vd_set1(POSENC_TWO_PI));
 }
 
-/* Plan arrays are padded to POSENC_PLAN_PAD pairs and the buffers hold a whole chunk, so
- * the loop may run to the next multiple of VF_W without a tail. */
-static void ROPE_FN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
-                              size_t p0, size_t n, float *c, float *s) {
-  const vf att = vf_set1((float)plan->attention_factor);
+/* Writes cos/sin of pairs [i, i + VF_W) in the layout rotate() reads: times the attention
+ * factor; s times the direction, and for GPTJ duplicated per pair as (-s_i, +s_i). */
+typedef struct ROPE_FN(cs_format_) {
+  vf att, s_sign;
+  int gptj;
+} ROPE_FN(cs_format_);
+
+static inline ROPE_FN(cs_format_)
+    ROPE_FN(format_)(const struct posenc_rope_plan *plan, unsigned flags) {
   const float sign = (flags & POSENC_ROPE_INVERSE) ? -1.0f : 1.0f;
   const int gptj = (flags & POSENC_ROPE_GPTJ) != 0;
-  const int f32_angles = (flags & POSENC_ROPE_F32_ANGLES) != 0;
-  const int small = rope_small_position(plan, pos);
-  /* GPTJ stores s as (-s_i, +s_i) per pair; NEOX as +s_i. Both times the direction. */
   float pattern[VF_W];
   for (int j = 0; j < VF_W; ++j) pattern[j] = (gptj && j % 2 == 0) ? -sign : sign;
-  const vf s_sign = vf_mul(att, vf_load(pattern));
+  const vf att = vf_set1((float)plan->attention_factor);
+  return (ROPE_FN(cs_format_)){att, vf_mul(att, vf_load(pattern)), gptj};
+}
+
+static inline void ROPE_FN(store_cs_)(const ROPE_FN(cs_format_) * f, size_t i, vf cv, vf sv,
+                                      float *c, float *s) {
+  cv = vf_mul(cv, f->att);
+  if (f->gptj) {
+    vf_store(c + 2 * i, vf_zip_lo(cv, cv));
+    vf_store(c + 2 * i + VF_W, vf_zip_hi(cv, cv));
+    vf_store(s + 2 * i, vf_mul(vf_zip_lo(sv, sv), f->s_sign));
+    vf_store(s + 2 * i + VF_W, vf_mul(vf_zip_hi(sv, sv), f->s_sign));
+  } else {
+    vf_store(c + i, cv);
+    vf_store(s + i, vf_mul(sv, f->s_sign));
+  }
+}
+
+/* Plan arrays are padded to POSENC_PLAN_PAD pairs and the buffers hold a whole chunk, so
+ * the loops may run to the next multiple of VF_W without a tail. */
+static void ROPE_FN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
+                              size_t p0, size_t n, float *c, float *s, rope_state *state) {
+  const ROPE_FN(cs_format_) format = ROPE_FN(format_)(plan, flags);
+  const int f32_angles = (flags & POSENC_ROPE_F32_ANGLES) != 0;
+  const int small = rope_small_position(plan, pos);
   const vd pd = vd_set1((double)pos);
   const vf pf = vf_set1((float)pos);
   for (size_t i = 0; i < n; i += VF_W) {
@@ -49,16 +74,35 @@ static void ROPE_FN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos, 
                    : vf_from_vd(ROPE_FN(angle_)(pd, plan, k), ROPE_FN(angle_)(pd, plan, k + VD_W));
     vf sv, cv;
     vf_sincos(angle, &sv, &cv);
-    cv = vf_mul(cv, att);
-    if (gptj) {
-      vf_store(c + 2 * i, vf_zip_lo(cv, cv));
-      vf_store(c + 2 * i + VF_W, vf_zip_hi(cv, cv));
-      vf_store(s + 2 * i, vf_mul(vf_zip_lo(sv, sv), s_sign));
-      vf_store(s + 2 * i + VF_W, vf_mul(vf_zip_hi(sv, sv), s_sign));
-    } else {
-      vf_store(c + i, cv);
-      vf_store(s + i, vf_mul(sv, s_sign));
+    if (state) {
+      vd_store(state->c + i, vd_from_vf_lo(cv));
+      vd_store(state->c + i + VD_W, vd_from_vf_hi(cv));
+      vd_store(state->s + i, vd_from_vf_lo(sv));
+      vd_store(state->s + i + VD_W, vd_from_vf_hi(sv));
     }
+    ROPE_FN(store_cs_)(&format, i, cv, sv, c, s);
+  }
+}
+
+/* One position on: (c, s) <- (c*cos w - s*sin w, s*cos w + c*sin w), in double. */
+static inline void ROPE_FN(step_)(const struct posenc_rope_plan *plan, rope_state *state, size_t k,
+                                  vd *cn, vd *sn) {
+  const vd c = vd_load(state->c + k), s = vd_load(state->s + k);
+  const vd cw = vd_load(plan->cos_w + k), sw = vd_load(plan->sin_w + k);
+  *cn = vd_sub(vd_mul(c, cw), vd_mul(s, sw));
+  *sn = vd_add(vd_mul(s, cw), vd_mul(c, sw));
+  vd_store(state->c + k, *cn);
+  vd_store(state->s + k, *sn);
+}
+
+static void ROPE_FN(advance_)(const struct posenc_rope_plan *plan, unsigned flags, size_t n,
+                              rope_state *state, float *c, float *s) {
+  const ROPE_FN(cs_format_) format = ROPE_FN(format_)(plan, flags);
+  for (size_t i = 0; i < n; i += VF_W) {
+    vd c_lo, s_lo, c_hi, s_hi;
+    ROPE_FN(step_)(plan, state, i, &c_lo, &s_lo);
+    ROPE_FN(step_)(plan, state, i + VD_W, &c_hi, &s_hi);
+    ROPE_FN(store_cs_)(&format, i, vf_from_vd(c_lo, c_hi), vf_from_vd(s_lo, s_hi), c, s);
   }
 }
 
@@ -158,5 +202,5 @@ static void ROPE_FN(rotate_)(const rope_view *view, float *row, size_t half, siz
 }
 
 void ROPE_FN(posenc_rope_f32_)(const rope_f32_args *args) {
-  rope_drive(args, ROPE_FN(prepare_), ROPE_FN(rotate_));
+  rope_drive(args, ROPE_FN(prepare_), ROPE_FN(advance_), ROPE_FN(rotate_));
 }

@@ -38,6 +38,10 @@ static inline void vf_sincos(vf x, vf *s, vf *c) {
 }
 
 static inline vd vd_load(const double *p) { return _mm256_loadu_pd(p); }
+static inline void vd_store(double *p, vd v) { _mm256_storeu_pd(p, v); }
+/* Lower / upper half of a float vector widened to double. */
+static inline vd vd_from_vf_lo(vf v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
+static inline vd vd_from_vf_hi(vf v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
 static inline vd vd_set1(double x) { return _mm256_set1_pd(x); }
 static inline vd vd_add(vd a, vd b) { return _mm256_add_pd(a, b); }
 static inline vd vd_sub(vd a, vd b) { return _mm256_sub_pd(a, b); }

@@ -42,6 +42,10 @@ static inline void vf_sincos(vf x, vf *s, vf *c) {
 }
 
 static inline vd vd_load(const double *p) { return _mm_loadu_pd(p); }
+static inline void vd_store(double *p, vd v) { _mm_storeu_pd(p, v); }
+/* Lower / upper half of a float vector widened to double. */
+static inline vd vd_from_vf_lo(vf v) { return _mm_cvtps_pd(v); }
+static inline vd vd_from_vf_hi(vf v) { return _mm_cvtps_pd(_mm_movehl_ps(v, v)); }
 static inline vd vd_set1(double x) { return _mm_set1_pd(x); }
 static inline vd vd_add(vd a, vd b) { return _mm_add_pd(a, b); }
 static inline vd vd_sub(vd a, vd b) { return _mm_sub_pd(a, b); }
