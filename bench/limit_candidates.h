@@ -1,0 +1,46 @@
+/* The candidate loops for the limit rows: plain streams over one buffer, so that a kernel's
+ * throughput can be stated as a fraction of what the machine does on the same bytes.
+ *
+ * Every candidate is written once (limit_stream.h) and compiled once per vector layer
+ * (limit_<layer>.c, each with its own ISA flags). A caller must check
+ * posenc_isa_available(candidate->isa) before calling one. Buffers must be 64-byte aligned. */
+#ifndef POSENC_BENCH_LIMIT_CANDIDATES_H
+#define POSENC_BENCH_LIMIT_CANDIDATES_H
+
+#include <stddef.h>
+
+#include "posenc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum limit_kind {
+  LIMIT_RMW = 0,  /* x[i] = x[i] * a + b: reads and writes every byte, in place */
+  LIMIT_WRITE = 1 /* x[i] = b: store-only */
+} limit_kind;
+
+/* One pass over x[0, n). a and b are runtime values so that the compiler cannot drop the
+ * arithmetic (rmw) or the stores. */
+typedef void (*limit_fn)(float *x, size_t n, float a, float b);
+
+typedef struct limit_candidate {
+  const char *name; /* e.g. "avx512/x4/pf512" */
+  limit_kind kind;
+  posenc_isa isa;   /* the ISA whose instructions it uses (scalar: baseline only) */
+  int non_temporal; /* streaming stores: worth trying only beyond the last-level cache */
+  limit_fn fn;
+} limit_candidate;
+
+/* The candidates of each vector layer (*count receives how many). The portable layer is
+ * always built; the others where CMake defines POSENC_BENCH_LIMIT_<LAYER>. */
+const limit_candidate *limit_candidates_portable(size_t *count);
+const limit_candidate *limit_candidates_sse2(size_t *count);
+const limit_candidate *limit_candidates_avx2(size_t *count);
+const limit_candidate *limit_candidates_avx512(size_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POSENC_BENCH_LIMIT_CANDIDATES_H */

@@ -1,0 +1,110 @@
+/* The limit loops, written once against a tiny vector layer and compiled once per layer by
+ * limit_<layer>.c, which defines first:
+ *   LV_SUFFIX        name suffix of the layer (avx512, avx2, sse2, portable)
+ *   LV_ISA           the posenc_isa a CPU needs to run it
+ *   LV_W             floats per vector
+ *   LV_HAS_STREAM    1 if lv_stream is a real non-temporal store
+ *   lv, lv_load, lv_store (aligned), lv_stream, lv_stream_fence, lv_set1, lv_fmadd
+ * Variants differ in unrolling (vectors per iteration), software prefetch a fixed distance
+ * ahead, and non-temporal stores. The table at the end lists this layer's candidates. */
+#include "limit_candidates.h"
+
+#define LV_CAT2(a, b) a##b
+#define LV_CAT(a, b) LV_CAT2(a, b)
+#define LV_STR2(a) #a
+#define LV_STR(a) LV_STR2(a)
+
+#define LIMIT_MAX_UNROLL 8
+#define LIMIT_LINE_FLOATS 16 /* one 64-byte cache line */
+
+/* (kind, variant, unroll, prefetch distance in bytes, non-temporal stores) */
+#define LIMIT_VARIANTS(X)     \
+  X(rmw, x4, 4, 0, 0)         \
+  X(rmw, x8, 8, 0, 0)         \
+  X(rmw, x4_pf512, 4, 512, 0) \
+  X(rmw, x4_pf2k, 4, 2048, 0) \
+  X(write, x4, 4, 0, 0)       \
+  X(write, x8, 8, 0, 0)       \
+  X(write, x4_pf512, 4, 512, 0)
+#define LIMIT_STREAM_VARIANTS(X) \
+  X(rmw, x4_nt, 4, 0, 1)         \
+  X(write, x4_nt, 4, 0, 1)
+
+#define LIMIT_FN(kind, variant) LV_CAT(limit_##kind##_##variant##_, LV_SUFFIX)
+
+/* Prefetches (for writing) every cache line of the block of `floats` at p, `distance` floats
+ * ahead. Prefetches past the end of the buffer are harmless: they never fault. */
+static inline __attribute__((always_inline)) void limit_prefetch_block(const float *p,
+                                                                       size_t floats,
+                                                                       size_t distance) {
+  for (size_t j = 0; j < floats; j += LIMIT_LINE_FLOATS) __builtin_prefetch(p + j + distance, 1, 3);
+}
+
+static inline __attribute__((always_inline)) void limit_put(float *p, lv v, int non_temporal) {
+  if (non_temporal)
+    lv_stream(p, v);
+  else
+    lv_store(p, v);
+}
+
+/* unroll, prefetch_bytes and non_temporal are constants at every call, so each variant
+ * compiles to its own loop without the branches. */
+static inline __attribute__((always_inline)) void limit_rmw_body(float *x, size_t n, float a,
+                                                                 float b, size_t unroll,
+                                                                 size_t prefetch_bytes,
+                                                                 int non_temporal) {
+  const lv va = lv_set1(a), vb = lv_set1(b);
+  const size_t block = unroll * LV_W;
+  size_t i = 0;
+  for (; i + block <= n; i += block) {
+    if (prefetch_bytes) limit_prefetch_block(x + i, block, prefetch_bytes / sizeof(float));
+    lv r[LIMIT_MAX_UNROLL];
+    for (size_t u = 0; u < unroll; ++u) r[u] = lv_fmadd(lv_load(x + i + u * LV_W), va, vb);
+    for (size_t u = 0; u < unroll; ++u) limit_put(x + i + u * LV_W, r[u], non_temporal);
+  }
+  for (; i < n; ++i) x[i] = x[i] * a + b;
+  if (non_temporal) lv_stream_fence();
+}
+
+static inline __attribute__((always_inline)) void limit_write_body(float *x, size_t n, float a,
+                                                                   float b, size_t unroll,
+                                                                   size_t prefetch_bytes,
+                                                                   int non_temporal) {
+  (void)a;
+  const lv vb = lv_set1(b);
+  const size_t block = unroll * LV_W;
+  size_t i = 0;
+  for (; i + block <= n; i += block) {
+    if (prefetch_bytes) limit_prefetch_block(x + i, block, prefetch_bytes / sizeof(float));
+    for (size_t u = 0; u < unroll; ++u) limit_put(x + i + u * LV_W, vb, non_temporal);
+  }
+  for (; i < n; ++i) x[i] = b;
+  if (non_temporal) lv_stream_fence();
+}
+
+#define LIMIT_KIND_rmw LIMIT_RMW
+#define LIMIT_KIND_write LIMIT_WRITE
+
+#define LIMIT_DEFINE(kind, variant, unroll, prefetch_bytes, non_temporal)     \
+  static void LIMIT_FN(kind, variant)(float *x, size_t n, float a, float b) { \
+    limit_##kind##_body(x, n, a, b, unroll, prefetch_bytes, non_temporal);    \
+  }
+#define LIMIT_ENTRY(kind, variant, unroll, prefetch_bytes, non_temporal)    \
+  {LV_STR(LV_SUFFIX) "/" #variant, LIMIT_KIND_##kind, LV_ISA, non_temporal, \
+   LIMIT_FN(kind, variant)},
+
+LIMIT_VARIANTS(LIMIT_DEFINE)
+#if LV_HAS_STREAM
+LIMIT_STREAM_VARIANTS(LIMIT_DEFINE)
+#endif
+
+static const limit_candidate limit_table[] = {LIMIT_VARIANTS(LIMIT_ENTRY)
+#if LV_HAS_STREAM
+                                                  LIMIT_STREAM_VARIANTS(LIMIT_ENTRY)
+#endif
+};
+
+const limit_candidate *LV_CAT(limit_candidates_, LV_SUFFIX)(size_t *count) {
+  *count = sizeof limit_table / sizeof limit_table[0];
+  return limit_table;
+}

@@ -1,0 +1,49 @@
+/* The plain RoPE loop an integrator would write (see rope_naive.h): no intrinsics, no
+ * restrict, left to the compiler's -O3 -march=native. */
+#include "rope_naive.h"
+
+#include <math.h>
+
+void naive_rope_table(size_t n_tokens, const int32_t *positions, size_t rotary_dim, double base,
+                      float *cos_tab, float *sin_tab) {
+  const size_t half = rotary_dim / 2;
+  for (size_t t = 0; t < n_tokens; ++t) {
+    for (size_t i = 0; i < half; ++i) {
+      const double angle = positions[t] * pow(base, -(double)(2 * i) / (double)rotary_dim);
+      cos_tab[t * half + i] = (float)cos(angle);
+      sin_tab[t * half + i] = (float)sin(angle);
+    }
+  }
+}
+
+void naive_rope_neox(float *x, size_t n_tokens, size_t n_heads, size_t head_dim, size_t rotary_dim,
+                     const float *cos_tab, const float *sin_tab) {
+  const size_t half = rotary_dim / 2;
+  for (size_t t = 0; t < n_tokens; ++t) {
+    const float *c = cos_tab + t * half, *s = sin_tab + t * half;
+    for (size_t h = 0; h < n_heads; ++h) {
+      float *v = x + (t * n_heads + h) * head_dim;
+      for (size_t i = 0; i < half; ++i) {
+        const float x0 = v[i], x1 = v[i + half];
+        v[i] = x0 * c[i] - x1 * s[i];
+        v[i + half] = x1 * c[i] + x0 * s[i];
+      }
+    }
+  }
+}
+
+void naive_rope_gptj(float *x, size_t n_tokens, size_t n_heads, size_t head_dim, size_t rotary_dim,
+                     const float *cos_tab, const float *sin_tab) {
+  const size_t half = rotary_dim / 2;
+  for (size_t t = 0; t < n_tokens; ++t) {
+    const float *c = cos_tab + t * half, *s = sin_tab + t * half;
+    for (size_t h = 0; h < n_heads; ++h) {
+      float *v = x + (t * n_heads + h) * head_dim;
+      for (size_t i = 0; i < half; ++i) {
+        const float x0 = v[2 * i], x1 = v[2 * i + 1];
+        v[2 * i] = x0 * c[i] - x1 * s[i];
+        v[2 * i + 1] = x1 * c[i] + x0 * s[i];
+      }
+    }
+  }
+}

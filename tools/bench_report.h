@@ -1,0 +1,25 @@
+// posenc-report's benchmark part: runs the posenc_bench rows in this process and prints
+// one table per kernel and shape (each ISA and naive against the limit of the same bytes),
+// then the limit rows.
+#ifndef POSENC_TOOLS_BENCH_REPORT_H
+#define POSENC_TOOLS_BENCH_REPORT_H
+
+#include <ostream>
+#include <string>
+
+namespace posenc_report {
+
+struct BenchOptions {
+  double min_time = 0.25;   // seconds per run (Google Benchmark's --benchmark_min_time)
+  int repetitions = 3;      // > 1: tables use the median of the repetitions
+  std::string filter = "";  // --benchmark_filter; empty: every row
+  std::string json_path;    // non-empty: also write Google Benchmark's JSON there
+};
+
+// Runs the rows (Google Benchmark's own lines go to stderr as progress) and prints the
+// tables to `out`. Returns false if Google Benchmark could not run or no row ran.
+bool RunBenchmarks(const BenchOptions& options, std::ostream& out);
+
+}  // namespace posenc_report
+
+#endif  // POSENC_TOOLS_BENCH_REPORT_H

@@ -1,0 +1,17 @@
+// posenc-report's self-check: every available ISA against the scalar variant on random
+// shapes, and every variant's cos/sin against a long double reference at |p| = 2^31 - 1.
+#ifndef POSENC_TOOLS_SELF_CHECK_H
+#define POSENC_TOOLS_SELF_CHECK_H
+
+#include <cstdint>
+#include <ostream>
+
+namespace posenc_report {
+
+// Runs the checks (seeded: the same seed gives the same cases), prints a table per ISA
+// with PASS/FAIL and returns true if every check passed. Leaves the active ISA changed.
+bool RunSelfCheck(uint64_t seed, std::ostream& out);
+
+}  // namespace posenc_report
+
+#endif  // POSENC_TOOLS_SELF_CHECK_H
