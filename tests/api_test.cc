@@ -1,0 +1,145 @@
+// Version, status strings, ISA names and the ISA query/selection API.
+#include <posenc.h>
+
+#include <cctype>
+#include <cstring>
+#include <string>
+
+#include "test_support.h"
+
+namespace posenc_test {
+namespace {
+
+TEST(Version, LinkedLibraryMatchesHeader) {
+  EXPECT_STREQ(posenc_version(), POSENC_VERSION_STRING);
+  const std::string expected = std::to_string(POSENC_VERSION_MAJOR) + "." +
+                               std::to_string(POSENC_VERSION_MINOR) + "." +
+                               std::to_string(POSENC_VERSION_PATCH);
+  EXPECT_EQ(expected, POSENC_VERSION_STRING);
+  EXPECT_EQ(POSENC_VERSION_NUMBER,
+            POSENC_VERSION_MAJOR * 10000 + POSENC_VERSION_MINOR * 100 + POSENC_VERSION_PATCH);
+}
+
+TEST(StatusString, DescribesEveryStatus) {
+  EXPECT_STREQ(posenc_status_string(POSENC_OK), "ok");
+  EXPECT_STREQ(posenc_status_string(POSENC_ERR_INVALID_ARGUMENT), "invalid argument");
+  EXPECT_STREQ(posenc_status_string(POSENC_ERR_UNSUPPORTED), "unsupported");
+  EXPECT_STREQ(posenc_status_string(POSENC_ERR_OUT_OF_MEMORY), "out of memory");
+}
+
+TEST(StatusString, UnknownValue) {
+  EXPECT_STREQ(posenc_status_string(static_cast<posenc_status>(4)), "unknown status");
+  EXPECT_STREQ(posenc_status_string(static_cast<posenc_status>(-1)), "unknown status");
+}
+
+std::string ToUpper(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+TEST(IsaName, NamesEveryIsa) {
+  const char* const expected[] = {"scalar", "sse4", "avx2", "avx512", "neon"};
+  for (posenc_isa isa : kAllIsas) EXPECT_STREQ(posenc_isa_name(isa), expected[isa]);
+  EXPECT_STREQ(posenc_isa_name(POSENC_ISA_COUNT), "unknown");
+  EXPECT_STREQ(posenc_isa_name(static_cast<posenc_isa>(-1)), "unknown");
+}
+
+TEST(IsaName, RoundTripsCaseInsensitively) {
+  for (posenc_isa isa : kAllIsas) {
+    const std::string lower = posenc_isa_name(isa);
+    std::string mixed = lower;
+    mixed[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(mixed[0])));
+    for (const std::string& name : {lower, ToUpper(lower), mixed}) {
+      posenc_isa parsed = POSENC_ISA_COUNT;
+      EXPECT_EQ(posenc_isa_from_name(name.c_str(), &parsed), POSENC_OK) << name;
+      EXPECT_EQ(parsed, isa) << name;
+    }
+  }
+}
+
+TEST(IsaName, RejectsUnknownNames) {
+  for (const char* name : {"", "bogus", "avx", "avx5", "avx5120", "avx-512", "sse", "sse4.1",
+                           " scalar", "scalar ", "scalarx", "unknown"}) {
+    posenc_isa parsed = POSENC_ISA_AVX2;
+    EXPECT_EQ(posenc_isa_from_name(name, &parsed), POSENC_ERR_INVALID_ARGUMENT)
+        << '"' << name << '"';
+    EXPECT_EQ(parsed, POSENC_ISA_AVX2) << "output written for \"" << name << '"';
+  }
+  posenc_isa parsed;
+  EXPECT_EQ(posenc_isa_from_name(nullptr, &parsed), POSENC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(posenc_isa_from_name("scalar", nullptr), POSENC_ERR_INVALID_ARGUMENT);
+}
+
+TEST(IsaQuery, ScalarIsAlwaysAvailable) {
+  EXPECT_EQ(posenc_isa_compiled(POSENC_ISA_SCALAR), 1);
+  EXPECT_EQ(posenc_isa_available(POSENC_ISA_SCALAR), 1);
+}
+
+TEST(IsaQuery, AvailableImpliesCompiled) {
+  for (posenc_isa isa : kAllIsas) {
+    const int available = posenc_isa_available(isa), compiled = posenc_isa_compiled(isa);
+    EXPECT_TRUE(available == 0 || available == 1) << posenc_isa_name(isa);
+    EXPECT_TRUE(compiled == 0 || compiled == 1) << posenc_isa_name(isa);
+    if (available) {
+      EXPECT_EQ(compiled, 1) << posenc_isa_name(isa);
+    }
+  }
+}
+
+TEST(IsaQuery, OutOfRangeIsNeitherCompiledNorAvailable) {
+  for (posenc_isa isa :
+       {POSENC_ISA_COUNT, static_cast<posenc_isa>(-1), static_cast<posenc_isa>(1000)}) {
+    EXPECT_EQ(posenc_isa_compiled(isa), 0);
+    EXPECT_EQ(posenc_isa_available(isa), 0);
+  }
+}
+
+TEST(IsaQuery, X86AndArmVariantsAreNeverBothAvailable) {
+  const bool x86 = posenc_isa_available(POSENC_ISA_SSE4) || posenc_isa_available(POSENC_ISA_AVX2) ||
+                   posenc_isa_available(POSENC_ISA_AVX512);
+  EXPECT_FALSE(x86 && posenc_isa_available(POSENC_ISA_NEON));
+  // The x86 tiers nest: a CPU with a higher tier has the lower ones.
+  if (posenc_isa_available(POSENC_ISA_AVX512) && posenc_isa_compiled(POSENC_ISA_AVX2)) {
+    EXPECT_TRUE(posenc_isa_available(POSENC_ISA_AVX2));
+  }
+  if (posenc_isa_available(POSENC_ISA_AVX2) && posenc_isa_compiled(POSENC_ISA_SSE4)) {
+    EXPECT_TRUE(posenc_isa_available(POSENC_ISA_SSE4));
+  }
+}
+
+TEST(IsaQuery, CpuDescriptionIsAString) {
+  ASSERT_NE(posenc_cpu_name(), nullptr);
+  ASSERT_NE(posenc_cpu_features(), nullptr);
+  EXPECT_GT(std::strlen(posenc_cpu_name()), 0u);
+  EXPECT_EQ(posenc_cpu_name(), posenc_cpu_name()) << "must be a static string";
+}
+
+TEST(IsaSelect, ActiveIsaIsAvailable) { EXPECT_EQ(posenc_isa_available(posenc_active_isa()), 1); }
+
+TEST(IsaSelect, SetIsaSelectsAndReportsApi) {
+  for (posenc_isa isa : kAllIsas) {
+    if (!posenc_isa_available(isa)) continue;
+    ASSERT_EQ(posenc_set_isa(isa), POSENC_OK) << posenc_isa_name(isa);
+    EXPECT_EQ(posenc_active_isa(), isa);
+    posenc_isa requested = POSENC_ISA_COUNT;
+    EXPECT_EQ(posenc_isa_selection(&requested), POSENC_ISA_SOURCE_API);
+    EXPECT_EQ(requested, isa) << "requested is the active ISA when POSENC_ISA was not used";
+    EXPECT_EQ(posenc_isa_selection(nullptr), POSENC_ISA_SOURCE_API);
+  }
+}
+
+TEST(IsaSelect, UnavailableIsaIsRefusedAndChangesNothing) {
+  ASSERT_EQ(posenc_set_isa(POSENC_ISA_SCALAR), POSENC_OK);
+  std::vector<posenc_isa> refused = {POSENC_ISA_COUNT, static_cast<posenc_isa>(-1),
+                                     static_cast<posenc_isa>(77)};
+  for (posenc_isa isa : kAllIsas)
+    if (!posenc_isa_available(isa)) refused.push_back(isa);
+  for (posenc_isa isa : refused) {
+    EXPECT_EQ(posenc_set_isa(isa), POSENC_ERR_UNSUPPORTED) << static_cast<int>(isa);
+    EXPECT_EQ(posenc_active_isa(), POSENC_ISA_SCALAR);
+    EXPECT_EQ(posenc_isa_selection(nullptr), POSENC_ISA_SOURCE_API);
+  }
+}
+
+}  // namespace
+}  // namespace posenc_test

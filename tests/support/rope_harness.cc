@@ -1,0 +1,249 @@
+#include "rope_harness.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace posenc_test {
+namespace {
+
+const char* LayoutName(TensorLayout layout) {
+  switch (layout) {
+    case TensorLayout::kTokenMajor:
+      return "[L,H,D]";
+    case TensorLayout::kHeadMajor:
+      return "[H,L,D]";
+    case TensorLayout::kPackedQkv:
+      return "packed-QKV";
+  }
+  return "?";
+}
+
+std::string FlagNames(unsigned flags) {
+  std::string s = (flags & POSENC_ROPE_GPTJ) ? "GPTJ" : "NEOX";
+  if (flags & POSENC_ROPE_INVERSE) s += "|INVERSE";
+  if (flags & POSENC_ROPE_F32_ANGLES) s += "|F32_ANGLES";
+  return s;
+}
+
+// One past the last element of a view, relative to the data region (0 for no heads).
+size_t ViewEnd(const ViewPlacement& v, size_t n_tokens, size_t head_dim) {
+  if (v.n_heads == 0 || n_tokens == 0) return 0;
+  return v.offset + (n_tokens - 1) * v.token_stride + (v.n_heads - 1) * v.head_stride + head_dim;
+}
+
+// Q and K views of the shape's layout; K follows Q (or shares its rows when packed).
+void PlaceViews(const RopeShape& s, ViewPlacement* q, ViewPlacement* k) {
+  const size_t d = s.head_dim, l = s.n_tokens, pad = s.stride_pad;
+  switch (s.layout) {
+    case TensorLayout::kTokenMajor: {
+      const size_t hs = d + pad;
+      *q = {0, s.q_heads, s.q_heads * hs + pad, hs};
+      *k = {l * q->token_stride, s.k_heads, s.k_heads * hs + pad, hs};
+      break;
+    }
+    case TensorLayout::kHeadMajor: {
+      const size_t ts = d + pad;
+      *q = {0, s.q_heads, ts, l * ts + pad};
+      *k = {s.q_heads * q->head_stride, s.k_heads, ts, l * ts + pad};
+      break;
+    }
+    case TensorLayout::kPackedQkv: {
+      const size_t hs = d + pad, row = (s.q_heads + 2 * s.k_heads) * hs + pad;
+      *q = {0, s.q_heads, row, hs};
+      *k = {s.q_heads * hs, s.k_heads, row, hs};
+      break;
+    }
+  }
+}
+
+float Sentinel(size_t index) {
+  const uint32_t bits = 0x7fc00000u | static_cast<uint32_t>(index & 0x3fffffu);
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+}  // namespace
+
+std::string Describe(const RopeShape& s) {
+  std::ostringstream os;
+  os << "R=" << s.rotary_dim << " D=" << s.head_dim << " L=" << s.n_tokens << " Hq=" << s.q_heads
+     << " Hk=" << s.k_heads << " " << LayoutName(s.layout) << " pad=" << s.stride_pad
+     << " misalign=" << s.misalign << " "
+     << (s.explicit_positions
+             ? std::string(s.given_positions.empty() ? "positions[random]" : "positions[given]")
+             : "start_pos=" + std::to_string(s.start_pos))
+     << " " << FlagNames(s.flags) << " att=" << s.attention_factor;
+  if (s.freqs.empty()) {
+    os << " base=" << s.base;
+  } else {
+    os << " freqs={" << s.freqs[0] << (s.freqs.size() > 1 ? ", ...}" : "}");
+  }
+  return os.str();
+}
+
+PlanPtr MakePlan(const RopeShape& shape) {
+  if (shape.freqs.empty()) return MakePlan(shape.rotary_dim, shape.base, shape.attention_factor);
+  posenc_rope_plan* plan = nullptr;
+  EXPECT_EQ(posenc_rope_plan_create_from_freqs(&plan, shape.rotary_dim, shape.freqs.data(),
+                                               shape.attention_factor),
+            POSENC_OK)
+      << Describe(shape);
+  return PlanPtr(plan);
+}
+
+std::vector<unsigned> AllFlagCombinations() {
+  std::vector<unsigned> all;
+  for (unsigned pairs : {POSENC_ROPE_NEOX, POSENC_ROPE_GPTJ})
+    for (unsigned direction : {0u, static_cast<unsigned>(POSENC_ROPE_INVERSE)})
+      for (unsigned angles : {POSENC_ROPE_ACCURATE, POSENC_ROPE_F32_ANGLES})
+        all.push_back(pairs | direction | angles);
+  return all;
+}
+
+std::vector<RopeShape> WithEveryFlagCombination(const std::vector<RopeShape>& shapes) {
+  std::vector<RopeShape> out;
+  for (const RopeShape& shape : shapes)
+    for (unsigned flags : AllFlagCombinations()) {
+      out.push_back(shape);
+      out.back().flags = flags;
+    }
+  return out;
+}
+
+RopeProblem::RopeProblem(const RopeShape& shape, uint32_t seed)
+    : shape_(shape), data_offset_(kGuard + shape.misalign), input_(0) {
+  PlaceViews(shape, &q_, &k_);
+  const size_t extent = std::max(ViewEnd(q_, shape.n_tokens, shape.head_dim),
+                                 ViewEnd(k_, shape.n_tokens, shape.head_dim));
+  input_ = AlignedFloats(data_offset_ + extent + kGuard);
+  rotated_.assign(input_.size(), 0);
+  for (size_t i = 0; i < input_.size(); ++i) input_[i] = Sentinel(i);
+
+  std::mt19937 rng(seed);
+  FillHeadVectors(q_, 'q', rng);
+  FillHeadVectors(k_, 'k', rng);
+  if (shape.explicit_positions) {
+    positions_ = shape.given_positions.empty() ? RandomPositions(rng, shape.n_tokens)
+                                               : shape.given_positions;
+    positions_.resize(shape.n_tokens);
+  } else {
+    for (size_t t = 0; t < shape.n_tokens; ++t)
+      positions_.push_back(static_cast<int32_t>(shape.start_pos + static_cast<int64_t>(t)));
+  }
+}
+
+void RopeProblem::FillHeadVectors(const ViewPlacement& view, char name, std::mt19937& rng) {
+  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+  const size_t half = shape_.rotary_dim / 2;
+  const bool gptj = (shape_.flags & POSENC_ROPE_GPTJ) != 0;
+  for (size_t t = 0; t < shape_.n_tokens; ++t) {
+    for (size_t h = 0; h < view.n_heads; ++h) {
+      const size_t base = data_offset_ + view.offset + t * view.token_stride + h * view.head_stride;
+      for (size_t d = 0; d < shape_.head_dim; ++d) input_[base + d] = value(rng);
+      for (size_t i = 0; i < half; ++i) {
+        const size_t u = base + (gptj ? 2 * i : i), v = base + (gptj ? 2 * i + 1 : i + half);
+        pairs_.push_back({u, v, t, i, h, name});
+        rotated_[u] = rotated_[v] = 1;
+      }
+    }
+  }
+}
+
+posenc_status RopeProblem::Rotate(const posenc_rope_plan* plan, AlignedFloats& buffer,
+                                  unsigned flags) const {
+  float* data = buffer.data() + data_offset_;
+  posenc_rope_tensor q = {data + q_.offset, q_.n_heads, q_.token_stride, q_.head_stride};
+  posenc_rope_tensor k = {data + k_.offset, k_.n_heads, k_.token_stride, k_.head_stride};
+  return posenc_rope_f32(plan, shape_.head_dim, shape_.n_tokens,
+                         shape_.explicit_positions ? positions_.data() : nullptr, shape_.start_pos,
+                         &q, shape_.k_heads ? &k : nullptr, flags);
+}
+
+AlignedFloats RunWithIsa(const RopeProblem& problem, const posenc_rope_plan* plan, posenc_isa isa) {
+  AlignedFloats out = problem.input();
+  EXPECT_EQ(posenc_set_isa(isa), POSENC_OK) << posenc_isa_name(isa);
+  EXPECT_EQ(problem.Rotate(plan, out, problem.shape().flags), POSENC_OK)
+      << posenc_isa_name(isa) << ": " << Describe(problem.shape());
+  return out;
+}
+
+std::vector<double> AsDoubles(const AlignedFloats& buffer) {
+  return std::vector<double>(buffer.data(), buffer.data() + buffer.size());
+}
+
+std::vector<double> ReferenceOutput(const RopeProblem& problem, const std::vector<double>& freqs) {
+  const RopeShape& s = problem.shape();
+  const long double att = s.attention_factor;
+  const long double sign = (s.flags & POSENC_ROPE_INVERSE) ? -1.0L : 1.0L;
+  // cos/sin per (token, pair), computed once and shared by every head.
+  std::vector<long double> cos_table(s.n_tokens * freqs.size());
+  std::vector<long double> sin_table(cos_table.size());
+  for (size_t t = 0; t < s.n_tokens; ++t)
+    for (size_t i = 0; i < freqs.size(); ++i) {
+      const long double a = ReferenceAngle(problem.positions()[t], freqs[i], s.flags);
+      cos_table[t * freqs.size() + i] = att * std::cos(a);
+      sin_table[t * freqs.size() + i] = sign * att * std::sin(a);
+    }
+  std::vector<double> out = AsDoubles(problem.input());
+  for (const RotatedPair& p : problem.pairs()) {
+    const long double u = problem.input()[p.u], v = problem.input()[p.v];
+    const long double c = cos_table[p.token * freqs.size() + p.pair];
+    const long double sn = sin_table[p.token * freqs.size() + p.pair];
+    out[p.u] = static_cast<double>(u * c - v * sn);
+    out[p.v] = static_cast<double>(v * c + u * sn);
+  }
+  return out;
+}
+
+testing::AssertionResult UntouchedOutsidePairs(const RopeProblem& problem,
+                                               const AlignedFloats& out) {
+  const AlignedFloats& in = problem.input();
+  size_t changed = 0, first = 0;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!problem.IsRotated(i) && !BitwiseEqual(in[i], out[i]) && changed++ == 0) first = i;
+  if (changed == 0) return testing::AssertionSuccess();
+  const size_t data_begin = RopeProblem::kGuard + problem.shape().misalign;
+  const size_t data_end = in.size() - RopeProblem::kGuard;
+  const char* where = first < data_begin  ? "in the guard before the data"
+                      : first >= data_end ? "in the guard after the data"
+                                          : "inside the data region, outside every pair";
+  return testing::AssertionFailure()
+         << changed << " element(s) outside the rotated pairs changed; first at buffer index "
+         << first << " (" << where << ", data offset " << static_cast<long>(first - data_begin)
+         << "): " << in[first] << " -> " << out[first];
+}
+
+namespace {
+bool WithinBound(double actual, double expected, double bound) {
+  if (std::isnan(expected)) return std::isnan(actual);
+  if (std::isinf(expected)) return actual == expected;
+  return std::isfinite(actual) && std::fabs(actual - expected) <= bound;
+}
+}  // namespace
+
+testing::AssertionResult PairsWithin(const RopeProblem& problem, const AlignedFloats& out,
+                                     const std::vector<double>& expected, double scale) {
+  const AlignedFloats& in = problem.input();
+  const double att = problem.shape().attention_factor;
+  size_t failures = 0;
+  std::ostringstream first;
+  for (const RotatedPair& p : problem.pairs()) {
+    const double bound = scale * att * (std::fabs(in[p.u]) + std::fabs(in[p.v]));
+    for (size_t index : {p.u, p.v}) {
+      if (WithinBound(out[index], expected[index], bound) || failures++ > 0) continue;
+      first << "first at " << p.view << " token " << p.token << " (position "
+            << problem.positions()[p.token] << ") head " << p.head << " pair " << p.pair
+            << (index == p.u ? " u" : " v") << ": got " << out[index] << ", expected "
+            << expected[index] << ", |diff| " << std::fabs(out[index] - expected[index])
+            << " > bound " << bound << " (input u=" << in[p.u] << " v=" << in[p.v] << ")";
+    }
+  }
+  if (failures == 0) return testing::AssertionSuccess();
+  return testing::AssertionFailure()
+         << failures << " rotated element(s) out of bound; " << first.str();
+}
+
+}  // namespace posenc_test

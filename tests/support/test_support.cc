@@ -1,0 +1,120 @@
+#include "test_support.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace posenc_test {
+
+posenc_isa BestAvailableIsa() {
+  posenc_isa best = POSENC_ISA_SCALAR;
+  for (posenc_isa isa : kAllIsas)
+    if (posenc_isa_available(isa)) best = isa;
+  return best;
+}
+
+bool operator==(const IsaSelection& a, const IsaSelection& b) {
+  return a.active == b.active && a.source == b.source && a.requested == b.requested;
+}
+
+std::ostream& operator<<(std::ostream& os, const IsaSelection& s) {
+  static const char* const kSources[] = {"AUTO", "ENV", "ENV_FALLBACK", "API"};
+  const unsigned src = static_cast<unsigned>(s.source);
+  return os << "{active=" << posenc_isa_name(s.active)
+            << ", source=" << (src < 4 ? kSources[src] : "invalid")
+            << ", requested=" << posenc_isa_name(s.requested) << "}";
+}
+
+IsaSelection CurrentSelection() {
+  IsaSelection s{};
+  s.source = posenc_isa_selection(&s.requested);
+  s.active = posenc_active_isa();
+  return s;
+}
+
+IsaSelection ExpectedSelectionFor(const char* env_value) {
+  const posenc_isa best = BestAvailableIsa();
+  if (env_value == nullptr || *env_value == '\0') return {best, POSENC_ISA_SOURCE_AUTO, best};
+  posenc_isa requested;
+  if (posenc_isa_from_name(env_value, &requested) != POSENC_OK)
+    return {best, POSENC_ISA_SOURCE_ENV_FALLBACK, POSENC_ISA_COUNT};
+  if (!posenc_isa_available(requested)) return {best, POSENC_ISA_SOURCE_ENV_FALLBACK, requested};
+  return {requested, POSENC_ISA_SOURCE_ENV, requested};
+}
+
+void EveryIsaTest::SetUp() {
+  if (!posenc_isa_available(isa())) GTEST_SKIP() << posenc_isa_name(isa()) << " not available";
+  ASSERT_EQ(posenc_set_isa(isa()), POSENC_OK);
+  ASSERT_EQ(posenc_active_isa(), isa());
+}
+
+std::string IsaTestName(const testing::TestParamInfo<posenc_isa>& info) {
+  return posenc_isa_name(info.param);
+}
+
+PlanPtr MakePlan(size_t rotary_dim, double base, double attention_factor) {
+  posenc_rope_plan* plan = nullptr;
+  const posenc_status status = posenc_rope_plan_create(&plan, rotary_dim, base, attention_factor);
+  EXPECT_EQ(status, POSENC_OK) << "plan R=" << rotary_dim << " base=" << base
+                               << " att=" << attention_factor;
+  return PlanPtr(plan);
+}
+
+std::vector<double> PlanFreqs(const posenc_rope_plan* plan) {
+  std::vector<double> freqs(posenc_rope_plan_rotary_dim(plan) / 2);
+  EXPECT_EQ(posenc_rope_plan_freqs(plan, freqs.data()), POSENC_OK);
+  return freqs;
+}
+
+long double ExactReducedAngle(int32_t position, double freq) {
+  const long double two_pi = 6.283185307179586476925286766559005768L;
+  const double head = static_cast<double>(static_cast<float>(freq));
+  const double tail = freq - head;  // exact: freq and head share their leading bits
+  const long double p = position;
+  return std::fmod(p * head, two_pi) + std::fmod(p * tail, two_pi);
+}
+
+long double Float32Angle(int32_t position, double freq) {
+  const float angle = static_cast<float>(position) * static_cast<float>(freq);
+  return angle;
+}
+
+long double ReferenceAngle(int32_t position, double freq, unsigned flags) {
+  return (flags & POSENC_ROPE_F32_ANGLES) ? Float32Angle(position, freq)
+                                          : ExactReducedAngle(position, freq);
+}
+
+namespace {
+float* AllocateAligned(size_t n) {
+  const size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+  auto* p = static_cast<float*>(std::aligned_alloc(64, bytes == 0 ? 64 : bytes));
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, bytes == 0 ? 64 : bytes);
+  return p;
+}
+}  // namespace
+
+AlignedFloats::AlignedFloats(size_t n) : data_(AllocateAligned(n)), size_(n) {}
+
+AlignedFloats::AlignedFloats(const AlignedFloats& other)
+    : data_(AllocateAligned(other.size_)), size_(other.size_) {
+  std::memcpy(data_.get(), other.data_.get(), size_ * sizeof(float));
+}
+
+bool BitwiseEqual(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+long FirstBitwiseDifference(const AlignedFloats& a, const AlignedFloats& b) {
+  if (a.size() != b.size()) return 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!BitwiseEqual(a[i], b[i])) return static_cast<long>(i);
+  return -1;
+}
+
+std::vector<int32_t> RandomPositions(std::mt19937& rng, size_t n) {
+  std::uniform_int_distribution<int32_t> small(-300, 5000);
+  std::uniform_int_distribution<int32_t> any(-INT32_MAX, INT32_MAX);
+  std::vector<int32_t> positions(n);
+  for (size_t t = 0; t < n; ++t) positions[t] = (t % 2 == 0) ? small(rng) : any(rng);
+  return positions;
+}
+
+}  // namespace posenc_test
