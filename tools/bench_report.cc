@@ -49,6 +49,9 @@ std::vector<std::string> GoogleBenchmarkArgs(const BenchOptions& o) {
                                    "--benchmark_min_time=" + std::to_string(o.min_time),
                                    "--benchmark_repetitions=" + std::to_string(o.repetitions),
                                    "--benchmark_report_aggregates_only=true"};
+  // Repetitions of different rows interleaved at random, so that a slow drift of the
+  // machine's memory bandwidth does not favour the rows measured first.
+  if (o.repetitions > 1) args.push_back("--benchmark_enable_random_interleaving=true");
   if (!o.filter.empty()) args.push_back("--benchmark_filter=" + o.filter);
   if (!o.json_path.empty()) {
     args.push_back("--benchmark_out=" + o.json_path);
