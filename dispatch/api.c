@@ -55,20 +55,16 @@ static void describe(void) {
   }
 #endif
   const posenc_cpu_flags *f = posenc_cpu();
-  const size_t cap = sizeof cpu_feature_list;
-  append(cpu_feature_list, cap, "sse4.1", f->sse41);
-  append(cpu_feature_list, cap, "sse4.2", f->sse42);
-  append(cpu_feature_list, cap, "avx", f->avx);
-  append(cpu_feature_list, cap, "fma", f->fma);
-  append(cpu_feature_list, cap, "f16c", f->f16c);
-  append(cpu_feature_list, cap, "avx2", f->avx2);
-  append(cpu_feature_list, cap, "avx512f", f->avx512f);
-  append(cpu_feature_list, cap, "avx512dq", f->avx512dq);
-  append(cpu_feature_list, cap, "avx512bw", f->avx512bw);
-  append(cpu_feature_list, cap, "avx512vl", f->avx512vl);
-  append(cpu_feature_list, cap, "os-ymm", f->os_ymm);
-  append(cpu_feature_list, cap, "os-zmm", f->os_zmm);
-  append(cpu_feature_list, cap, "neon", f->neon);
+  const struct {
+    const char *name;
+    int present;
+  } features[] = {{"sse4.1", f->sse41},      {"sse4.2", f->sse42},      {"avx", f->avx},
+                  {"fma", f->fma},           {"f16c", f->f16c},         {"avx2", f->avx2},
+                  {"avx512f", f->avx512f},   {"avx512dq", f->avx512dq}, {"avx512bw", f->avx512bw},
+                  {"avx512vl", f->avx512vl}, {"os-ymm", f->os_ymm},     {"os-zmm", f->os_zmm},
+                  {"neon", f->neon}};
+  for (size_t i = 0; i < sizeof features / sizeof features[0]; ++i)
+    append(cpu_feature_list, sizeof cpu_feature_list, features[i].name, features[i].present);
 }
 
 const char *posenc_cpu_name(void) {
