@@ -106,12 +106,13 @@ static void ROPE_FN(advance_)(const struct posenc_rope_plan *plan, unsigned flag
   }
 }
 
-/* Vectors of cos/sin held in registers while they are applied to every head. */
-/* 64 pairs (R = 128, the most common rotary size) in one block; on narrower ISAs the
- * compiler spills part of the block, which measured faster than the head-by-head order. */
+/* Vectors of cos/sin held in registers while they are applied to every head: 64 pairs
+ * (R = 128, the most common rotary size); on narrower ISAs the compiler spills part of the
+ * block, which measured faster than the head-by-head order. */
 #define ROPE_BLOCK (64 / VF_W)
 
-/* NEOX: u' = u*c - v*s, v' = v*c + u*s on (xu[j], xv[j]) for the m lanes of vector j. */
+/* NEOX: u' = u*c - v*s, v' = v*c + u*s on one vector of pairs (xu[j], xv[j]); the _part_
+ * form touches only the first m lanes. */
 static inline void ROPE_FN(neox_vec_)(float *xu, float *xv, vf c, vf s) {
   const vf u = vf_load(xu), v = vf_load(xv);
   vf_store(xu, vf_fnmadd(v, s, vf_mul(u, c)));
@@ -136,11 +137,11 @@ static inline void ROPE_FN(gptj_part_)(float *x, vf c, vf s, size_t m) {
 }
 
 /* Two loop orders over the heads of one token's row (measured: see README):
- *  - one pass, when the chunk's pairs fit in ROPE_BLOCK vectors: cos/sin stay in registers
- *    while every head is streamed front to back (the common R <= 128 case on AVX-512);
+ *  - one pass, when the chunk is exactly the 64-pair block (R = 128): cos/sin stay in
+ *    registers while every head is streamed front to back;
  *  - otherwise head by head, front to back, cos/sin loaded from the (L1-resident) buffer.
  *    Several passes over the row with registers reloaded per block were faster in cache but
- *    halved the throughput of rows streamed from DRAM, so they are not used. */
+ *    halved the throughput of rows streamed from DRAM on SSE4/AVX2, so they are not used. */
 
 /* NEOX pairs [p0, p0 + n) of every head. */
 static void ROPE_FN(rotate_neox_)(const rope_view *view, float *row, size_t half, size_t p0,
