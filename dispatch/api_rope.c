@@ -33,6 +33,13 @@ static void split_turns(double w, double *hi, double *mid, double *lo) {
 
 static size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
+/* The next `bytes` of a plan block. */
+static void *take(unsigned char **cursor, size_t bytes) {
+  void *p = *cursor;
+  *cursor += bytes;
+  return p;
+}
+
 posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t rotary_dim,
                                                  const double *freqs, double attention_factor) {
   if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
@@ -44,21 +51,20 @@ posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t
   for (size_t i = 0; i < n; ++i)
     if (!isfinite(freqs[i])) return POSENC_ERR_INVALID_ARGUMENT;
 
-  /* One block: header, then 64-byte aligned arrays (zero padded to n_pad). */
+  /* One block: the header, then 64-byte aligned arrays, zero padded to n_pad entries. */
   const size_t header = round_up(sizeof(struct posenc_rope_plan), 64);
   const size_t doubles = round_up(n_pad * sizeof(double), 64);
   const size_t floats = round_up(n_pad * sizeof(float), 64);
-  unsigned char *block = aligned_alloc(64, header + 7 * doubles + floats);
+  const size_t bytes = header + 7 * doubles + floats;
+  unsigned char *block = aligned_alloc(64, bytes);
   if (!block) return POSENC_ERR_OUT_OF_MEMORY;
-  memset(block, 0, header + 7 * doubles + floats);
-  double *w = (double *)(block + header);
-  double *hi = (double *)(block + header + doubles);
-  double *mid = (double *)(block + header + 2 * doubles);
-  double *lo = (double *)(block + header + 3 * doubles);
-  double *turn = (double *)(block + header + 4 * doubles);
-  double *cos_w = (double *)(block + header + 5 * doubles);
-  double *sin_w = (double *)(block + header + 6 * doubles);
-  float *inv_freq = (float *)(block + header + 7 * doubles);
+  memset(block, 0, bytes);
+  unsigned char *cursor = block + header;
+  double *w = take(&cursor, doubles), *hi = take(&cursor, doubles);
+  double *mid = take(&cursor, doubles), *lo = take(&cursor, doubles);
+  double *turn = take(&cursor, doubles), *cos_w = take(&cursor, doubles);
+  double *sin_w = take(&cursor, doubles);
+  float *inv_freq = take(&cursor, floats);
   double max_turn = 0;
   for (size_t i = 0; i < n; ++i) {
     w[i] = freqs[i];
