@@ -1,7 +1,6 @@
 /* RoPE public entry points: plan construction, then argument checks, then one call
  * through the dispatch table. All validation lives here, once. */
 #include <math.h>
-#include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,25 +132,11 @@ typedef struct view_span {
 
 /* 1 if the view is valid (element-aligned, no overflow, head vectors pairwise disjoint). */
 static int check_view(const posenc_rope_tensor *v, size_t n_tokens, size_t dim, view_span *out) {
-  if (!v->data || (uintptr_t)v->data % alignof(float)) return 0;
-  size_t a, b, ext;
-  if (__builtin_mul_overflow(n_tokens - 1, v->token_stride, &a) ||
-      __builtin_mul_overflow(v->n_heads - 1, v->head_stride, &b) ||
-      __builtin_add_overflow(a, b, &ext) || __builtin_add_overflow(ext, dim, &ext) ||
-      ext > PTRDIFF_MAX / sizeof(float))
+  if (!posenc_float_aligned(v->data) ||
+      !posenc_grid_extent(n_tokens, v->token_stride, v->n_heads, v->head_stride, dim, &out->extent))
     return 0;
-  out->extent = ext;
-  out->row_span = b + dim;
-  /* Heads nest inside tokens or tokens inside heads: the smaller stride must clear a
-   * vector, the larger one all vectors of the smaller dimension. */
-  if (n_tokens == 1 && v->n_heads == 1) return 1;
-  if (n_tokens == 1) return v->head_stride >= dim;
-  if (v->n_heads == 1) return v->token_stride >= dim;
-  const int heads_inner = v->head_stride <= v->token_stride;
-  const size_t s_in = heads_inner ? v->head_stride : v->token_stride;
-  const size_t s_out = heads_inner ? v->token_stride : v->head_stride;
-  const size_t inner_span = heads_inner ? b : a; /* (count - 1) * s_in, no overflow */
-  return s_in >= dim && s_out >= inner_span + dim;
+  out->row_span = (v->n_heads - 1) * v->head_stride + dim; /* <= extent: no overflow */
+  return 1;
 }
 
 /* 1 if no element of k is an element of q. Exact for disjoint spans and for views that
@@ -159,8 +144,8 @@ static int check_view(const posenc_rope_tensor *v, size_t n_tokens, size_t dim, 
  * (packed QKV); other interleavings are rejected. */
 static int views_disjoint(const posenc_rope_tensor *q, const view_span *qs,
                           const posenc_rope_tensor *k, const view_span *ks, size_t n_tokens) {
+  if (posenc_spans_disjoint(q->data, qs->extent, k->data, ks->extent)) return 1;
   const uintptr_t qa = (uintptr_t)q->data, ka = (uintptr_t)k->data;
-  if (ka >= qa + qs->extent * sizeof(float) || qa >= ka + ks->extent * sizeof(float)) return 1;
   const size_t stride = q->token_stride;
   if (n_tokens < 2 || k->token_stride != stride || qs->row_span > stride || ks->row_span > stride)
     return 0;
@@ -179,7 +164,7 @@ posenc_status posenc_rope_f32(const posenc_rope_plan *plan, size_t head_dim, siz
   const unsigned known = POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES;
   if (!plan || !q || (flags & ~known) || head_dim < plan->rotary_dim)
     return POSENC_ERR_INVALID_ARGUMENT;
-  if (!positions && n_tokens > 0 && n_tokens - 1 > (size_t)(INT32_MAX - (int64_t)start_pos))
+  if (!positions && n_tokens > 0 && !posenc_run_fits_int32(start_pos, n_tokens))
     return POSENC_ERR_INVALID_ARGUMENT;
 
   rope_f32_args args = {.plan = plan,

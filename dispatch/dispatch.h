@@ -2,12 +2,18 @@
 #ifndef POSENC_DISPATCH_H
 #define POSENC_DISPATCH_H
 
+#include "../kernels/alibi.h"
+#include "../kernels/learned.h"
 #include "../kernels/rope.h"
+#include "../kernels/sinusoid.h"
 #include "posenc.h"
 
 /* One entry per kernel family. Each ISA's row is filled from kernels/variants.h. */
 typedef struct posenc_kernel_table {
   rope_f32_fn rope_f32;
+  sinusoid_f32_fn sinusoid_f32;
+  alibi_f32_fn alibi_f32;
+  learned_f32_fn learned_add_f32;
 } posenc_kernel_table;
 
 /* The active ISA's row; chooses it first if nothing has yet. Never NULL. */
@@ -24,5 +30,24 @@ typedef struct posenc_cpu_flags {
 const posenc_cpu_flags *posenc_cpu(void);
 /* 1 if the CPU and OS can run `isa` (whether or not it is compiled in). */
 int posenc_cpu_supports(posenc_isa isa);
+
+/* Shared argument checks (dispatch/checks.c). */
+
+/* 1 if p is a non-null pointer aligned for float. */
+int posenc_float_aligned(const void *p);
+
+/* 1 if rows of `width` elements at i * stride_a + j * stride_b (i < n_a, j < n_b; both
+ * counts >= 1) are pairwise disjoint, with one dimension nested in the other (the smaller
+ * stride clears a row, the larger one every row of the smaller dimension), and span at most
+ * PTRDIFF_MAX bytes of floats; *extent receives the elements from the first to one past
+ * the last. A stride whose count is 1 is unconstrained. */
+int posenc_grid_extent(size_t n_a, size_t stride_a, size_t n_b, size_t stride_b, size_t width,
+                       size_t *extent);
+
+/* 1 if the positions start_pos + [0, n) stay within int32 (n >= 1). */
+int posenc_run_fits_int32(int32_t start_pos, size_t n);
+
+/* 1 if the float ranges [a, a + n_a) and [b, b + n_b) share no element. */
+int posenc_spans_disjoint(const float *a, size_t n_a, const float *b, size_t n_b);
 
 #endif /* POSENC_DISPATCH_H */

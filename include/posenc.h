@@ -239,6 +239,161 @@ POSENC_API posenc_status posenc_rope_f32(const posenc_rope_plan *plan, size_t he
                                          int32_t start_pos, const posenc_rope_tensor *q,
                                          const posenc_rope_tensor *k, unsigned flags);
 
+/* ---------------------------------------------------------------------------------------
+ * Sinusoidal position encoding (Vaswani et al.)
+ *
+ * A row of width d (dim) for position p holds, for pair i in [0, ceil(d/2)):
+ *      sin(p * w_i) and cos(p * w_i),     w_i = base^(-2i/d) by default
+ * placed by the layout flag:
+ *  - POSENC_SINUSOID_INTERLEAVED (default; seeds, Vaswani): column 2i = sin, 2i+1 = cos.
+ *  - POSENC_SINUSOID_SIN_COS (tensor2tensor, fairseq, diffusers get_timestep_embedding):
+ *      columns [0, ceil(d/2)) = sin of pair i, then columns [ceil(d/2), d) = cos of pair i.
+ *  - POSENC_SINUSOID_COS_SIN (diffusers flip_sin_to_cos=True): columns [0, floor(d/2)) =
+ *      cos of pair i, then [floor(d/2), d) = sin of pair i.
+ * Odd d: the last pair has only its sin term (interleaved: column d-1; split: the sin block
+ * is one column longer than the cos block).
+ *
+ * Frequencies other than Vaswani's come from posenc_sinusoid_plan_create_from_freqs: with
+ * h = floor(d/2), fairseq and tensor2tensor use w_i = base^(-i/(h-1)); diffusers uses
+ * w_i = scale * base^(-i/(h - downscale_freq_shift)) (its zero padding of an odd d is not
+ * reproduced: posenc fills the extra column with the sin of one more pair).
+ *
+ * Accuracy: the same contract as RoPE's angles. In the default (accurate) mode every value
+ * is within 2^-22 (absolute) of sin/cos of the exact real product p * w_i (w_i the plan's
+ * double) for every integer |p| < 2^31 and every float timestep |t| < 2^31; measured worst
+ * case in the README. POSENC_SINUSOID_F32_ANGLES reproduces the float32 recipe instead
+ * (angle = (float)p * (float)w_i rounded to float). SIMD variants are within
+ * POSENC_SINUSOID_SIMD_TOLERANCE of the scalar variant's value for the same element (for
+ * posenc_sinusoid_add_f32: of the scalar result, plus one rounding of the sum); like the
+ * SIMD RoPE variants, they step the double-precision sin/cos of consecutive integer
+ * positions by angle addition, re-anchored every 256 rows.
+ * ------------------------------------------------------------------------------------- */
+
+#define POSENC_SINUSOID_SIMD_TOLERANCE 9.5367431640625e-07 /* 2^-20 */
+
+enum {
+  POSENC_SINUSOID_INTERLEAVED = 0u, /* sin, cos, sin, cos, ... (default) */
+  POSENC_SINUSOID_SIN_COS = 1u,     /* all sin, then all cos */
+  POSENC_SINUSOID_COS_SIN = 2u,     /* all cos, then all sin */
+  POSENC_SINUSOID_ACCURATE = 0u,    /* accurate angles (default) */
+  POSENC_SINUSOID_F32_ANGLES = 4u   /* float32-compatible angles */
+};
+
+/* A sinusoidal plan: the width d and ceil(d/2) frequencies. Immutable; shareable between
+ * threads. */
+typedef struct posenc_sinusoid_plan posenc_sinusoid_plan;
+
+/* w_i = base^(-2i/d) in double. dim: >= 1, <= 2^20. base: finite, > 0, != 1 (10000 in the
+ * paper; diffusers calls it max_period). *plan receives a new plan, or NULL on error. */
+POSENC_API posenc_status posenc_sinusoid_plan_create(posenc_sinusoid_plan **plan, size_t dim,
+                                                     double base);
+
+/* A plan from ceil(dim/2) given frequencies (radians per position; finite). */
+POSENC_API posenc_status posenc_sinusoid_plan_create_from_freqs(posenc_sinusoid_plan **plan,
+                                                                size_t dim, const double *freqs);
+
+/* Frees a plan; NULL is a no-op. */
+POSENC_API void posenc_sinusoid_plan_destroy(posenc_sinusoid_plan *plan);
+
+/* The plan's width d (0 for NULL). */
+POSENC_API size_t posenc_sinusoid_plan_dim(const posenc_sinusoid_plan *plan);
+
+/* Writes n_rows rows of d values: row r (at out + r * row_stride) is the encoding of
+ * position positions[r], or, if positions is NULL, of start_pos + r (which must not exceed
+ * INT32_MAX; seed 000's forward(seq_len, offset) is start_pos = offset). row_stride: 0 for
+ * d (a dense [n_rows, d] table), else >= d; elements between rows are untouched.
+ * flags: one layout, optionally | POSENC_SINUSOID_F32_ANGLES.
+ * Errors (nothing written): NULL plan, NULL out with n_rows > 0, unknown flags,
+ * 0 < row_stride < d, an extent that overflows, start_pos overflow, misaligned out. */
+POSENC_API posenc_status posenc_sinusoid_fill_f32(const posenc_sinusoid_plan *plan, size_t n_rows,
+                                                  const int32_t *positions, int32_t start_pos,
+                                                  float *out, size_t row_stride, unsigned flags);
+
+/* The same for float positions (diffusion timesteps): row r encodes timesteps[r], which
+ * must be finite with |t| < 2^31 (checked before anything is written). */
+POSENC_API posenc_status posenc_sinusoid_fill_timesteps_f32(const posenc_sinusoid_plan *plan,
+                                                            size_t n_rows, const float *timesteps,
+                                                            float *out, size_t row_stride,
+                                                            unsigned flags);
+
+/* Adds the encoding into n_rows embeddings of width d in place (x[r] += PE(position of r)),
+ * without building a table (seeds 003, 004). Positions, row_stride and errors as for
+ * posenc_sinusoid_fill_f32. */
+POSENC_API posenc_status posenc_sinusoid_add_f32(const posenc_sinusoid_plan *plan, size_t n_rows,
+                                                 const int32_t *positions, int32_t start_pos,
+                                                 float *x, size_t row_stride, unsigned flags);
+
+/* ---------------------------------------------------------------------------------------
+ * ALiBi: attention with linear biases (Press et al.)
+ *
+ * Scores S[h][i][j] of head h, query row i and key column j sit at
+ *     scores[h * head_stride + i * row_stride + j],  j in [0, n_k).
+ * Query row i is at position qpos = q_offset + i, key column j at position j, so a
+ * KV-cache decode step is n_q = 1, q_offset = n_k - 1. The bias of an element is
+ *     b = -(m_h * |qpos - j|)
+ * computed in float: the distance converted to float, one rounded product (seed 000's
+ * float32 slopes times the distance, exactly as its get_bias rounds to float32). With
+ * POSENC_ALIBI_CAUSAL, elements with j > qpos are set to -infinity instead (their old
+ * value is not read). Every variant performs the same float operations in the same order,
+ * so every variant's output is bit-identical to the scalar reference's.
+ * ------------------------------------------------------------------------------------- */
+
+enum {
+  POSENC_ALIBI_CAUSAL = 1u /* -infinity where the key is after the query */
+};
+
+/* The slopes of n_heads heads (seed 000's _get_slopes with max_bias for its 8): for a power
+ * of two n, m_h = 2^(-max_bias * (h + 1) / n); otherwise, with c the largest power of two
+ * below n, the c slopes for c heads followed by the first n - c odd-indexed ones of 2c
+ * heads, m = 2^(-max_bias * (2k + 1) / (2c)). Computed in double, rounded to float.
+ * n_heads: >= 1. max_bias: finite, > 0 (8 in the paper). */
+POSENC_API posenc_status posenc_alibi_slopes(size_t n_heads, double max_bias, float *slopes);
+
+/* Adds the bias into scores, in place, after scaling the raw scores:
+ *     S = (scale * S) - m_h * |qpos - j|      (scale == 1: S - m_h * |qpos - j|)
+ * each operation rounded to float in that order; with POSENC_ALIBI_CAUSAL, S = -inf where
+ * j > qpos. slopes: n_heads finite values (posenc_alibi_slopes, or your own). scale: finite.
+ * Strides: rows nest in heads ([H, n_q, n_k]: row_stride >= n_k, head_stride >=
+ * (n_q - 1) * row_stride + n_k) or heads in rows ([n_q, H, n_k]: head_stride >= n_k,
+ * row_stride >= (n_heads - 1) * head_stride + n_k); a stride whose count is 1 is not
+ * constrained. q_offset + n_q and n_k must not exceed 2^31. Any count 0 is a valid no-op
+ * (flags, scale and q_offset are still checked). flags: 0 or POSENC_ALIBI_CAUSAL.
+ * Errors (nothing written): NULL slopes or scores with work to do, non-finite slope or
+ * scale, strides that overlap, unknown flags, positions past 2^31, overflowing extent,
+ * misaligned scores. */
+POSENC_API posenc_status posenc_alibi_add_f32(const float *slopes, size_t n_heads, size_t n_q,
+                                              size_t n_k, size_t q_offset, float *scores,
+                                              size_t head_stride, size_t row_stride, float scale,
+                                              unsigned flags);
+
+/* Writes the bias itself (no scores read): out = -(m_h * |qpos - j|), -inf above the
+ * diagonal with POSENC_ALIBI_CAUSAL. Seed 000's get_bias(L) is n_q = n_k = L, q_offset = 0,
+ * head_stride = L * L, row_stride = L: the (1, H, L, L) tensor, bit for bit (including its
+ * -0.0 on the diagonal). Arguments and errors as for posenc_alibi_add_f32. */
+POSENC_API posenc_status posenc_alibi_bias_f32(const float *slopes, size_t n_heads, size_t n_q,
+                                               size_t n_k, size_t q_offset, float *out,
+                                               size_t head_stride, size_t row_stride,
+                                               unsigned flags);
+
+/* ---------------------------------------------------------------------------------------
+ * Learned position embeddings
+ * ------------------------------------------------------------------------------------- */
+
+/* x[t][j] += table[pos_t][j] for t in [0, n_tokens), j in [0, dim): row pos_t of a
+ * [max_pos, dim] table (row r at table + r * table_stride) gathered by the token's position
+ * and added to its embedding (row t at x + t * x_stride), in place. pos_t = positions[t],
+ * or, if positions is NULL, start_pos + t (seed 003's apply_learned is start_pos = 0).
+ * Strides: 0 means dim, else >= dim. The sum is one float addition per element, so every
+ * variant's output is bit-identical to the scalar reference's.
+ * Errors (nothing written): a position outside [0, max_pos) (every position is checked
+ * before anything is written, also when dim = 0), start_pos + n_tokens - 1 > INT32_MAX,
+ * NULL table or x with work to do, 0 < stride < dim, x overlapping the table, overflowing
+ * extents, misaligned pointers. n_tokens = 0 is a valid no-op; dim = 0 writes nothing. */
+POSENC_API posenc_status posenc_learned_add_f32(const float *table, size_t max_pos,
+                                                size_t table_stride, size_t dim, size_t n_tokens,
+                                                const int32_t *positions, int32_t start_pos,
+                                                float *x, size_t x_stride);
+
 #ifdef __cplusplus
 }
 #endif

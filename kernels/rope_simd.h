@@ -2,28 +2,10 @@
  * and compiled once per ISA by rope_<isa>.c, which includes that layer first. Defines
  * posenc_rope_f32_<isa>. Same operations as the scalar reference (rope_scalar.c): the
  * angle reduction is bit-identical; sincos and the rotation may differ by a few ulp. */
+#include "angle_simd.h"
 #include "rope_driver.h"
 
-#define ROPE_CAT2(a, b) a##b
-#define ROPE_CAT(a, b) ROPE_CAT2(a, b)
-#define ROPE_FN(name) ROPE_CAT(name, VEC_SUFFIX)
-
-/* Accurate angles of VD_W pairs starting at k: see rope_reduced_angle(). */
-static inline vd ROPE_FN(angle_)(vd p, const struct posenc_rope_plan *plan, size_t k) {
-  const vd a_hi = vd_mul(p, vd_load(plan->turn_hi + k));
-  const vd a_mid = vd_mul(p, vd_load(plan->turn_mid + k));
-  vd t = vd_add(vd_sub(a_hi, vd_round(a_hi)), vd_sub(a_mid, vd_round(a_mid)));
-  t = vd_add(t, vd_mul(p, vd_load(plan->turn_lo + k)));
-  t = vd_sub(t, vd_round(t));
-  return vd_mul(t, vd_set1(POSENC_TWO_PI));
-}
-
-/* The same where rope_small_position() holds: see rope_reduced_angle_small(). */
-static inline vd ROPE_FN(angle_small_)(vd p, const struct posenc_rope_plan *plan, size_t k) {
-  vd t = vd_mul(p, vd_load(plan->turn + k));
-  t = vd_sub(t, vd_round(t));
-  return vd_mul(t, vd_set1(POSENC_TWO_PI));
-}
+#define ROPE_FN(name) VFN(name)
 
 /* Writes cos/sin of pairs [i, i + VF_W) in the layout rotate() reads: times the attention
  * factor; s times the direction, and for GPTJ duplicated per pair as (-s_i, +s_i). */
@@ -61,48 +43,25 @@ static inline void ROPE_FN(store_cs_)(const ROPE_FN(cs_format_) * f, size_t i, v
 static void ROPE_FN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
                               size_t p0, size_t n, float *c, float *s, rope_state *state) {
   const ROPE_FN(cs_format_) format = ROPE_FN(format_)(plan, flags);
-  const int f32_angles = (flags & POSENC_ROPE_F32_ANGLES) != 0;
-  const int small = rope_small_position(plan, pos);
+  const angle_mode mode = angle_mode_of(plan, pos, (flags & POSENC_ROPE_F32_ANGLES) != 0);
   const vd pd = vd_set1((double)pos);
   const vf pf = vf_set1((float)pos);
   for (size_t i = 0; i < n; i += VF_W) {
-    const size_t k = p0 + i;
-    const vf angle =
-        f32_angles ? vf_mul(pf, vf_load(plan->inv_freq_f32 + k))
-        : small    ? vf_from_vd(ROPE_FN(angle_small_)(pd, plan, k),
-                                ROPE_FN(angle_small_)(pd, plan, k + VD_W))
-                   : vf_from_vd(ROPE_FN(angle_)(pd, plan, k), ROPE_FN(angle_)(pd, plan, k + VD_W));
     vf sv, cv;
-    vf_sincos(angle, &sv, &cv);
-    if (state) {
-      vd_store(state->c + i, vd_from_vf_lo(cv));
-      vd_store(state->c + i + VD_W, vd_from_vf_hi(cv));
-      vd_store(state->s + i, vd_from_vf_lo(sv));
-      vd_store(state->s + i + VD_W, vd_from_vf_hi(sv));
-    }
+    ROPE_FN(sincos_pairs_)(plan, mode, pd, pf, p0 + i, &sv, &cv);
+    if (state) ROPE_FN(save_state_)(state, i, cv, sv);
     ROPE_FN(store_cs_)(&format, i, cv, sv, c, s);
   }
 }
 
-/* One position on: (c, s) <- (c*cos w - s*sin w, s*cos w + c*sin w), in double. */
-static inline void ROPE_FN(step_)(const struct posenc_rope_plan *plan, rope_state *state, size_t k,
-                                  vd *cn, vd *sn) {
-  const vd c = vd_load(state->c + k), s = vd_load(state->s + k);
-  const vd cw = vd_load(plan->cos_w + k), sw = vd_load(plan->sin_w + k);
-  *cn = vd_sub(vd_mul(c, cw), vd_mul(s, sw));
-  *sn = vd_add(vd_mul(s, cw), vd_mul(c, sw));
-  vd_store(state->c + k, *cn);
-  vd_store(state->s + k, *sn);
-}
-
+/* Stepping runs only for single-chunk plans (p0 = 0): state index i is pair i. */
 static void ROPE_FN(advance_)(const struct posenc_rope_plan *plan, unsigned flags, size_t n,
                               rope_state *state, float *c, float *s) {
   const ROPE_FN(cs_format_) format = ROPE_FN(format_)(plan, flags);
   for (size_t i = 0; i < n; i += VF_W) {
-    vd c_lo, s_lo, c_hi, s_hi;
-    ROPE_FN(step_)(plan, state, i, &c_lo, &s_lo);
-    ROPE_FN(step_)(plan, state, i + VD_W, &c_hi, &s_hi);
-    ROPE_FN(store_cs_)(&format, i, vf_from_vd(c_lo, c_hi), vf_from_vd(s_lo, s_hi), c, s);
+    vf cv, sv;
+    ROPE_FN(step_)(state, i, plan->cos_w, plan->sin_w, &cv, &sv);
+    ROPE_FN(store_cs_)(&format, i, cv, sv, c, s);
   }
 }
 

@@ -5,12 +5,22 @@
 #ifndef POSENC_KERNELS_VARIANTS_H
 #define POSENC_KERNELS_VARIANTS_H
 
+#include "alibi.h"
+#include "learned.h"
 #include "rope.h"
+#include "sinusoid.h"
 
-#define POSENC_DECLARE_VARIANTS(isa) void posenc_rope_f32_##isa(const rope_f32_args *args);
+#define POSENC_DECLARE_VARIANTS(isa)                             \
+  void posenc_rope_f32_##isa(const rope_f32_args *args);         \
+  void posenc_sinusoid_f32_##isa(const sinusoid_f32_args *args); \
+  void posenc_alibi_f32_##isa(const alibi_f32_args *args);       \
+  void posenc_learned_add_f32_##isa(const learned_f32_args *args);
 
-#define POSENC_TABLE_ROW(isa) \
-  { .rope_f32 = posenc_rope_f32_##isa }
+#define POSENC_TABLE_ROW(isa)                                                            \
+  {                                                                                      \
+    .rope_f32 = posenc_rope_f32_##isa, .sinusoid_f32 = posenc_sinusoid_f32_##isa,        \
+    .alibi_f32 = posenc_alibi_f32_##isa, .learned_add_f32 = posenc_learned_add_f32_##isa \
+  }
 
 POSENC_DECLARE_VARIANTS(scalar)
 #ifdef POSENC_HAVE_SSE4

@@ -4,6 +4,8 @@
 
 #include <immintrin.h>
 #include <sleef.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #define VEC_SUFFIX avx2
 #define VF_W 8
@@ -22,6 +24,10 @@ static inline vf vf_load_n(const float *p, size_t n) { return _mm256_maskload_ps
 static inline void vf_store_n(float *p, vf v, size_t n) { _mm256_maskstore_ps(p, vf_mask_n(n), v); }
 static inline vf vf_set1(float x) { return _mm256_set1_ps(x); }
 static inline vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+static inline vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
+static inline vf vf_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
+/* -x exactly (the sign bit flipped, as C's unary minus). */
+static inline vf vf_neg(vf x) { return _mm256_xor_ps(x, _mm256_set1_ps(-0.0f)); }
 static inline vf vf_fmadd(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vf vf_fnmadd(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
 static inline vf vf_swap_pairs(vf x) { return _mm256_permute_ps(x, 0xB1); }
@@ -49,6 +55,15 @@ static inline vd vd_mul(vd a, vd b) { return _mm256_mul_pd(a, b); }
 static inline vd vd_round(vd x) {
   return _mm256_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
+/* 32-bit integer lanes, for ALiBi's distances. */
+typedef __m256i vi;
+static inline vi vi_set1(int32_t x) { return _mm256_set1_epi32(x); }
+static inline vi vi_iota(void) { return _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7); }
+static inline vi vi_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
+static inline vi vi_sub(vi a, vi b) { return _mm256_sub_epi32(a, b); }
+static inline vi vi_abs(vi x) { return _mm256_abs_epi32(x); }
+static inline vf vf_from_vi(vi x) { return _mm256_cvtepi32_ps(x); }
+
 static inline vf vf_from_vd(vd lo, vd hi) {
   return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
 }

@@ -4,6 +4,8 @@
 
 #include <immintrin.h>
 #include <sleef.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #define VEC_SUFFIX avx512
 #define VF_W 16
@@ -30,6 +32,10 @@ static inline void vf_store_n(float *p, vf v, size_t n) {
 }
 static inline vf vf_set1(float x) { return _mm512_set1_ps(x); }
 static inline vf vf_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+static inline vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
+static inline vf vf_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
+/* -x exactly (the sign bit flipped, as C's unary minus). */
+static inline vf vf_neg(vf x) { return _mm512_xor_ps(x, _mm512_set1_ps(-0.0f)); }
 static inline vf vf_fmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 static inline vf vf_fnmadd(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }
 static inline vf vf_swap_pairs(vf x) { return _mm512_permute_ps(x, 0xB1); }
@@ -60,6 +66,17 @@ static inline vd vd_mul(vd a, vd b) { return _mm512_mul_pd(a, b); }
 static inline vd vd_round(vd x) {
   return _mm512_roundscale_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
+/* 32-bit integer lanes, for ALiBi's distances. */
+typedef __m512i vi;
+static inline vi vi_set1(int32_t x) { return _mm512_set1_epi32(x); }
+static inline vi vi_iota(void) {
+  return _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+static inline vi vi_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
+static inline vi vi_sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
+static inline vi vi_abs(vi x) { return _mm512_abs_epi32(x); }
+static inline vf vf_from_vi(vi x) { return _mm512_cvtepi32_ps(x); }
+
 static inline vf vf_from_vd(vd lo, vd hi) {
   return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
 }

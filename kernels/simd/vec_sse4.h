@@ -3,6 +3,8 @@
 #define POSENC_VEC_SSE4_H
 
 #include <sleef.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <smmintrin.h>
 #include <string.h>
 
@@ -28,6 +30,10 @@ static inline void vf_store_n(float *p, vf v, size_t n) {
 }
 static inline vf vf_set1(float x) { return _mm_set1_ps(x); }
 static inline vf vf_mul(vf a, vf b) { return _mm_mul_ps(a, b); }
+static inline vf vf_add(vf a, vf b) { return _mm_add_ps(a, b); }
+static inline vf vf_sub(vf a, vf b) { return _mm_sub_ps(a, b); }
+/* -x exactly (the sign bit flipped, as C's unary minus). */
+static inline vf vf_neg(vf x) { return _mm_xor_ps(x, _mm_set1_ps(-0.0f)); }
 static inline vf vf_fmadd(vf a, vf b, vf c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
 static inline vf vf_fnmadd(vf a, vf b, vf c) { return _mm_sub_ps(c, _mm_mul_ps(a, b)); }
 /* (x0, x1, x2, x3) -> (x1, x0, x3, x2) */
@@ -53,6 +59,15 @@ static inline vd vd_mul(vd a, vd b) { return _mm_mul_pd(a, b); }
 static inline vd vd_round(vd x) {
   return _mm_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
+/* 32-bit integer lanes, for ALiBi's distances. */
+typedef __m128i vi;
+static inline vi vi_set1(int32_t x) { return _mm_set1_epi32(x); }
+static inline vi vi_iota(void) { return _mm_setr_epi32(0, 1, 2, 3); }
+static inline vi vi_add(vi a, vi b) { return _mm_add_epi32(a, b); }
+static inline vi vi_sub(vi a, vi b) { return _mm_sub_epi32(a, b); }
+static inline vi vi_abs(vi x) { return _mm_abs_epi32(x); }
+static inline vf vf_from_vi(vi x) { return _mm_cvtepi32_ps(x); }
+
 /* Two double vectors to one float vector: (lo..., hi...). */
 static inline vf vf_from_vd(vd lo, vd hi) {
   return _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi));

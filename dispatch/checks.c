@@ -1,0 +1,33 @@
+/* Argument checks shared by the public entry points. */
+#include <stdalign.h>
+
+#include "dispatch.h"
+
+int posenc_float_aligned(const void *p) { return p && (uintptr_t)p % alignof(float) == 0; }
+
+int posenc_grid_extent(size_t n_a, size_t stride_a, size_t n_b, size_t stride_b, size_t width,
+                       size_t *extent) {
+  size_t span_a, span_b, ext;
+  if (__builtin_mul_overflow(n_a - 1, stride_a, &span_a) ||
+      __builtin_mul_overflow(n_b - 1, stride_b, &span_b) ||
+      __builtin_add_overflow(span_a, span_b, &ext) || __builtin_add_overflow(ext, width, &ext) ||
+      ext > PTRDIFF_MAX / sizeof(float))
+    return 0;
+  *extent = ext;
+  if (n_a == 1 && n_b == 1) return 1;
+  if (n_a == 1) return stride_b >= width;
+  if (n_b == 1) return stride_a >= width;
+  const int b_inner = stride_b <= stride_a;
+  const size_t s_in = b_inner ? stride_b : stride_a, s_out = b_inner ? stride_a : stride_b;
+  const size_t inner_span = b_inner ? span_b : span_a; /* (count - 1) * s_in */
+  return s_in >= width && s_out >= inner_span + width;
+}
+
+int posenc_run_fits_int32(int32_t start_pos, size_t n) {
+  return n - 1 <= (size_t)((int64_t)INT32_MAX - start_pos);
+}
+
+int posenc_spans_disjoint(const float *a, size_t n_a, const float *b, size_t n_b) {
+  const uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
+  return pb >= pa + n_a * sizeof(float) || pa >= pb + n_b * sizeof(float);
+}

@@ -1,0 +1,83 @@
+/* The SIMD angle and sin/cos steps shared by the RoPE and sinusoidal kernels, written once
+ * against the vector layer (kernels/simd/vec_<isa>.h, included first) and compiled per ISA.
+ * The angle reduction performs exactly the operations of rope_reduced_angle(), so it is
+ * bit-identical to the scalar reference's. */
+#ifndef POSENC_KERNELS_ANGLE_SIMD_H
+#define POSENC_KERNELS_ANGLE_SIMD_H
+
+#include "rope_driver.h" /* rope_state */
+
+#define VFN_CAT2(a, b) a##b
+#define VFN_CAT(a, b) VFN_CAT2(a, b)
+#define VFN(name) VFN_CAT(name, VEC_SUFFIX)
+
+/* Accurate angles of VD_W pairs starting at k: see rope_reduced_angle(). */
+static inline vd VFN(angle_)(vd p, const struct posenc_rope_plan *plan, size_t k) {
+  const vd a_hi = vd_mul(p, vd_load(plan->turn_hi + k));
+  const vd a_mid = vd_mul(p, vd_load(plan->turn_mid + k));
+  vd t = vd_add(vd_sub(a_hi, vd_round(a_hi)), vd_sub(a_mid, vd_round(a_mid)));
+  t = vd_add(t, vd_mul(p, vd_load(plan->turn_lo + k)));
+  t = vd_sub(t, vd_round(t));
+  return vd_mul(t, vd_set1(POSENC_TWO_PI));
+}
+
+/* The same where |p| < plan->small_limit: see rope_reduced_angle_small(). */
+static inline vd VFN(angle_small_)(vd p, const struct posenc_rope_plan *plan, size_t k) {
+  vd t = vd_mul(p, vd_load(plan->turn + k));
+  t = vd_sub(t, vd_round(t));
+  return vd_mul(t, vd_set1(POSENC_TWO_PI));
+}
+
+/* How the angles of one position are formed. */
+typedef enum { ANGLE_EXACT, ANGLE_SMALL, ANGLE_F32 } angle_mode;
+
+static inline angle_mode angle_mode_of(const struct posenc_rope_plan *plan, double p,
+                                       int f32_angles) {
+  return f32_angles ? ANGLE_F32 : fabs(p) < plan->small_limit ? ANGLE_SMALL : ANGLE_EXACT;
+}
+
+/* sin and cos of the VF_W pairs starting at k, at position p (pd = p in every double lane,
+ * pf = (float)p in every float lane). Plan arrays are padded to POSENC_PLAN_PAD pairs. */
+static inline void VFN(sincos_pairs_)(const struct posenc_rope_plan *plan, angle_mode mode, vd pd,
+                                      vf pf, size_t k, vf *sv, vf *cv) {
+  vf angle;
+  if (mode == ANGLE_F32)
+    angle = vf_mul(pf, vf_load(plan->inv_freq_f32 + k));
+  else if (mode == ANGLE_SMALL)
+    angle = vf_from_vd(VFN(angle_small_)(pd, plan, k), VFN(angle_small_)(pd, plan, k + VD_W));
+  else
+    angle = vf_from_vd(VFN(angle_)(pd, plan, k), VFN(angle_)(pd, plan, k + VD_W));
+  vf_sincos(angle, sv, cv);
+}
+
+/* Saves float cos/sin of VF_W pairs as doubles at state index i, for stepping. */
+static inline void VFN(save_state_)(rope_state *state, size_t i, vf cv, vf sv) {
+  vd_store(state->c + i, vd_from_vf_lo(cv));
+  vd_store(state->c + i + VD_W, vd_from_vf_hi(cv));
+  vd_store(state->s + i, vd_from_vf_lo(sv));
+  vd_store(state->s + i + VD_W, vd_from_vf_hi(sv));
+}
+
+/* One position on for VD_W pairs at state index i, whose one-position rotation is cw, sw:
+ * (c, s) <- (c*cos w - s*sin w, s*cos w + c*sin w), in double. */
+static inline void VFN(step_vd_)(rope_state *state, size_t i, const double *cw, const double *sw,
+                                 vd *cn, vd *sn) {
+  const vd c = vd_load(state->c + i), s = vd_load(state->s + i);
+  const vd wc = vd_load(cw + i), ws = vd_load(sw + i);
+  *cn = vd_sub(vd_mul(c, wc), vd_mul(s, ws));
+  *sn = vd_add(vd_mul(s, wc), vd_mul(c, ws));
+  vd_store(state->c + i, *cn);
+  vd_store(state->s + i, *sn);
+}
+
+/* The same for VF_W pairs, as float vectors. */
+static inline void VFN(step_)(rope_state *state, size_t i, const double *cw, const double *sw,
+                              vf *cv, vf *sv) {
+  vd c_lo, s_lo, c_hi, s_hi;
+  VFN(step_vd_)(state, i, cw, sw, &c_lo, &s_lo);
+  VFN(step_vd_)(state, i + VD_W, cw, sw, &c_hi, &s_hi);
+  *cv = vf_from_vd(c_lo, c_hi);
+  *sv = vf_from_vd(s_lo, s_hi);
+}
+
+#endif /* POSENC_KERNELS_ANGLE_SIMD_H */

@@ -1,0 +1,4 @@
+/* learned f32 for avx512: the shared SIMD source over the avx512 vector layer (first). */
+#include "simd/vec_avx512.h"
+
+#include "learned_simd.h"

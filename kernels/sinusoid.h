@@ -1,0 +1,72 @@
+/* Internal: the sinusoidal plan and the argument block every sinusoidal kernel takes.
+ * Arguments reaching a kernel have been checked by dispatch/api_sinusoid.c. */
+#ifndef POSENC_KERNELS_SINUSOID_H
+#define POSENC_KERNELS_SINUSOID_H
+
+#include "rope.h"
+
+/* The frequencies live in a RoPE plan of ceil(dim/2) pairs (attention factor 1): the same
+ * exact-angle parts, float32 frequencies and one-position rotations. */
+struct posenc_sinusoid_plan {
+  size_t dim;
+  struct posenc_rope_plan *freq;
+};
+
+/* Internal flag: add into the rows instead of writing them. */
+#define POSENC_SINUSOID_ADD_ 0x100u
+#define POSENC_SINUSOID_LAYOUT_MASK_ 3u
+
+typedef struct sinusoid_f32_args {
+  const struct posenc_rope_plan *freq;
+  size_t dim;
+  size_t n_rows;
+  const int32_t *positions; /* NULL: timesteps, or start_pos + r */
+  const float *timesteps;
+  int32_t start_pos;
+  float *out;
+  size_t row_stride;
+  unsigned flags; /* layout | F32_ANGLES | ADD_ */
+} sinusoid_f32_args;
+
+typedef void (*sinusoid_f32_fn)(const sinusoid_f32_args *args);
+
+/* Row r's position, and whether it is the integer one after row r - 1's. */
+static inline double sinusoid_position(const sinusoid_f32_args *a, size_t r) {
+  if (a->timesteps) return (double)a->timesteps[r];
+  return a->positions ? (double)a->positions[r] : (double)a->start_pos + (double)r;
+}
+
+static inline int sinusoid_follows(const sinusoid_f32_args *a, size_t r) {
+  if (a->timesteps || r == 0) return 0;
+  return !a->positions || (int64_t)a->positions[r] == (int64_t)a->positions[r - 1] + 1;
+}
+
+/* Where the sin and cos of pair i go in a row: column sin_at + i * step, cos_at + i * step,
+ * with n_sin = ceil(d/2) sin terms and n_cos = floor(d/2) cos terms. */
+typedef struct sinusoid_layout {
+  size_t sin_at, cos_at, step, n_sin, n_cos;
+} sinusoid_layout;
+
+static inline sinusoid_layout sinusoid_layout_of(size_t dim, unsigned flags) {
+  const size_t n_sin = (dim + 1) / 2, n_cos = dim / 2;
+  switch (flags & POSENC_SINUSOID_LAYOUT_MASK_) {
+    case POSENC_SINUSOID_SIN_COS:
+      return (sinusoid_layout){0, n_sin, 1, n_sin, n_cos};
+    case POSENC_SINUSOID_COS_SIN:
+      return (sinusoid_layout){n_cos, 0, 1, n_sin, n_cos};
+    default:
+      return (sinusoid_layout){0, 1, 2, n_sin, n_cos};
+  }
+}
+
+/* The angle of pair k at position p (any double with |p| < 2^31 whose products with the
+ * plan's 21-bit parts are exact: integers and floats), reduced to [-pi, pi], rounded to
+ * float; or the float32 recipe. Shared by the scalar reference and the SIMD tails. */
+static inline float sinusoid_angle(const struct posenc_rope_plan *plan, double p, size_t k,
+                                   unsigned flags) {
+  if (flags & POSENC_SINUSOID_F32_ANGLES) return (float)p * plan->inv_freq_f32[k];
+  if (fabs(p) < plan->small_limit) return (float)rope_reduced_angle_small(p, plan->turn[k]);
+  return (float)rope_reduced_angle(p, plan->turn_hi[k], plan->turn_mid[k], plan->turn_lo[k]);
+}
+
+#endif /* POSENC_KERNELS_SINUSOID_H */

@@ -1,0 +1,84 @@
+/* The SIMD sinusoidal kernel, written once against the vector layer and compiled per ISA by
+ * sinusoid_<isa>.c. Same angles as the scalar reference (sinusoid_scalar.c); for a row
+ * whose integer position follows the previous row's, sin/cos are stepped from that row in
+ * double (angle addition, as RoPE's rope_driver.h explains), re-anchored every
+ * POSENC_ROPE_RUN rows. Rows are processed in blocks of POSENC_ROPE_RUN, pairs in chunks of
+ * POSENC_ROPE_CHUNK, so the stepping state stays on the stack and in L1. */
+#include "angle_simd.h"
+#include "sinusoid.h"
+
+/* Writes (or adds) the first min(avail, VF_W) lanes of v at dst; avail may be 0. */
+static inline void VFN(put_)(float *dst, vf v, size_t avail, int add) {
+  if (avail >= VF_W) {
+    vf_store(dst, add ? vf_add(vf_load(dst), v) : v);
+  } else if (avail > 0) {
+    vf_store_n(dst, add ? vf_add(vf_load_n(dst, avail), v) : v, avail);
+  }
+}
+
+/* sin/cos of pairs [k, k + VF_W) (k < ceil(d/2)) into their columns of one row. */
+static inline void VFN(emit_)(float *row, const sinusoid_layout *l, size_t dim, size_t k, vf sv,
+                              vf cv, int add) {
+  if (l->step == 2) {
+    const size_t col = 2 * k; /* < dim */
+    VFN(put_)(row + col, vf_zip_lo(sv, cv), dim - col, add);
+    if (col + VF_W < dim) VFN(put_)(row + col + VF_W, vf_zip_hi(sv, cv), dim - col - VF_W, add);
+  } else {
+    VFN(put_)(row + l->sin_at + k, sv, l->n_sin - k, add);
+    if (k < l->n_cos) VFN(put_)(row + l->cos_at + k, cv, l->n_cos - k, add);
+  }
+}
+
+/* Pairs [k0, k0 + n) of one row at position p, computed afresh; saved in state (if not
+ * NULL) for the rows that step from it. */
+static inline void VFN(anchor_)(const sinusoid_f32_args *a, const sinusoid_layout *l, double p,
+                                size_t k0, size_t n, float *row, rope_state *state, int add) {
+  const angle_mode mode = angle_mode_of(a->freq, p, (a->flags & POSENC_SINUSOID_F32_ANGLES) != 0);
+  const vd pd = vd_set1(p);
+  const vf pf = vf_set1((float)p);
+  for (size_t i = 0; i < n; i += VF_W) {
+    vf sv, cv;
+    VFN(sincos_pairs_)(a->freq, mode, pd, pf, k0 + i, &sv, &cv);
+    if (state) VFN(save_state_)(state, i, cv, sv);
+    VFN(emit_)(row, l, a->dim, k0 + i, sv, cv, add);
+  }
+}
+
+/* Pairs [k0, k0 + n) of one row one position after the state's. */
+static inline void VFN(advance_)(const sinusoid_f32_args *a, const sinusoid_layout *l, size_t k0,
+                                 size_t n, float *row, rope_state *state, int add) {
+  const double *cw = a->freq->cos_w + k0, *sw = a->freq->sin_w + k0;
+  for (size_t i = 0; i < n; i += VF_W) {
+    vf cv, sv;
+    VFN(step_)(state, i, cw, sw, &cv, &sv);
+    VFN(emit_)(row, l, a->dim, k0 + i, sv, cv, add);
+  }
+}
+
+/* add is a constant at each call, so each loop is compiled for one mode. */
+static inline __attribute__((always_inline)) void VFN(rows_)(const sinusoid_f32_args *a, int add) {
+  const sinusoid_layout l = sinusoid_layout_of(a->dim, a->flags);
+  const size_t n_pairs = a->freq->n_pairs;
+  const int can_step = !a->timesteps && !(a->flags & POSENC_SINUSOID_F32_ANGLES);
+  rope_state state;
+  for (size_t r0 = 0; r0 < a->n_rows; r0 += POSENC_ROPE_RUN) {
+    const size_t r1 = a->n_rows - r0 < POSENC_ROPE_RUN ? a->n_rows : r0 + POSENC_ROPE_RUN;
+    for (size_t k0 = 0; k0 < n_pairs; k0 += POSENC_ROPE_CHUNK) {
+      const size_t n = n_pairs - k0 < POSENC_ROPE_CHUNK ? n_pairs - k0 : POSENC_ROPE_CHUNK;
+      for (size_t r = r0; r < r1; ++r) {
+        float *row = a->out + r * a->row_stride;
+        if (can_step && r > r0 && sinusoid_follows(a, r))
+          VFN(advance_)(a, &l, k0, n, row, &state, add);
+        else
+          VFN(anchor_)(a, &l, sinusoid_position(a, r), k0, n, row, can_step ? &state : NULL, add);
+      }
+    }
+  }
+}
+
+void VFN(posenc_sinusoid_f32_)(const sinusoid_f32_args *a) {
+  if (a->flags & POSENC_SINUSOID_ADD_)
+    VFN(rows_)(a, 1);
+  else
+    VFN(rows_)(a, 0);
+}
