@@ -16,6 +16,9 @@ typedef __m256d vd;
 
 static inline vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
 static inline void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
+/* Non-temporal store (p aligned to the vector), and the fence that orders such stores. */
+static inline void vf_stream(float *p, vf v) { _mm256_stream_ps(p, v); }
+static inline void vf_stream_fence(void) { _mm_sfence(); }
 /* Masked lanes are neither read nor written (no fault past the n-th element). */
 static inline __m256i vf_mask_n(size_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

@@ -23,6 +23,9 @@ static inline void vf_store(float *p, vf v) {
   _mm256_storeu_ps(p, _mm512_castps512_ps256(v));
   _mm256_storeu_ps(p + 8, _mm512_extractf32x8_ps(v, 1));
 }
+/* Non-temporal store (p aligned to the vector), and the fence that orders such stores. */
+static inline void vf_stream(float *p, vf v) { _mm512_stream_ps(p, v); }
+static inline void vf_stream_fence(void) { _mm_sfence(); }
 /* Masked lanes are neither read nor written (no fault past the n-th element). */
 static inline vf vf_load_n(const float *p, size_t n) {
   return _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), p);

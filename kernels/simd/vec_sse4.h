@@ -17,6 +17,9 @@ typedef __m128d vd;
 
 static inline vf vf_load(const float *p) { return _mm_loadu_ps(p); }
 static inline void vf_store(float *p, vf v) { _mm_storeu_ps(p, v); }
+/* Non-temporal store (p aligned to the vector), and the fence that orders such stores. */
+static inline void vf_stream(float *p, vf v) { _mm_stream_ps(p, v); }
+static inline void vf_stream_fence(void) { _mm_sfence(); }
 /* Partial vectors touch exactly n < VF_W elements of memory; other lanes read as 0. */
 static inline vf vf_load_n(const float *p, size_t n) {
   float tmp[VF_W] = {0};
