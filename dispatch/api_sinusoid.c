@@ -48,6 +48,11 @@ void posenc_sinusoid_plan_destroy(posenc_sinusoid_plan *plan) {
 
 size_t posenc_sinusoid_plan_dim(const posenc_sinusoid_plan *plan) { return plan ? plan->dim : 0; }
 
+posenc_status posenc_sinusoid_plan_freqs(const posenc_sinusoid_plan *plan, double *freqs) {
+  if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
+  return posenc_rope_plan_freqs(plan->freq, freqs);
+}
+
 /* Checks shared by the three entry points; on success fills everything but the positions. */
 static posenc_status check_rows(const posenc_sinusoid_plan *plan, size_t n_rows, float *out,
                                 size_t row_stride, unsigned flags, unsigned internal,

@@ -295,8 +295,10 @@ POSENC_API posenc_status posenc_sinusoid_plan_create_from_freqs(posenc_sinusoid_
 /* Frees a plan; NULL is a no-op. */
 POSENC_API void posenc_sinusoid_plan_destroy(posenc_sinusoid_plan *plan);
 
-/* The plan's width d (0 for NULL). */
+/* The plan's width d (0 for NULL), and its ceil(d/2) frequencies copied to `freqs`. */
 POSENC_API size_t posenc_sinusoid_plan_dim(const posenc_sinusoid_plan *plan);
+POSENC_API posenc_status posenc_sinusoid_plan_freqs(const posenc_sinusoid_plan *plan,
+                                                    double *freqs);
 
 /* Writes n_rows rows of d values: row r (at out + r * row_stride) is the encoding of
  * position positions[r], or, if positions is NULL, of start_pos + r (which must not exceed
