@@ -32,4 +32,11 @@ AlignedFloats RandomFloats(size_t n, uint64_t seed) {
   return data;
 }
 
+std::vector<int32_t> RandomIndices(size_t n, int32_t bound, uint64_t seed) {
+  std::vector<int32_t> values(n);
+  uint64_t state = seed;
+  for (int32_t& v : values) v = static_cast<int32_t>(NextRandom(state) % uint64_t(bound));
+  return values;
+}
+
 }  // namespace posenc_bench

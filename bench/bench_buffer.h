@@ -1,4 +1,4 @@
-// Aligned, randomly filled float buffers for the benchmark rows. The rope rows and the
+// Aligned, randomly filled float buffers for the benchmark rows. The kernel rows and the
 // limit rows allocate the same way, so that page placement treats them alike.
 #ifndef POSENC_BENCH_BUFFER_H
 #define POSENC_BENCH_BUFFER_H
@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 namespace posenc_bench {
 
@@ -20,6 +21,9 @@ AlignedFloats AlignedFloatArray(size_t n);
 
 // n floats, 64-byte aligned, uniform in [-1, 1]; the same seed gives the same data.
 AlignedFloats RandomFloats(size_t n, uint64_t seed);
+
+// n values uniform in [0, bound) (bound >= 1); the same seed gives the same values.
+std::vector<int32_t> RandomIndices(size_t n, int32_t bound, uint64_t seed);
 
 }  // namespace posenc_bench
 

@@ -1,20 +1,110 @@
+// Registers every family's groups (bench_rows.h): one row per variant, each timed by the
+// same loop, then the limit rows.
 #include <benchmark/benchmark.h>
 
 #include <string>
+#include <vector>
 
+#include "bench_rows.h"
 #include "posenc.h"
 #include "posenc_bench_cases.h"
 
 namespace posenc_bench {
+namespace {
+
+const std::vector<GroupRows>& AllRows() {
+  static const std::vector<GroupRows> rows = [] {
+    std::vector<GroupRows> all;
+    for (auto family : {RopeRows, SinusoidRows, AlibiRows, LearnedRows}) {
+      std::vector<GroupRows> groups = family();
+      all.insert(all.end(), groups.begin(), groups.end());
+    }
+    return all;
+  }();
+  return rows;
+}
+
+// Sets up the row, checks one untimed pass (which also warms caches and faults pages in),
+// then times passes.
+void TimePasses(benchmark::State& state, const GroupRows& rows, const PassFactory& make) {
+  const Pass pass = make();
+  const posenc_status status = pass();
+  if (status != POSENC_OK) {
+    const std::string why =
+        std::string("setup or first call failed: ") + posenc_status_string(status);
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  for (auto _ : state) {
+    pass();
+    benchmark::ClobberMemory();
+  }
+  const auto iterations = static_cast<int64_t>(state.iterations());
+  state.SetBytesProcessed(iterations * rows.bytes_per_pass);
+  state.SetItemsProcessed(iterations * rows.items_per_pass);
+}
+
+// The ISA is selected at every run of the row (repetitions interleave rows of other ISAs).
+void RunPosenc(benchmark::State& state, const GroupRows* rows, posenc_isa isa) {
+  if (posenc_set_isa(isa) != POSENC_OK) {
+    state.SkipWithError("posenc_set_isa failed");
+    return;
+  }
+  TimePasses(state, *rows, rows->posenc);
+}
+
+void RunNaive(benchmark::State& state, const GroupRows* rows) {
+  TimePasses(state, *rows, rows->naive);
+}
+
+void RegisterGroup(const GroupRows& rows) {
+  for (const std::string& variant : Variants()) {
+    const std::string name = RowName(rows.group.kernel, variant, rows.group.shape);
+    posenc_isa isa;
+    if (posenc_isa_from_name(variant.c_str(), &isa) == POSENC_OK)
+      benchmark::RegisterBenchmark(name.c_str(), RunPosenc, &rows, isa);
+    else
+      benchmark::RegisterBenchmark(name.c_str(), RunNaive, &rows);
+  }
+}
+
+}  // namespace
+
+Pass FailedPass(posenc_status status) {
+  return [status] { return status; };
+}
+
+const std::vector<RowGroup>& RowGroups() {
+  static const std::vector<RowGroup> groups = [] {
+    std::vector<RowGroup> v;
+    for (const GroupRows& rows : AllRows()) v.push_back(rows.group);
+    return v;
+  }();
+  return groups;
+}
+
+std::vector<std::string> Variants() {
+  std::vector<std::string> variants;
+  for (int i = 0; i < POSENC_ISA_COUNT; ++i)
+    if (posenc_isa_available(static_cast<posenc_isa>(i)))
+      variants.push_back(posenc_isa_name(static_cast<posenc_isa>(i)));
+  variants.push_back("naive");
+  return variants;
+}
+
+std::string RowName(const std::string& kernel, const std::string& variant,
+                    const std::string& shape) {
+  return kernel + "/" + variant + "/" + shape;
+}
 
 void RegisterAll() {
-  RegisterRopeRows();
+  for (const GroupRows& rows : AllRows()) RegisterGroup(rows);
   RegisterLimitRows();
 }
 
 void AddCpuContext() {
   std::string isas;
-  for (const std::string& v : RopeVariants())
+  for (const std::string& v : Variants())
     if (v != "naive") isas += (isas.empty() ? "" : " ") + v;
   benchmark::AddCustomContext("posenc_version", posenc_version());
   benchmark::AddCustomContext("posenc_cpu", posenc_cpu_name());

@@ -1,4 +1,5 @@
-// Limit rows: the fastest plain stream this bench can find over a buffer of each rope size.
+// Limit rows: the fastest plain stream this bench can find over a buffer of each size that a
+// kernel row is compared with (RowGroup::limit_bytes), in both kinds.
 // The candidates (limit_<layer>.c) are timed briefly the first time a size runs, and the
 // fastest one is then measured as the row; its name is the row's label.
 #include <benchmark/benchmark.h>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "bench_buffer.h"
+#include "bench_rows.h"
 #include "limit_candidates.h"
 #include "posenc.h"
 #include "posenc_bench_cases.h"
@@ -133,7 +135,7 @@ void RunLimit(benchmark::State& state, limit_kind kind, size_t bytes) {
 
 std::vector<size_t> LimitSizes() {
   std::vector<size_t> sizes;
-  for (const RopeShape& shape : RopeShapes()) sizes.push_back(RopeBufferBytes(shape));
+  for (const RowGroup& group : RowGroups()) sizes.push_back(group.limit_bytes);
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   return sizes;

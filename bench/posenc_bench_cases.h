@@ -2,11 +2,26 @@
 // register and run the very same benchmarks.
 //
 // Row names are a contract that reports and plots parse (DESIGN.md, "Benchmarks"):
-//   <kernel>/<variant>/tokens:<L>/heads:<Hq+Hk>/dim:<D>   variant: an ISA name or "naive"
-//   limit_rmw/bytes:<n>, limit_write/bytes:<n>            n: the rope rows' Q + K bytes
+//   <kernel>/<variant>/<arg>:<value>/...     variant: an available ISA name, or "naive"
+//     rope_f32_neox/avx512/tokens:512/heads:40/dim:128     (heads: Q + K heads)
+//     sinusoid_fill_f32/avx2/rows:4096/dim:4096
+//     sinusoid_add_f32/sse4/rows:512/dim:4096
+//     alibi_add_f32/naive/heads:32/q:1/k:4096/causal:1
+//     learned_add_f32/scalar/tokens:512/dim:4096
+//   limit_rmw/bytes:<n>, limit_write/bytes:<n>              n: a buffer size of the rows
 // Every row sets bytes_per_second (bytes read + written) and items_per_second (elements
-// produced). A rope row and the limit_rmw row of its size count the same bytes (2 * n: the
-// in-place stream reads and writes each byte), so ratios of bytes/s are ratios of time.
+// produced). Each kernel row is compared with one limit row (RowGroup::limit_*), and the two
+// count the same bytes, so that ratios of bytes/s are ratios of time:
+//   - in place (rope, sinusoid_add, alibi_add) on an n-byte buffer: 2n, every byte read and
+//     written once; limit_rmw/bytes:n counts 2n. Causal alibi_add counts its whole buffer
+//     as in place although the masked elements (-inf) are only written, not read: the row
+//     states the cost of the call on that buffer, whatever the kernel skips.
+//   - store-only (sinusoid_fill) on an n-byte output: n; limit_write/bytes:n counts n.
+//   - the one exception, learned_add: 2n for its n-byte x in place plus n for the gathered
+//     table rows read (3n), compared with limit_rmw/bytes:n (2n), the in-place stream over
+//     x that the kernel cannot beat. Its ratio of bytes/s is a ratio of bandwidths (1.5 x
+//     the ratio of times) and may exceed 100%.
+// Work outside the buffers is not counted (naive's precomputed tables, posenc's plans).
 #ifndef POSENC_BENCH_CASES_H
 #define POSENC_BENCH_CASES_H
 
@@ -16,51 +31,40 @@
 
 namespace posenc_bench {
 
-// Llama-3-8B-like heads: 32 Q heads and 8 K heads (GQA), head_dim = rotary_dim = 128,
-// layout [L, H, D] with separate Q and K buffers.
-struct RopeShape {
-  size_t tokens;
-  size_t q_heads;
-  size_t k_heads;
-  size_t head_dim;
-  size_t rotary_dim;
+// One kernel at one shape: the rows <kernel>/<variant>/<shape> of every variant, and the
+// limit row they are compared with.
+struct RowGroup {
+  std::string kernel;  // "alibi_add_f32"
+  std::string shape;   // "heads:32/q:512/k:512/causal:1"
+  bool limit_rmw;      // compared with limit_rmw (in place), else with limit_write
+  size_t limit_bytes;  // the n of that limit row
+  std::string about;   // for the report: the buffers, "8388608 bytes in place"
 };
 
-// Decode (1 token), cache resident (16), prefill (512, 4096).
-const std::vector<RopeShape>& RopeShapes();
-
-// "rope_f32_neox", "rope_f32_gptj".
-const std::vector<std::string>& RopeKernelNames();
+// Every group, in registration order: rope, sinusoid_fill, sinusoid_add, alibi_add,
+// learned_add.
+const std::vector<RowGroup>& RowGroups();
 
 // The variants registered: every ISA posenc_isa_available() reports, in posenc_isa order,
 // then "naive".
-std::vector<std::string> RopeVariants();
+std::vector<std::string> Variants();
 
-// "tokens:512/heads:40/dim:128"
-std::string RopeShapeName(const RopeShape& shape);
 // "rope_f32_neox/avx512/tokens:512/heads:40/dim:128"
-std::string RopeRowName(const std::string& kernel, const std::string& variant,
-                        const RopeShape& shape);
+std::string RowName(const std::string& kernel, const std::string& variant,
+                    const std::string& shape);
 
-// Bytes of the Q and K buffers of a shape (f32): the n of its limit rows.
-size_t RopeBufferBytes(const RopeShape& shape);
-
-// The distinct RopeBufferBytes of RopeShapes(), ascending.
+// The distinct limit_bytes of RowGroups(), ascending; each has both limit rows.
 std::vector<size_t> LimitSizes();
 // "limit_rmw/bytes:<n>" (rmw = true) or "limit_write/bytes:<n>".
 std::string LimitRowName(bool rmw, size_t bytes);
 
-// Registers every rope and limit row with Google Benchmark. Call once, before
+// Registers every kernel and limit row with Google Benchmark. Call once, before
 // benchmark::RunSpecifiedBenchmarks().
 void RegisterAll();
 
 // Adds the CPU (name, features, available ISAs, posenc version) to Google Benchmark's
 // context, so that its JSON output says what ran.
 void AddCpuContext();
-
-// Registration helpers, defined in rope_cases.cc and limit_cases.cc.
-void RegisterRopeRows();
-void RegisterLimitRows();
 
 }  // namespace posenc_bench
 

@@ -1,13 +1,11 @@
 // RoPE rows: every available ISA through the public dispatch, and the naive loop.
-#include <benchmark/benchmark.h>
-
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "bench_buffer.h"
+#include "bench_rows.h"
 #include "posenc.h"
-#include "posenc_bench_cases.h"
 #include "rope_naive.h"
 
 namespace posenc_bench {
@@ -25,9 +23,34 @@ struct RopeKernel {
 const RopeKernel kKernels[] = {{"rope_f32_neox", POSENC_ROPE_NEOX, naive_rope_neox},
                                {"rope_f32_gptj", POSENC_ROPE_GPTJ, naive_rope_gptj}};
 
+// Llama-3-8B-like heads: 32 Q heads and 8 K heads (GQA), head_dim = rotary_dim = 128,
+// layout [L, H, D] with separate Q and K buffers.
+struct RopeShape {
+  size_t tokens;
+  size_t q_heads;
+  size_t k_heads;
+  size_t head_dim;
+  size_t rotary_dim;
+};
+
+// Decode (1 token), cache resident (16), prefill (512, 4096).
+const RopeShape kShapes[] = {
+    {1, 32, 8, 128, 128}, {16, 32, 8, 128, 128}, {512, 32, 8, 128, 128}, {4096, 32, 8, 128, 128}};
+
+// "tokens:512/heads:40/dim:128" (heads: Q + K heads)
+std::string ShapeName(const RopeShape& shape) {
+  return "tokens:" + std::to_string(shape.tokens) +
+         "/heads:" + std::to_string(shape.q_heads + shape.k_heads) +
+         "/dim:" + std::to_string(shape.head_dim);
+}
+
+size_t Elements(const RopeShape& shape) {
+  return shape.tokens * (shape.q_heads + shape.k_heads) * shape.head_dim;
+}
+
 // The Q and K buffers of one shape ([L, Hq, D] and [L, Hk, D]), random in [-1, 1], and the
-// positions. Rotating in place again every iteration keeps the magnitudes, so the data stays
-// well-scaled however many iterations run.
+// positions. Rotating in place again every pass keeps the magnitudes, so the data stays
+// well-scaled however many passes run.
 struct RopeBuffers {
   explicit RopeBuffers(const RopeShape& s)
       : shape(s),
@@ -44,125 +67,60 @@ struct RopeBuffers {
   std::vector<int32_t> positions;
 };
 
-// Both row kinds count the same bytes: Q and K read and written once (2 * their bytes).
-// posenc computes cos/sin itself; the naive loop also reads its table (tokens * R floats),
-// which is NOT counted, so that bytes/s ratios between the rows are time ratios. Items: every
-// element of Q and K (the whole head vector is the output; R = D in these shapes).
-void SetRopeCounters(benchmark::State& state, const RopeShape& shape) {
-  const auto iterations = static_cast<int64_t>(state.iterations());
-  state.SetBytesProcessed(iterations * 2 * static_cast<int64_t>(RopeBufferBytes(shape)));
-  const size_t elements = shape.tokens * (shape.q_heads + shape.k_heads) * shape.head_dim;
-  state.SetItemsProcessed(iterations * static_cast<int64_t>(elements));
-}
-
-struct PlanDeleter {
-  void operator()(posenc_rope_plan* plan) const { posenc_rope_plan_destroy(plan); }
-};
-
-void RunPosenc(benchmark::State& state, const RopeKernel& kernel, posenc_isa isa,
-               const RopeShape& shape) {
+Pass PosencPass(const RopeKernel& kernel, const RopeShape& shape) {
   posenc_rope_plan* raw_plan = nullptr;
-  if (posenc_set_isa(isa) != POSENC_OK ||
-      posenc_rope_plan_create(&raw_plan, shape.rotary_dim, kBase, 1.0) != POSENC_OK) {
-    state.SkipWithError("posenc_set_isa or posenc_rope_plan_create failed");
-    return;
-  }
-  const std::unique_ptr<posenc_rope_plan, PlanDeleter> plan(raw_plan);
-  RopeBuffers buf(shape);
-  const posenc_rope_tensor q = buf.View(buf.q.get(), shape.q_heads);
-  const posenc_rope_tensor k = buf.View(buf.k.get(), shape.k_heads);
-  auto rotate = [&] {
-    return posenc_rope_f32(plan.get(), shape.head_dim, shape.tokens, buf.positions.data(), 0, &q,
-                           &k, kernel.flags);
+  const posenc_status status = posenc_rope_plan_create(&raw_plan, shape.rotary_dim, kBase, 1.0);
+  if (status != POSENC_OK) return FailedPass(status);
+  const std::shared_ptr<posenc_rope_plan> plan(raw_plan, posenc_rope_plan_destroy);
+  const auto buf = std::make_shared<RopeBuffers>(shape);
+  const posenc_rope_tensor q = buf->View(buf->q.get(), shape.q_heads);
+  const posenc_rope_tensor k = buf->View(buf->k.get(), shape.k_heads);
+  return [plan, buf, q, k, flags = kernel.flags] {
+    return posenc_rope_f32(plan.get(), buf->shape.head_dim, buf->shape.tokens,
+                           buf->positions.data(), 0, &q, &k, flags);
   };
-  if (rotate() != POSENC_OK) {
-    state.SkipWithError("posenc_rope_f32 failed");
-    return;
-  }
-  for (auto _ : state) {
-    rotate();
-    benchmark::ClobberMemory();
-  }
-  SetRopeCounters(state, shape);
 }
 
-void RunNaive(benchmark::State& state, const RopeKernel& kernel, const RopeShape& shape) {
-  RopeBuffers buf(shape);
+// The naive loop gets its cos/sin table ([L, R/2] each) for free: built here, untimed.
+Pass NaivePass(const RopeKernel& kernel, const RopeShape& shape) {
+  const auto buf = std::make_shared<RopeBuffers>(shape);
   const size_t table_size = shape.tokens * shape.rotary_dim / 2;
-  const AlignedFloats cos_tab = AlignedFloatArray(table_size);  // given for free: untimed
-  const AlignedFloats sin_tab = AlignedFloatArray(table_size);
-  naive_rope_table(shape.tokens, buf.positions.data(), shape.rotary_dim, kBase, cos_tab.get(),
+  const std::shared_ptr<float[]> cos_tab = AlignedFloatArray(table_size);
+  const std::shared_ptr<float[]> sin_tab = AlignedFloatArray(table_size);
+  naive_rope_table(shape.tokens, buf->positions.data(), shape.rotary_dim, kBase, cos_tab.get(),
                    sin_tab.get());
-  auto rotate = [&] {
-    kernel.naive(buf.q.get(), shape.tokens, shape.q_heads, shape.head_dim, shape.rotary_dim,
-                 cos_tab.get(), sin_tab.get());
-    kernel.naive(buf.k.get(), shape.tokens, shape.k_heads, shape.head_dim, shape.rotary_dim,
-                 cos_tab.get(), sin_tab.get());
+  return [buf, cos_tab, sin_tab, naive = kernel.naive] {
+    const RopeShape& s = buf->shape;
+    naive(buf->q.get(), s.tokens, s.q_heads, s.head_dim, s.rotary_dim, cos_tab.get(),
+          sin_tab.get());
+    naive(buf->k.get(), s.tokens, s.k_heads, s.head_dim, s.rotary_dim, cos_tab.get(),
+          sin_tab.get());
+    return POSENC_OK;
   };
-  rotate();
-  for (auto _ : state) {
-    rotate();
-    benchmark::ClobberMemory();
-  }
-  SetRopeCounters(state, shape);
 }
 
-void RegisterRow(const RopeKernel& kernel, const std::string& variant, const RopeShape& shape) {
-  const std::string name = RopeRowName(kernel.name, variant, shape);
-  posenc_isa isa;
-  if (posenc_isa_from_name(variant.c_str(), &isa) == POSENC_OK)
-    benchmark::RegisterBenchmark(name.c_str(), RunPosenc, kernel, isa, shape);
-  else
-    benchmark::RegisterBenchmark(name.c_str(), RunNaive, kernel, shape);
+// Q and K read and written once: 2 * their bytes. The naive loop also reads its table
+// (tokens * R floats), which is NOT counted, so that bytes/s ratios between the rows are
+// time ratios. Items: every element of Q and K (R = D in these shapes).
+GroupRows Group(const RopeKernel& kernel, const RopeShape& shape) {
+  const size_t bytes = Elements(shape) * sizeof(float);
+  const std::string about = std::to_string(bytes) + " bytes in place, " +
+                            std::to_string(shape.q_heads) + " Q + " +
+                            std::to_string(shape.k_heads) + " K heads";
+  return {{kernel.name, ShapeName(shape), true, bytes, about},
+          2 * FloatBytes(Elements(shape)),
+          static_cast<int64_t>(Elements(shape)),
+          Factory(PosencPass, kernel, shape),
+          Factory(NaivePass, kernel, shape)};
 }
 
 }  // namespace
 
-const std::vector<RopeShape>& RopeShapes() {
-  // heads:40 in the row names = 32 Q heads + 8 K heads.
-  static const std::vector<RopeShape> shapes = {
-      {1, 32, 8, 128, 128}, {16, 32, 8, 128, 128}, {512, 32, 8, 128, 128}, {4096, 32, 8, 128, 128}};
-  return shapes;
-}
-
-const std::vector<std::string>& RopeKernelNames() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
-    for (const RopeKernel& kernel : kKernels) v.emplace_back(kernel.name);
-    return v;
-  }();
-  return names;
-}
-
-std::vector<std::string> RopeVariants() {
-  std::vector<std::string> variants;
-  for (int i = 0; i < POSENC_ISA_COUNT; ++i)
-    if (posenc_isa_available(static_cast<posenc_isa>(i)))
-      variants.push_back(posenc_isa_name(static_cast<posenc_isa>(i)));
-  variants.push_back("naive");
-  return variants;
-}
-
-std::string RopeShapeName(const RopeShape& shape) {
-  return "tokens:" + std::to_string(shape.tokens) +
-         "/heads:" + std::to_string(shape.q_heads + shape.k_heads) +
-         "/dim:" + std::to_string(shape.head_dim);
-}
-
-std::string RopeRowName(const std::string& kernel, const std::string& variant,
-                        const RopeShape& shape) {
-  return kernel + "/" + variant + "/" + RopeShapeName(shape);
-}
-
-size_t RopeBufferBytes(const RopeShape& shape) {
-  return shape.tokens * (shape.q_heads + shape.k_heads) * shape.head_dim * sizeof(float);
-}
-
-void RegisterRopeRows() {
-  const std::vector<std::string> variants = RopeVariants();
+std::vector<GroupRows> RopeRows() {
+  std::vector<GroupRows> rows;
   for (const RopeKernel& kernel : kKernels)
-    for (const RopeShape& shape : RopeShapes())
-      for (const std::string& variant : variants) RegisterRow(kernel, variant, shape);
+    for (const RopeShape& shape : kShapes) rows.push_back(Group(kernel, shape));
+  return rows;
 }
 
 }  // namespace posenc_bench

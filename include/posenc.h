@@ -180,8 +180,8 @@ enum {
 typedef struct posenc_rope_plan posenc_rope_plan;
 
 /* The default plan: w_i = base^(-2i/R), i in [0, R/2), computed in double.
- * rotary_dim: even, >= 2, <= 2^20. base: finite, > 0 and != 1 (10000 for most models,
- * 500000 for Llama 3, 1e6 for Qwen2). attention_factor: finite, > 0 (1 unless a scaling
+ * rotary_dim: even, >= 2, <= 2^20. base: finite, > 0, != 1, every w_i finite (10000 for most
+ * models, 500000 for Llama 3, 1e6 for Qwen2). attention_factor: finite, > 0 (1 unless a scaling
  * says otherwise). *plan receives a new plan, or NULL on error. */
 POSENC_API posenc_status posenc_rope_plan_create(posenc_rope_plan **plan, size_t rotary_dim,
                                                  double base, double attention_factor);
@@ -251,7 +251,8 @@ POSENC_API posenc_status posenc_rope_f32(const posenc_rope_plan *plan, size_t he
  *  - POSENC_SINUSOID_COS_SIN (diffusers flip_sin_to_cos=True): columns [0, floor(d/2)) =
  *      cos of pair i, then [floor(d/2), d) = sin of pair i.
  * Odd d: the last pair has only its sin term (interleaved: column d-1; split: the sin block
- * is one column longer than the cos block).
+ * is one column longer than the cos block, so with SIN_COS every cos column sits one to the
+ * right of where a zero-padded layout such as fairseq's or diffusers' would put it).
  *
  * Frequencies other than Vaswani's come from posenc_sinusoid_plan_create_from_freqs: with
  * h = floor(d/2), fairseq and tensor2tensor use w_i = base^(-i/(h-1)); diffusers uses
@@ -262,7 +263,8 @@ POSENC_API posenc_status posenc_rope_f32(const posenc_rope_plan *plan, size_t he
  * is within 2^-22 (absolute) of sin/cos of the exact real product p * w_i (w_i the plan's
  * double) for every integer |p| < 2^31 and every float timestep |t| < 2^31; measured worst
  * case in the README. POSENC_SINUSOID_F32_ANGLES reproduces the float32 recipe instead
- * (angle = (float)p * (float)w_i rounded to float). SIMD variants are within
+ * (angle = (float)p * (float)w_i rounded to float), with sin/cos within 2^-22 of those of
+ * that float angle. SIMD variants are within
  * POSENC_SINUSOID_SIMD_TOLERANCE of the scalar variant's value for the same element (for
  * posenc_sinusoid_add_f32: of the scalar result, plus one rounding of the sum); like the
  * SIMD RoPE variants, they step the double-precision sin/cos of consecutive integer
@@ -283,8 +285,9 @@ enum {
  * threads. */
 typedef struct posenc_sinusoid_plan posenc_sinusoid_plan;
 
-/* w_i = base^(-2i/d) in double. dim: >= 1, <= 2^20. base: finite, > 0, != 1 (10000 in the
- * paper; diffusers calls it max_period). *plan receives a new plan, or NULL on error. */
+/* w_i = base^(-2i/d) in double. dim: >= 1, <= 2^20. base: finite, > 0, != 1, and every w_i
+ * must come out finite (10000 in the paper; diffusers calls it max_period). *plan receives
+ * a new plan, or NULL on error. */
 POSENC_API posenc_status posenc_sinusoid_plan_create(posenc_sinusoid_plan **plan, size_t dim,
                                                      double base);
 
@@ -312,7 +315,8 @@ POSENC_API posenc_status posenc_sinusoid_fill_f32(const posenc_sinusoid_plan *pl
                                                   float *out, size_t row_stride, unsigned flags);
 
 /* The same for float positions (diffusion timesteps): row r encodes timesteps[r], which
- * must be finite with |t| < 2^31 (checked before anything is written). */
+ * must be finite with |t| < 2^31 (checked before anything is written; NULL timesteps with
+ * n_rows > 0 is an error). Timesteps are never stepped: every row is computed afresh. */
 POSENC_API posenc_status posenc_sinusoid_fill_timesteps_f32(const posenc_sinusoid_plan *plan,
                                                             size_t n_rows, const float *timesteps,
                                                             float *out, size_t row_stride,
@@ -359,10 +363,11 @@ POSENC_API posenc_status posenc_alibi_slopes(size_t n_heads, double max_bias, fl
  * (n_q - 1) * row_stride + n_k) or heads in rows ([n_q, H, n_k]: head_stride >= n_k,
  * row_stride >= (n_heads - 1) * head_stride + n_k); a stride whose count is 1 is not
  * constrained. q_offset + n_q and n_k must not exceed 2^31. Any count 0 is a valid no-op
- * (flags, scale and q_offset are still checked). flags: 0 or POSENC_ALIBI_CAUSAL.
+ * that reads no slope or score (flags, scale and the position limits are still checked).
+ * flags: 0 or POSENC_ALIBI_CAUSAL.
  * Errors (nothing written): NULL slopes or scores with work to do, non-finite slope or
- * scale, strides that overlap, unknown flags, positions past 2^31, overflowing extent,
- * misaligned scores. */
+ * scale, strides that overlap, unknown flags, positions past 2^31, an extent that
+ * overflows size_t or exceeds PTRDIFF_MAX bytes, misaligned scores. */
 POSENC_API posenc_status posenc_alibi_add_f32(const float *slopes, size_t n_heads, size_t n_q,
                                               size_t n_k, size_t q_offset, float *scores,
                                               size_t head_stride, size_t row_stride, float scale,
@@ -389,7 +394,8 @@ POSENC_API posenc_status posenc_alibi_bias_f32(const float *slopes, size_t n_hea
  * variant's output is bit-identical to the scalar reference's.
  * Errors (nothing written): a position outside [0, max_pos) (every position is checked
  * before anything is written, also when dim = 0), start_pos + n_tokens - 1 > INT32_MAX,
- * NULL table or x with work to do, 0 < stride < dim, x overlapping the table, overflowing
+ * NULL table or x with work to do, 0 < stride < dim, x's address range intersecting the
+ * table's (even x rows placed in the gaps between table rows), overflowing
  * extents, misaligned pointers. n_tokens = 0 is a valid no-op; dim = 0 writes nothing. */
 POSENC_API posenc_status posenc_learned_add_f32(const float *table, size_t max_pos,
                                                 size_t table_stride, size_t dim, size_t n_tokens,

@@ -92,7 +92,7 @@ static inline __attribute__((always_inline)) void VFN(rows_)(const sinusoid_f32_
 void VFN(posenc_sinusoid_f32_)(const sinusoid_f32_args *a) {
   if (a->flags & POSENC_SINUSOID_ADD_) {
     VFN(rows_)(a, PUT_ADD);
-  } else if (a->n_rows * a->row_stride >= POSENC_STREAM_MIN_BYTES / sizeof(float)) {
+  } else if (a->n_rows * a->dim >= POSENC_STREAM_MIN_BYTES / sizeof(float)) {
     VFN(rows_)(a, PUT_STREAM);
     vf_stream_fence();
   } else {

@@ -14,8 +14,6 @@
 namespace posenc_report {
 namespace {
 
-using posenc_bench::RopeShape;
-
 struct RowResult {
   double bytes_per_second = 0;
   std::string label;
@@ -87,28 +85,29 @@ std::string Ratio(std::optional<double> num, std::optional<double> den, const ch
 
 std::string GigaBytes(std::optional<double> rate) { return Ratio(rate, 1e9, "%.1f"); }
 
-bool AnyRopeRow(const Results& results, const std::string& kernel, const RopeShape& shape) {
-  for (const std::string& variant : posenc_bench::RopeVariants())
-    if (results.count(posenc_bench::RopeRowName(kernel, variant, shape))) return true;
+bool AnyRow(const Results& results, const posenc_bench::RowGroup& group) {
+  for (const std::string& variant : posenc_bench::Variants())
+    if (results.count(posenc_bench::RowName(group.kernel, variant, group.shape))) return true;
   return false;
 }
 
 // One row per variant; rows missing from `results` (filtered out, or failed) show "-".
-void PrintShapeTable(const Results& results, const std::string& kernel, const RopeShape& shape,
+void PrintGroupTable(const Results& results, const posenc_bench::RowGroup& group,
                      std::ostream& out) {
-  using posenc_bench::RopeRowName;
-  if (!AnyRopeRow(results, kernel, shape)) return;
-  const size_t bytes = posenc_bench::RopeBufferBytes(shape);
-  const auto limit = Rate(results, posenc_bench::LimitRowName(true, bytes));
-  const auto scalar = Rate(results, RopeRowName(kernel, "scalar", shape));
-  const auto naive = Rate(results, RopeRowName(kernel, "naive", shape));
+  if (!AnyRow(results, group)) return;
+  const auto row = [&](const std::string& variant) {
+    return Rate(results, posenc_bench::RowName(group.kernel, variant, group.shape));
+  };
+  const auto limit = Rate(results, posenc_bench::LimitRowName(group.limit_rmw, group.limit_bytes));
+  const auto scalar = row("scalar"), naive = row("naive");
+  out << "\n" << group.kernel << " " << group.shape << "  (" << group.about << ")\n";
   char line[160];
-  std::snprintf(line, sizeof line, "\n%s %s  (%zu bytes in place, 32 Q + 8 K heads)\n",
-                kernel.c_str(), posenc_bench::RopeShapeName(shape).c_str(), bytes);
-  out << line << "  variant     GB/s  of limit_rmw  vs scalar  vs naive\n";
-  for (const std::string& variant : posenc_bench::RopeVariants()) {
-    const auto rate = Rate(results, RopeRowName(kernel, variant, shape));
-    std::snprintf(line, sizeof line, "  %-8s %7s %13s %10s %9s\n", variant.c_str(),
+  std::snprintf(line, sizeof line, "  variant     GB/s %14s  vs scalar  vs naive\n",
+                group.limit_rmw ? "of limit_rmw" : "of limit_write");
+  out << line;
+  for (const std::string& variant : posenc_bench::Variants()) {
+    const auto rate = row(variant);
+    std::snprintf(line, sizeof line, "  %-8s %7s %14s %10s %9s\n", variant.c_str(),
                   GigaBytes(rate).c_str(), Ratio(rate, limit, "%.0f%%", 100.0).c_str(),
                   Ratio(rate, scalar, "%.2fx").c_str(), Ratio(rate, naive, "%.2fx").c_str());
     out << line;
@@ -135,12 +134,16 @@ void PrintLimitTable(const Results& results, std::ostream& out) {
 }
 
 void PrintTables(const Results& results, std::ostream& out) {
-  out << "\nThroughput in GB/s of bytes read + written. A rope row and limit_rmw of its size\n"
-         "count the same bytes, so every ratio is a time ratio. naive: the plain C loop with a\n"
-         "cos/sin table given for free (its table reads not counted).\n";
-  for (const std::string& kernel : posenc_bench::RopeKernelNames())
-    for (const RopeShape& shape : posenc_bench::RopeShapes())
-      PrintShapeTable(results, kernel, shape, out);
+  out << "\nThroughput in GB/s of bytes read + written. A kernel row and the limit row of its\n"
+         "table count the same bytes, so every ratio is a time ratio, except learned_add: its\n"
+         "3n bytes against limit_rmw's 2n for its n-byte x make 'of limit' a ratio of\n"
+         "bandwidths (1.5 x the time ratio; it may exceed 100%). Causal alibi_add counts its\n"
+         "masked elements (only written) as read and written. naive: the plain C loop an\n"
+         "integrator writes, -O3 -march=native: rope with a cos/sin table given for free (its\n"
+         "reads not counted), sinusoids with libm sinf/cosf of the float32 angle (float)p *\n"
+         "inv_freq, ALiBi's triple loop, learned's gather-add loop.\n";
+  for (const posenc_bench::RowGroup& group : posenc_bench::RowGroups())
+    PrintGroupTable(results, group, out);
   PrintLimitTable(results, out);
 }
 

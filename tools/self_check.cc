@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "check_common.h"
+#include "encoding_check.h"
 #include "posenc.h"
 
 namespace posenc_report {
@@ -59,26 +61,6 @@ struct Case {
   std::vector<int32_t> positions;
   std::vector<float> q_in, k_in;
 };
-
-int32_t RandomPosition(std::mt19937_64& rng) {
-  switch (rng() % 4) {
-    case 0:  // typical context
-      return static_cast<int32_t>(rng() % 140000);
-    case 1:  // near the top of the int32 range
-      return kMaxPosition - static_cast<int32_t>(rng() % 100000);
-    case 2:  // negative, anywhere
-      return -static_cast<int32_t>(rng() % (uint64_t{1} << 31));
-    default:  // anywhere
-      return static_cast<int32_t>(static_cast<uint32_t>(rng()));
-  }
-}
-
-std::vector<float> RandomData(std::mt19937_64& rng, size_t n) {
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 unsigned RandomFlags(std::mt19937_64& rng) {
   unsigned flags = (rng() % 2) ? POSENC_ROPE_GPTJ : POSENC_ROPE_NEOX;
@@ -134,9 +116,7 @@ struct Errors {
   double worst = 0;
   size_t untouched_changed = 0;
   size_t failed_calls = 0;
-  void Add(double e) {
-    if (!(e <= worst)) worst = e;  // keeps NaN, which then fails the bound
-  }
+  void Add(double e) { KeepWorst(worst, e); }
 };
 
 // Calls f(index of u, index of v) for every rotated pair of the view.
@@ -174,30 +154,17 @@ std::vector<Errors> CompareWithScalar(uint64_t seed) {
     const Case c = RandomCase(rng);
     const Plan plan = MakePlan(c.rotary_dim, c.base, c.att);
     const Output ref = Rotate(c, plan.get(), POSENC_ISA_SCALAR);
-    for (int i = 0; i < POSENC_ISA_COUNT; ++i) {
-      const auto isa = static_cast<posenc_isa>(i);
-      if (!posenc_isa_available(isa)) continue;
+    for (posenc_isa isa : AvailableIsas()) {
       const Output out = Rotate(c, plan.get(), isa);
       if (!plan || !ref.ok || !out.ok) {
-        ++errors[i].failed_calls;
+        ++errors[isa].failed_calls;
         continue;
       }
-      CompareView(c, c.q, c.q_in, ref.q, out.q, errors[i]);
-      CompareView(c, c.k, c.k_in, ref.k, out.k, errors[i]);
+      CompareView(c, c.q, c.q_in, ref.q, out.q, errors[isa]);
+      CompareView(c, c.k, c.k_in, ref.k, out.k, errors[isa]);
     }
   }
   return errors;
-}
-
-// The exact angle p * w reduced modulo 2*pi in long double: w = w_hi + w_lo with
-// w_hi = (double)(float)w (24 bits) and w_lo exact (<= 29 bits), so p * w_hi and p * w_lo
-// are exact in a 64-bit significand and fmodl reduces each exactly (up to 2*pi's rounding).
-long double ReferenceAngle(int32_t p, double w) {
-  const long double two_pi = 6.283185307179586476925286766559005768L;
-  const double w_hi = static_cast<double>(static_cast<float>(w));
-  const double w_lo = w - w_hi;
-  return std::fmod(static_cast<long double>(p) * w_hi, two_pi) +
-         std::fmod(static_cast<long double>(p) * w_lo, two_pi);
 }
 
 // Rotates (1, 0) pairs, so that u' = cos and v' = sin, at |p| = 2^31 - 1 and at random
@@ -226,9 +193,8 @@ double WorstCosSin(posenc_isa isa, unsigned layout, double base, std::mt19937_64
       const float* pair = x.data() + t * dim;
       const size_t iu = layout == POSENC_ROPE_GPTJ ? 2 * i : i;
       const size_t iv = layout == POSENC_ROPE_GPTJ ? 2 * i + 1 : i + half;
-      for (double e : {static_cast<double>(std::fabs(pair[iu] - std::cos(a))),
-                       static_cast<double>(std::fabs(pair[iv] - std::sin(a)))})
-        if (!(e <= worst)) worst = e;
+      KeepWorst(worst, static_cast<double>(std::fabs(pair[iu] - std::cos(a))));
+      KeepWorst(worst, static_cast<double>(std::fabs(pair[iv] - std::sin(a))));
     }
   return worst;
 }
@@ -237,10 +203,8 @@ double WorstCosSinAllPlans(posenc_isa isa, uint64_t seed) {
   std::mt19937_64 rng(seed);
   double worst = 0;
   for (double base : {10000.0, 500000.0, 1e6})
-    for (unsigned layout : {POSENC_ROPE_NEOX, POSENC_ROPE_GPTJ}) {
-      const double e = WorstCosSin(isa, layout, base, rng);
-      if (!(e <= worst)) worst = e;
-    }
+    for (unsigned layout : {POSENC_ROPE_NEOX, POSENC_ROPE_GPTJ})
+      KeepWorst(worst, WorstCosSin(isa, layout, base, rng));
   return worst;
 }
 
@@ -252,10 +216,9 @@ void PrintRow(std::ostream& out, posenc_isa isa, const Errors& e, double cos_sin
   out << line;
 }
 
-}  // namespace
-
-bool RunSelfCheck(uint64_t seed, std::ostream& out) {
-  out << "\nSelf-check, seed " << seed << ":\n  err: " << kRandomCases
+// The RoPE table; returns true if every ISA passed.
+bool RunRopeCheck(uint64_t seed, std::ostream& out) {
+  out << "\nSelf-check, seed " << seed << ":\n  RoPE err: " << kRandomCases
       << " random calls (rotary and head dims, head counts, tokens, positions incl.\n"
          "    large and negative, NEOX/GPTJ, [L,H,D]/[H,L,D] with padding, forward/inverse,\n"
          "    accurate/f32 angles), worst |isa - scalar| / (att * (|u| + |v|)) per element\n"
@@ -264,10 +227,8 @@ bool RunSelfCheck(uint64_t seed, std::ostream& out) {
   out << "  isa               err      bound  untouched  calls  cos/sin err      bound   result\n";
   const std::vector<Errors> errors = CompareWithScalar(seed);
   bool all_pass = true;
-  for (int i = 0; i < POSENC_ISA_COUNT; ++i) {
-    const auto isa = static_cast<posenc_isa>(i);
-    if (!posenc_isa_available(isa)) continue;
-    const Errors& e = errors[i];
+  for (posenc_isa isa : AvailableIsas()) {
+    const Errors& e = errors[isa];
     const double cos_sin = WorstCosSinAllPlans(isa, seed);
     const bool pass = e.worst <= POSENC_ROPE_SIMD_TOLERANCE && e.untouched_changed == 0 &&
                       e.failed_calls == 0 && cos_sin <= kCosSinBound;
@@ -275,6 +236,15 @@ bool RunSelfCheck(uint64_t seed, std::ostream& out) {
     PrintRow(out, isa, e, cos_sin, pass);
   }
   out << "  (untouched: elements outside the rotated pairs that changed; calls: failed calls)\n";
+  return all_pass;
+}
+
+}  // namespace
+
+bool RunSelfCheck(uint64_t seed, std::ostream& out) {
+  const bool rope_pass = RunRopeCheck(seed, out);
+  const bool encodings_pass = RunEncodingCheck(seed, out);
+  const bool all_pass = rope_pass && encodings_pass;
   out << "Self-check: " << (all_pass ? "PASS" : "FAIL") << "\n";
   return all_pass;
 }

@@ -1,5 +1,7 @@
 // posenc-report's self-check: every available ISA against the scalar variant on random
-// shapes, and every variant's cos/sin against a long double reference at |p| = 2^31 - 1.
+// shapes, and every variant's cos/sin against a long double reference at |p| = 2^31 - 1,
+// for RoPE (self_check.cc) and for the sinusoidal, ALiBi and learned kernels
+// (encoding_check.cc).
 #ifndef POSENC_TOOLS_SELF_CHECK_H
 #define POSENC_TOOLS_SELF_CHECK_H
 

@@ -1,0 +1,58 @@
+// Internal to the bench: how each family of rows (rope_cases.cc, sinusoid_cases.cc, ...)
+// describes its groups, so that one loop in bench_cases.cc registers and times them all.
+#ifndef POSENC_BENCH_ROWS_H
+#define POSENC_BENCH_ROWS_H
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "posenc.h"
+#include "posenc_bench_cases.h"
+
+namespace posenc_bench {
+
+// One timed pass over a row's buffers. Returns the kernel's status (POSENC_OK for naive).
+using Pass = std::function<posenc_status()>;
+// Sets up a row (buffers, plan: untimed) and returns its pass, which owns what it uses.
+using PassFactory = std::function<Pass()>;
+
+// A pass that only returns `status`: for a setup step that failed.
+Pass FailedPass(posenc_status status);
+
+struct GroupRows {
+  RowGroup group;
+  int64_t bytes_per_pass;  // counted as posenc_bench_cases.h says
+  int64_t items_per_pass;  // elements produced
+  PassFactory posenc;      // called with the row's ISA already active
+  PassFactory naive;
+};
+
+// A factory that calls make(args...), the arguments kept by value.
+template <class Make, class... Args>
+PassFactory Factory(Make make, Args... args) {
+  return [=] { return make(args...); };
+}
+
+// One group per shape, in order.
+template <class Shape, size_t N>
+std::vector<GroupRows> GroupPerShape(const Shape (&shapes)[N], GroupRows (*group)(const Shape&)) {
+  std::vector<GroupRows> rows;
+  for (const Shape& shape : shapes) rows.push_back(group(shape));
+  return rows;
+}
+
+// The groups of each family, in registration order.
+std::vector<GroupRows> RopeRows();
+std::vector<GroupRows> SinusoidRows();
+std::vector<GroupRows> AlibiRows();
+std::vector<GroupRows> LearnedRows();
+
+void RegisterLimitRows();
+
+// n bytes of floats, as the int64_t Google Benchmark counts.
+inline int64_t FloatBytes(size_t n) { return static_cast<int64_t>(n * sizeof(float)); }
+
+}  // namespace posenc_bench
+
+#endif  // POSENC_BENCH_ROWS_H

@@ -1,0 +1,34 @@
+// Helpers shared by posenc-report's checks (self_check.cc: RoPE; encoding_check.cc:
+// sinusoidal, ALiBi, learned).
+#ifndef POSENC_TOOLS_CHECK_COMMON_H
+#define POSENC_TOOLS_CHECK_COMMON_H
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "posenc.h"
+
+namespace posenc_report {
+
+// The ISAs this CPU can run, in posenc_isa order (scalar first).
+std::vector<posenc_isa> AvailableIsas();
+
+// A position of one of four kinds: typical context, near 2^31, negative anywhere, anywhere.
+int32_t RandomPosition(std::mt19937_64& rng);
+
+// n values uniform in [-1, 1].
+std::vector<float> RandomData(std::mt19937_64& rng, size_t n);
+
+// worst = max(worst, e), except that a NaN e sticks (and then fails any bound).
+inline void KeepWorst(double& worst, double e) {
+  if (!(e <= worst)) worst = e;
+}
+
+// The exact angle x * w reduced modulo 2*pi, in long double, for an x with at most 31
+// significant bits (an int32 position, or a float timestep).
+long double ReferenceAngle(long double x, double w);
+
+}  // namespace posenc_report
+
+#endif  // POSENC_TOOLS_CHECK_COMMON_H
