@@ -75,11 +75,9 @@ class AlibiArgumentsTest : public testing::Test {
 
   // The call is refused and neither the scores nor the slopes changed.
   void ExpectRejected(const AlibiCall& call, const std::string& what) {
-    const AlignedFloats before = buffer_;
     const std::vector<float> slopes_before = slopes_;
-    EXPECT_EQ(call.Invoke(), POSENC_ERR_INVALID_ARGUMENT) << OpName(call.op) << ": " << what;
-    EXPECT_EQ(FirstBitwiseDifference(before, buffer_), -1)
-        << OpName(call.op) << ": " << what << ": scores written";
+    ExpectStatusAndBufferUnchanged(call, POSENC_ERR_INVALID_ARGUMENT, buffer_,
+                                   std::string(OpName(call.op)) + ": " + what);
     for (size_t h = 0; h < slopes_.size(); ++h)
       EXPECT_TRUE(BitwiseEqual(slopes_[h], slopes_before[h]))
           << OpName(call.op) << ": " << what << ": slope " << h << " written";
@@ -233,7 +231,7 @@ TEST_F(AlibiArgumentsTest, HeadsInsideRowsThatOverlapAreRejected) {
 }
 
 TEST_F(AlibiArgumentsTest, EmptyWorkIsAValidNoOp) {
-  const std::vector<std::pair<const char*, std::function<void(AlibiCall&)>>> no_ops = {
+  const CallChanges<AlibiCall> no_ops = {
       {"all counts 0, NULL slopes and scores",
        [](AlibiCall& c) {
          c.n_heads = c.n_q = c.n_k = 0;
@@ -261,24 +259,14 @@ TEST_F(AlibiArgumentsTest, EmptyWorkIsAValidNoOp) {
       {"n_heads 0", [](AlibiCall& c) { c.n_heads = 0; }},
   };
   for (AlibiOp op : {AlibiOp::kAdd, AlibiOp::kBias})
-    for (const auto& [what, mutate] : no_ops) {
-      AlibiCall call = ValidCall(op);
-      mutate(call);
-      const AlignedFloats before = buffer_;
-      EXPECT_EQ(call.Invoke(), POSENC_OK) << OpName(op) << ": " << what;
-      EXPECT_EQ(FirstBitwiseDifference(before, buffer_), -1)
-          << OpName(op) << ": " << what << ": buffer written";
-    }
+    ExpectChangedCallsReturnAndWriteNothing(ValidCall(op), no_ops, POSENC_OK, buffer_,
+                                            std::string(OpName(op)) + ": ");
 }
 
 // Strides the header leaves free for one row or one head, and the limits that are still
 // valid: each call is accepted and gives the reference's values for the scores it was given.
 TEST_F(AlibiArgumentsTest, ValidUnusualStridesAndLimitsAreAccepted) {
-  struct ValidCase {
-    const char* what;
-    std::function<void(AlibiCall&)> mutate;
-  };
-  const std::vector<ValidCase> valid = {
+  const CallChanges<AlibiCall> valid = {
       {"one row, row_stride 0",
        [](AlibiCall& c) {
          c.n_q = 1;
@@ -312,9 +300,9 @@ TEST_F(AlibiArgumentsTest, ValidUnusualStridesAndLimitsAreAccepted) {
       {"CAUSAL", [](AlibiCall& c) { c.flags = POSENC_ALIBI_CAUSAL; }},
   };
   for (AlibiOp op : {AlibiOp::kAdd, AlibiOp::kBias})
-    for (const ValidCase& v : valid) {
+    for (const auto& [what, mutate] : valid) {
       AlibiCall call = ValidCall(op);
-      v.mutate(call);
+      mutate(call);
       // Same scores, canonical strides: the expected result, from the reference.
       AlibiShape shape;
       shape.n_heads = call.n_heads;
@@ -334,14 +322,14 @@ TEST_F(AlibiArgumentsTest, ValidUnusualStridesAndLimitsAreAccepted) {
           for (size_t j = 0; j < call.n_k; ++j)
             at(h, i, j) = problem.input()[problem.Index(h, i, j)];
       const AlignedFloats reference = ReferenceOutput(problem, op);
-      ASSERT_EQ(call.Invoke(), POSENC_OK) << OpName(op) << ": " << v.what;
+      ASSERT_EQ(call.Invoke(), POSENC_OK) << OpName(op) << ": " << what;
       for (size_t h = 0; h < call.n_heads; ++h)
         for (size_t i = 0; i < call.n_q; ++i)
           for (size_t j = 0; j < call.n_k; ++j) {
             const float want = reference[problem.Index(h, i, j)];
             EXPECT_TRUE(BitwiseEqual(at(h, i, j), want) ||
                         (std::isnan(want) && std::isnan(at(h, i, j))))
-                << OpName(op) << ": " << v.what << ": (" << h << ", " << i << ", " << j << ") got "
+                << OpName(op) << ": " << what << ": (" << h << ", " << i << ", " << j << ") got "
                 << at(h, i, j) << ", expected " << want;
           }
     }

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstring>
 #include <iostream>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -84,14 +83,6 @@ testing::AssertionResult SameBits(const std::vector<float>& got, const std::vect
              << "element (head " << e / (rows * cols) << ", row " << e / cols % rows << ", col "
              << e % cols << "): got " << got[e] << ", seed " << seed[e];
   return testing::AssertionSuccess();
-}
-
-std::vector<float> RandomScores(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> value(-6.0f, 6.0f);
-  std::vector<float> x(n);
-  for (float& v : x) v = value(rng);
-  return x;
 }
 
 // Head counts of real ALiBi models (BLOOM-560m, MPT-7B and BLOOM-176B use 16, 32 and 112;
@@ -207,6 +198,13 @@ TEST(AlibiSeedBiasTest, SingleQueryRowIsThatRowOfGetBias) {
   }
 }
 
+// posenc_alibi_add_f32 with seed 000's slopes on dense [heads, len, len] scores (queries and
+// keys at positions 0..len-1, no mask), in place.
+posenc_status AddWithSeedSlopes(std::vector<float>& scores, size_t heads, size_t len, float scale) {
+  return posenc_alibi_add_f32(SeedSlopes(heads).data(), heads, len, len, 0, scores.data(),
+                              len * len, len, scale, 0);
+}
+
 // seed 003 apply_alibi(scores, bias) = scores + bias, in float32 (the float32 bias the
 // header defines), equals posenc_alibi_add_f32 with scale 1, bit for bit.
 TEST(AlibiSeedApplyTest, ApplyAlibiEqualsAddWithScaleOne) {
@@ -214,16 +212,14 @@ TEST(AlibiSeedApplyTest, ApplyAlibiEqualsAddWithScaleOne) {
     for (size_t len : {1, 4, 9, 33, 70}) {
       SCOPED_TRACE("heads=" + std::to_string(heads) + " L=" + std::to_string(len));
       const std::vector<float> bias = SeedGetBias(SeedSlopes(heads), len);
-      const std::vector<float> scores = RandomScores(bias.size(), 3 + len);
+      const std::vector<float> scores = RandomFloats(bias.size(), 3 + len, -6.0f, 6.0f);
       std::vector<float> expected(bias.size());
       for (size_t e = 0; e < bias.size(); ++e) {
         const volatile float sum = scores[e] + bias[e];
         expected[e] = sum;
       }
       std::vector<float> out = scores;
-      ASSERT_EQ(posenc_alibi_add_f32(SeedSlopes(heads).data(), heads, len, len, 0, out.data(),
-                                     len * len, len, 1.0f, 0),
-                POSENC_OK);
+      ASSERT_EQ(AddWithSeedSlopes(out, heads, len, 1.0f), POSENC_OK);
       EXPECT_TRUE(SameBits(out, expected, len, len));
     }
 }
@@ -234,7 +230,7 @@ TEST(AlibiSeedApplyTest, ApplyAlibiEqualsAddWithScaleOne) {
 TEST(AlibiSeedApplyTest, AttentionWithAlibiScoresEqualAddWithScale) {
   const size_t heads = 8, len = 33;
   const std::vector<float> bias = SeedGetBias(SeedSlopes(heads), len);
-  const std::vector<float> raw = RandomScores(bias.size(), 77);
+  const std::vector<float> raw = RandomFloats(bias.size(), 77, -6.0f, 6.0f);
   std::vector<float> expected(bias.size());
   for (size_t e = 0; e < bias.size(); ++e) {
     const volatile float scaled = raw[e] / std::sqrt(64.0f);
@@ -242,9 +238,7 @@ TEST(AlibiSeedApplyTest, AttentionWithAlibiScoresEqualAddWithScale) {
     expected[e] = sum;
   }
   std::vector<float> out = raw;
-  ASSERT_EQ(posenc_alibi_add_f32(SeedSlopes(heads).data(), heads, len, len, 0, out.data(),
-                                 len * len, len, 0.125f, 0),
-            POSENC_OK);
+  ASSERT_EQ(AddWithSeedSlopes(out, heads, len, 0.125f), POSENC_OK);
   EXPECT_TRUE(SameBits(out, expected, len, len));
 }
 

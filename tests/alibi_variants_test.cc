@@ -13,12 +13,6 @@
 #include "alibi_harness.h"
 #include "test_support.h"
 
-#if defined(__unix__) || defined(__APPLE__)
-#include <sys/mman.h>
-#include <unistd.h>
-#define POSENC_TEST_HAVE_MMAP 1
-#endif
-
 namespace posenc_test {
 namespace {
 
@@ -35,6 +29,24 @@ constexpr unsigned kFlags[] = {0u, POSENC_ALIBI_CAUSAL};
 std::vector<float> InexactSlopes(size_t n_heads) {
   const std::vector<float> forty = SeedSlopes(40);
   return std::vector<float>(forty.end() - static_cast<std::ptrdiff_t>(n_heads), forty.end());
+}
+
+// n_heads heads with InexactSlopes, n_q query rows and n_k keys; the rest as AlibiShape has it.
+AlibiShape InexactShape(size_t n_heads, size_t n_q, size_t n_k) {
+  AlibiShape s;
+  s.n_heads = n_heads;
+  s.slopes = InexactSlopes(n_heads);
+  s.n_q = n_q;
+  s.n_k = n_k;
+  return s;
+}
+
+// Appends the shape once per flag of kFlags.
+void AppendWithEveryFlag(AlibiShape s, std::vector<AlibiShape>& shapes) {
+  for (unsigned flags : kFlags) {
+    s.flags = flags;
+    shapes.push_back(s);
+  }
 }
 
 // Runs `op` with the scalar variant and with `isa`: both must equal the reference, and
@@ -96,12 +108,7 @@ std::vector<AlibiShape> KeyCountsAroundVectorWidths() {
   for (size_t n_k : key_counts)
     for (size_t n_q : {1, 2, 3, 17}) {
       if (n_k >= 512 && n_q != 1 && n_q != 3) continue;
-      AlibiShape s;
-      s.n_heads = 3;
-      s.slopes = InexactSlopes(3);
-      s.n_q = n_q;
-      s.n_k = n_k;
-      shapes.push_back(s);
+      shapes.push_back(InexactShape(3, n_q, n_k));
     }
   return WithEveryMode(shapes);
 }
@@ -131,19 +138,12 @@ std::vector<AlibiShape> StridesWithGaps() {
       for (size_t n_q : {3, 17})
         for (size_t n_k : {1, 15, 16, 17, 33, 100}) {
           if (row_pad == 0 && head_pad == 0) continue;
-          AlibiShape s;
-          s.n_heads = 3;
-          s.slopes = InexactSlopes(3);
-          s.n_q = n_q;
-          s.n_k = n_k;
+          AlibiShape s = InexactShape(3, n_q, n_k);
           s.row_pad = row_pad;
           s.head_pad = head_pad;
           s.misalign = (row_pad + head_pad) % 2;
           s.q_offset = n_k > n_q ? n_k - n_q : 0;
-          for (unsigned flags : kFlags) {
-            s.flags = flags;
-            shapes.push_back(s);
-          }
+          AppendWithEveryFlag(s, shapes);
         }
   return shapes;
 }
@@ -154,17 +154,10 @@ std::vector<AlibiShape> MisalignedScores() {
   std::vector<AlibiShape> shapes;
   for (size_t misalign : {1, 3})
     for (size_t n_k = 1; n_k <= 33; ++n_k) {
-      AlibiShape s;
-      s.n_heads = 2;
-      s.slopes = InexactSlopes(2);
-      s.n_q = 3;
-      s.n_k = n_k;
+      AlibiShape s = InexactShape(2, 3, n_k);
       s.misalign = misalign;
       s.q_offset = n_k / 2;
-      for (unsigned flags : kFlags) {
-        s.flags = flags;
-        shapes.push_back(s);
-      }
+      AppendWithEveryFlag(s, shapes);
     }
   return shapes;
 }
@@ -179,20 +172,12 @@ std::vector<AlibiShape> LargeQueryPositions() {
                             kMaxPosition - 1000};
   for (size_t q_offset : offsets)
     for (size_t n_k : {17, 64, 129}) {
-      AlibiShape s;
-      s.n_heads = 2;
-      s.slopes = InexactSlopes(2);
-      s.n_q = 17;
-      s.n_k = n_k;
+      AlibiShape s = InexactShape(2, 17, n_k);
       s.q_offset = q_offset;
       shapes.push_back(s);
     }
   for (size_t n_q : {1, 3, 17}) {  // the very last valid rows
-    AlibiShape s;
-    s.n_heads = 2;
-    s.slopes = InexactSlopes(2);
-    s.n_q = n_q;
-    s.n_k = 129;
+    AlibiShape s = InexactShape(2, n_q, 129);
     s.q_offset = kMaxPosition - n_q;
     shapes.push_back(s);
   }
@@ -302,37 +287,6 @@ TEST_P(AlibiVariantTest, BiasOverwritesWhateverTheBufferHeld) {
   }
 }
 
-#ifdef POSENC_TEST_HAVE_MMAP
-// Inaccessible pages on both sides of a window; a kernel that reads or writes one element
-// before or past the scores crashes the test. (The same helper as rope_variants_test's.)
-class GuardedPages {
- public:
-  explicit GuardedPages(size_t n_floats) {
-    page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    usable_ = (n_floats * sizeof(float) + page_ - 1) / page_ * page_;
-    void* p = mmap(nullptr, usable_ + 2 * page_, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    base_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
-    if (base_ != nullptr) {
-      mprotect(base_, page_, PROT_NONE);
-      mprotect(base_ + page_ + usable_, page_, PROT_NONE);
-    }
-  }
-  ~GuardedPages() {
-    if (base_ != nullptr) munmap(base_, usable_ + 2 * page_);
-  }
-  GuardedPages(const GuardedPages&) = delete;
-  GuardedPages& operator=(const GuardedPages&) = delete;
-
-  bool ok() const { return base_ != nullptr; }
-  float* AtStart() { return reinterpret_cast<float*>(base_ + page_); }
-  float* AtEnd(size_t n) { return reinterpret_cast<float*>(base_ + page_ + usable_) - n; }
-
- private:
-  size_t page_ = 0, usable_ = 0;
-  char* base_ = nullptr;
-};
-
 // Dense [2 heads, 2 rows, n_k] scores that start right after, or end right before, an
 // inaccessible page, for n_k around the vector widths, both operations and both flags.
 // Exits with 1 on an error status; any access outside the scores kills the process.
@@ -356,13 +310,9 @@ class GuardedPages {
   std::exit(0);
 }
 
-// In a child process (death test), so that a fault is reported here rather than ending
-// the whole binary.
 TEST_P(AlibiVariantTest, NeverTouchesMemoryOutsideTheScores) {
-  EXPECT_EXIT(RunNextToGuardPages(isa()), testing::ExitedWithCode(0), "")
-      << posenc_isa_name(isa()) << " touched a guard page next to the scores";
+  ExpectNoAccessNextToGuardPages([this] { RunNextToGuardPages(isa()); }, isa(), "the scores");
 }
-#endif
 
 POSENC_INSTANTIATE_FOR_EVERY_ISA(AlibiVariantTest);
 

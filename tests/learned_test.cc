@@ -9,13 +9,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "sinusoid_harness.h"
 #include "test_support.h"
 
 namespace posenc_test {
@@ -281,7 +279,7 @@ TEST_P(LearnedVariantTest, NonFiniteValuesPropagate) {
 [[noreturn]] void AddNextToGuardPages() {
   for (size_t d : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 65, 129}) {
     const size_t max_pos = 3, tokens = 2, n_table = max_pos * d, n_x = tokens * d;
-    GuardedFloats table_pages(n_table), x_pages(n_x);
+    GuardedPages table_pages(n_table), x_pages(n_x);
     if (!table_pages.ok() || !x_pages.ok()) std::exit(1);
     const int32_t positions[tokens] = {2, 0};
     for (float* table : {table_pages.AtStart(), table_pages.AtEnd(n_table)})
@@ -297,9 +295,7 @@ TEST_P(LearnedVariantTest, NonFiniteValuesPropagate) {
 }
 
 TEST_P(LearnedVariantTest, NeverTouchesMemoryOutsideTheRows) {
-  if (!GuardedFloats(1).ok()) GTEST_SKIP() << "no guard pages on this platform";
-  EXPECT_EXIT(AddNextToGuardPages(), testing::ExitedWithCode(0), "")
-      << posenc_isa_name(isa()) << " touched a guard page next to the table or x";
+  ExpectNoAccessNextToGuardPages(AddNextToGuardPages, isa(), "the table or x");
 }
 
 POSENC_INSTANTIATE_FOR_EVERY_ISA(LearnedVariantTest);
@@ -363,12 +359,6 @@ class LearnedArgumentsTest : public testing::Test {
     return LearnedCall{table(), kMaxPos, 0, kDim, kTokens, positions_, 0, x(), 0};
   }
 
-  void ExpectRejected(const LearnedCall& call, const std::string& what) {
-    const AlignedFloats before = buffer_;
-    EXPECT_EQ(call.Invoke(), POSENC_ERR_INVALID_ARGUMENT) << what;
-    EXPECT_EQ(FirstBitwiseDifference(before, buffer_), -1) << what << ": buffer written";
-  }
-
   AlignedFloats buffer_;
   int32_t positions_[kTokens] = {3, 0, 2};
 };
@@ -385,7 +375,7 @@ TEST_F(LearnedArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
   static const int32_t kFirstNegative[kTokens] = {-1, 1, 2};
   static const int32_t kLastMinimum[kTokens] = {0, 1, INT32_MIN};
   static const int32_t kLastMaximum[kTokens] = {0, 1, INT32_MAX};
-  const std::vector<std::pair<const char*, std::function<void(LearnedCall&)>>> cases = {
+  const CallChanges<LearnedCall> cases = {
       {"last token's position == max_pos", [](LearnedCall& c) { c.positions = kLastTooLarge; }},
       {"first token's position -1", [](LearnedCall& c) { c.positions = kFirstNegative; }},
       {"last token's position INT32_MIN", [](LearnedCall& c) { c.positions = kLastMinimum; }},
@@ -445,15 +435,11 @@ TEST_F(LearnedArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
       {"x not float-aligned",
        [](LearnedCall& c) { c.x = reinterpret_cast<float*>(reinterpret_cast<char*>(c.x) + 2); }},
   };
-  for (const auto& [what, mutate] : cases) {
-    LearnedCall call = ValidCall();
-    mutate(call);
-    ExpectRejected(call, what);
-  }
+  ExpectChangedCallsReturnAndWriteNothing(ValidCall(), cases, POSENC_ERR_INVALID_ARGUMENT, buffer_);
 }
 
 TEST_F(LearnedArgumentsTest, EmptyWorkIsAValidNoOp) {
-  const std::vector<std::pair<const char*, std::function<void(LearnedCall&)>>> no_ops = {
+  const CallChanges<LearnedCall> no_ops = {
       {"n_tokens 0, NULL table, x and positions",
        [](LearnedCall& c) {
          c.n_tokens = 0;
@@ -469,17 +455,11 @@ TEST_F(LearnedArgumentsTest, EmptyWorkIsAValidNoOp) {
        }},
       {"dim 0, valid positions", [](LearnedCall& c) { c.dim = 0; }},
   };
-  for (const auto& [what, mutate] : no_ops) {
-    LearnedCall call = ValidCall();
-    mutate(call);
-    const AlignedFloats before = buffer_;
-    EXPECT_EQ(call.Invoke(), POSENC_OK) << what;
-    EXPECT_EQ(FirstBitwiseDifference(before, buffer_), -1) << what << ": buffer written";
-  }
+  ExpectChangedCallsReturnAndWriteNothing(ValidCall(), no_ops, POSENC_OK, buffer_);
 }
 
 TEST_F(LearnedArgumentsTest, ValidUnusualCallsAreAccepted) {
-  const std::vector<std::pair<const char*, std::function<void(LearnedCall&)>>> valid = {
+  const CallChanges<LearnedCall> valid = {
       {"x right after the table", [this](LearnedCall& c) { c.x = table() + kMaxPos * kDim; }},
       {"x right before the table", [this](LearnedCall& c) { c.x = table() - kTokens * kDim; }},
       {"strides equal to dim",
@@ -500,11 +480,7 @@ TEST_F(LearnedArgumentsTest, ValidUnusualCallsAreAccepted) {
          c.x += 1;
        }},
   };
-  for (const auto& [what, mutate] : valid) {
-    LearnedCall call = ValidCall();
-    mutate(call);
-    EXPECT_EQ(call.Invoke(), POSENC_OK) << what;
-  }
+  ExpectChangedCallsReturn(ValidCall(), valid, POSENC_OK);
 }
 
 }  // namespace

@@ -69,17 +69,6 @@ WorstError CompareWithReference(const CosSin& got, const std::vector<int32_t>& p
   return worst;
 }
 
-std::vector<int32_t> AccuracyPositions() {
-  std::vector<int32_t> positions = {0, 1, -1, 131072, 1 << 20, 1 << 24, 1 << 27, INT32_MAX,
-                                    -INT32_MAX, 8191, 65535, -131072, 1000000, 123456789,
-                                    // 2^22 turns at w = 1: where kernels may switch formulas
-                                    26353589, 26353590, -26353589, -26353590};
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int32_t> any(-INT32_MAX, INT32_MAX);
-  for (int i = 0; i < 300; ++i) positions.push_back(any(rng));
-  return positions;
-}
-
 std::string ModeName(double base, unsigned flags) {
   std::ostringstream os;
   os << "base " << base << ((flags & POSENC_ROPE_GPTJ) ? " GPTJ" : " NEOX")

@@ -62,9 +62,7 @@ class RopeArgumentsTest : public testing::Test {
 
   // The call is refused and no element of the buffer changed.
   void ExpectRejected(const RopeCall& call, const std::string& what) {
-    const AlignedFloats before = buffer_;
-    EXPECT_EQ(call.Invoke(), POSENC_ERR_INVALID_ARGUMENT) << what;
-    EXPECT_EQ(FirstBitwiseDifference(before, buffer_), -1) << what << ": buffer written";
+    ExpectStatusAndBufferUnchanged(call, POSENC_ERR_INVALID_ARGUMENT, buffer_, what);
   }
 
   PlanPtr plan_;
@@ -167,7 +165,7 @@ TEST_F(RopeArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
 }
 
 TEST_F(RopeArgumentsTest, EmptyWorkIsAValidNoOp) {
-  const std::vector<std::pair<const char*, std::function<void(RopeCall&)>>> no_ops = {
+  const CallChanges<RopeCall> no_ops = {
       {"n_tokens 0, NULL data",
        [](RopeCall& c) {
          c.n_tokens = 0;
@@ -189,17 +187,11 @@ TEST_F(RopeArgumentsTest, EmptyWorkIsAValidNoOp) {
          c.q = c.k = {nullptr, 0, 0, 0};
        }},
   };
-  for (const auto& [what, mutate] : no_ops) {
-    RopeCall call = ValidCall();
-    mutate(call);
-    const AlignedFloats before = buffer_;
-    EXPECT_EQ(call.Invoke(), POSENC_OK) << what;
-    EXPECT_EQ(FirstBitwiseDifference(before, buffer_), -1) << what << ": buffer written";
-  }
+  ExpectChangedCallsReturnAndWriteNothing(ValidCall(), no_ops, POSENC_OK, buffer_);
 }
 
 TEST_F(RopeArgumentsTest, ValidUnusualCallsAreAccepted) {
-  const std::vector<std::pair<const char*, std::function<void(RopeCall&)>>> valid = {
+  const CallChanges<RopeCall> valid = {
       {"packed QKV rows: K heads after Q heads in the same rows",
        [this](RopeCall& c) {
          const size_t row = (2 + 2 * 1) * kHeadDim;  // Hq = 2, Hk = 1
@@ -247,11 +239,7 @@ TEST_F(RopeArgumentsTest, ValidUnusualCallsAreAccepted) {
          c.k.head_stride = 1;
        }},
   };
-  for (const auto& [what, mutate] : valid) {
-    RopeCall call = ValidCall();
-    mutate(call);
-    EXPECT_EQ(call.Invoke(), POSENC_OK) << what;
-  }
+  ExpectChangedCallsReturn(ValidCall(), valid, POSENC_OK);
 }
 
 }  // namespace

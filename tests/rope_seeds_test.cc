@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <vector>
 
 #include "test_support.h"
@@ -15,14 +14,6 @@ namespace posenc_test {
 namespace {
 
 constexpr double kRelativeTolerance = 1e-5;
-
-std::vector<float> RandomTensor(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  std::vector<float> x(n);
-  for (float& v : x) v = value(rng);
-  return x;
-}
 
 double MaxAbs(const std::vector<float>& x) {
   double m = 0;
@@ -108,7 +99,7 @@ TEST(Seed000, ApplyRopeAndBackwardWithOffset) {
       SCOPED_TRACE(std::string(sign > 0 ? "apply_rope" : "backward_rope") +
                    " D=" + std::to_string(s.dim) + " offset=" + std::to_string(s.offset));
       const size_t n_seqs = s.batch * s.heads;
-      std::vector<float> x = RandomTensor(n_seqs * s.len * s.dim, 1);
+      std::vector<float> x = RandomFloats(n_seqs * s.len * s.dim, 1, -1.0f, 1.0f);
       const std::vector<double> expected =
           SeedRotateHalf(x, n_seqs, s.len, s.dim, s.offset, 10000.0, sign);
       const PlanPtr plan = MakePlan(s.dim, 10000.0, 1.0);
@@ -127,8 +118,8 @@ TEST(Seed004, ApplyRotaryPosEmbToQueriesAndKeys) {
   for (const SeedShape& s : kSeedShapes) {
     SCOPED_TRACE("D=" + std::to_string(s.dim));
     const size_t n_seqs = s.batch * s.heads;
-    std::vector<float> q = RandomTensor(n_seqs * s.len * s.dim, 2);
-    std::vector<float> k = RandomTensor(n_seqs * s.len * s.dim, 3);
+    std::vector<float> q = RandomFloats(n_seqs * s.len * s.dim, 2, -1.0f, 1.0f);
+    std::vector<float> k = RandomFloats(n_seqs * s.len * s.dim, 3, -1.0f, 1.0f);
     const std::vector<double> q_expected = SeedRotateHalf(q, n_seqs, s.len, s.dim, 0, 1e4, 1);
     const std::vector<double> k_expected = SeedRotateHalf(k, n_seqs, s.len, s.dim, 0, 1e4, 1);
     std::vector<int32_t> positions(s.len);
@@ -150,7 +141,8 @@ TEST(Seed003, InterleavedApplyRopeUpToPairPermutation) {
   for (size_t dim : {2, 8, 64, 96}) {
     for (size_t len : {1, 6, 20}) {
       SCOPED_TRACE("D=" + std::to_string(dim) + " L=" + std::to_string(len));
-      std::vector<float> q = RandomTensor(len * dim, 4), k = RandomTensor(len * dim, 5);
+      std::vector<float> q = RandomFloats(len * dim, 4, -1.0f, 1.0f),
+                         k = RandomFloats(len * dim, 5, -1.0f, 1.0f);
       const std::vector<double> q_expected = SeedInterleavedApplyRope(q, len, dim, 10000.0);
       const std::vector<double> k_expected = SeedInterleavedApplyRope(k, len, dim, 10000.0);
       const PlanPtr plan = MakePlan(dim, 10000.0, 1.0);

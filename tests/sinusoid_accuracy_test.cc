@@ -28,17 +28,6 @@ struct PlanSpec {
 };
 const PlanSpec kPlans[] = {{128, 10000.0}, {127, 10000.0}, {64, 500000.0}, {33, 10.0}};
 
-std::vector<int32_t> AccuracyPositions() {
-  std::vector<int32_t> positions = {0, 1, -1, 131072, 1 << 20, 1 << 24, 1 << 27, INT32_MAX,
-                                    -INT32_MAX, 8191, 65535, -131072, 1000000, 123456789,
-                                    // 2^22 turns at w = 1: where kernels may switch formulas
-                                    26353589, 26353590, -26353589, -26353590};
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int32_t> any(-INT32_MAX, INT32_MAX);
-  for (int i = 0; i < 300; ++i) positions.push_back(any(rng));
-  return positions;
-}
-
 std::vector<float> AccuracyTimesteps() {
   std::vector<float> t = {0.0f,        0.5f,        -0.5f,         1e-3f,          0.1f,
                           999.999f,    -12345.678f, 131072.5f,     8388607.5f,     16777216.0f,

@@ -200,9 +200,7 @@ class SinusoidArgumentsTest : public testing::Test {
 
   // The call is refused and no element of the buffer changed.
   void ExpectRejected(const SinusoidCall& call, const std::string& what) {
-    const AlignedFloats before = buffer_;
-    EXPECT_EQ(call.Invoke(), POSENC_ERR_INVALID_ARGUMENT) << what;
-    EXPECT_EQ(FirstBitwiseDifference(before, buffer_), -1) << what << ": buffer written";
+    ExpectStatusAndBufferUnchanged(call, POSENC_ERR_INVALID_ARGUMENT, buffer_, what);
   }
 
   SinusoidPlanPtr plan_;
@@ -320,36 +318,32 @@ TEST_F(SinusoidArgumentsTest, BadTimestepsAreRejectedAndWriteNothing) {
 }
 
 TEST_F(SinusoidArgumentsTest, EmptyWorkIsAValidNoOp) {
-  const std::vector<std::pair<const char*, std::function<void(SinusoidCall&)>>> no_ops = {
+  // No rows, and NULL out and positions.
+  const auto no_rows = [](SinusoidCall& c) {
+    c.n_rows = 0;
+    c.out = nullptr;
+    c.positions = nullptr;
+  };
+  const CallChanges<SinusoidCall> no_ops = {
       {"n_rows 0, NULL out, NULL positions/timesteps",
-       [](SinusoidCall& c) {
-         c.n_rows = 0;
-         c.out = nullptr;
-         c.positions = nullptr;
+       [=](SinusoidCall& c) {
+         no_rows(c);
          c.timesteps = nullptr;
        }},
       {"n_rows 0, start_pos INT32_MAX, NULL out",
-       [](SinusoidCall& c) {
-         c.n_rows = 0;
-         c.out = nullptr;
-         c.positions = nullptr;
+       [=](SinusoidCall& c) {
+         no_rows(c);
          c.start_pos = INT32_MAX;
        }},
       {"n_rows 0, valid out", [](SinusoidCall& c) { c.n_rows = 0; }},
   };
   for (Entry entry : {Entry::kFill, Entry::kTimesteps, Entry::kAdd})
-    for (const auto& [what, mutate] : no_ops) {
-      SinusoidCall call = ValidCall(entry);
-      mutate(call);
-      const AlignedFloats before = buffer_;
-      EXPECT_EQ(call.Invoke(), POSENC_OK) << EntryName(entry) << ": " << what;
-      EXPECT_EQ(FirstBitwiseDifference(before, buffer_), -1)
-          << EntryName(entry) << ": " << what << ": buffer written";
-    }
+    ExpectChangedCallsReturnAndWriteNothing(ValidCall(entry), no_ops, POSENC_OK, buffer_,
+                                            std::string(EntryName(entry)) + ": ");
 }
 
 TEST_F(SinusoidArgumentsTest, ValidUnusualCallsAreAccepted) {
-  const std::vector<std::pair<const char*, std::function<void(SinusoidCall&)>>> valid = {
+  const CallChanges<SinusoidCall> valid = {
       {"row_stride 0 (dense)", [](SinusoidCall& c) { c.row_stride = 0; }},
       {"row_stride == d", [](SinusoidCall& c) { c.row_stride = kDim; }},
       {"start_pos + n_rows - 1 == INT32_MAX",
@@ -369,11 +363,8 @@ TEST_F(SinusoidArgumentsTest, ValidUnusualCallsAreAccepted) {
        [](SinusoidCall& c) { c.flags = POSENC_SINUSOID_COS_SIN | POSENC_SINUSOID_F32_ANGLES; }},
   };
   for (Entry entry : {Entry::kFill, Entry::kTimesteps, Entry::kAdd})
-    for (const auto& [what, mutate] : valid) {
-      SinusoidCall call = ValidCall(entry);
-      mutate(call);
-      EXPECT_EQ(call.Invoke(), POSENC_OK) << EntryName(entry) << ": " << what;
-    }
+    ExpectChangedCallsReturn(ValidCall(entry), valid, POSENC_OK,
+                             std::string(EntryName(entry)) + ": ");
 }
 
 // The largest and smallest float timesteps with |t| < 2^31, -0 and subnormals are valid.

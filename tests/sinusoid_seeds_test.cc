@@ -15,7 +15,6 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -27,14 +26,6 @@ namespace {
 
 // Where the seed's float32 angle may be from posenc's at positions below 2048.
 constexpr double kLargestSeedAngleGap = 2.5e-4;
-
-std::vector<float> RandomEmbeddings(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  std::vector<float> x(n);
-  for (float& v : x) v = value(rng);
-  return x;
-}
 
 // seed 000 SinusoidalEmbedding._build_pe (and seed 004's module): the float32 recipe.
 float SeedDivTerm(size_t pair, size_t dim) {
@@ -65,6 +56,21 @@ double SeedAngleGap(int32_t position, size_t pair, size_t dim, double w, unsigne
 // of sin/cos to float32 (half an ulp of a value below 1).
 double SeedBound(int32_t position, size_t pair, size_t dim, double w, unsigned flags) {
   return SeedAngleGap(position, pair, dim, w, flags) + kSinusoidValueBound + 0x1p-24;
+}
+
+// SeedBound for posenc's accurate add of column `column` against the seed's x + pe, plus one
+// rounding of each side's sum.
+double SeedAddBound(int32_t position, size_t column, size_t dim, const std::vector<double>& freqs,
+                    float seed, float got) {
+  return SeedBound(position, column / 2, dim, freqs[column / 2], 0) +
+         FLT_EPSILON * std::max(std::fabs(seed), std::fabs(got));
+}
+
+// sin or cos of position * freq in long double, from the exactly reduced product: what the
+// fairseq and diffusers formulas give without rounding.
+double ExactSinOrCos(long double position, double freq, bool is_sin) {
+  const long double angle = ExactReducedProduct(position, freq);
+  return static_cast<double>(is_sin ? std::sin(angle) : std::cos(angle));
 }
 
 struct Seed000Case {
@@ -111,7 +117,7 @@ TEST(Seed003, ApplySinusoidalAddsTheTable) {
   for (size_t dim : {8, 64, 130})
     for (size_t len : {1, 7, 300}) {
       SCOPED_TRACE("d=" + std::to_string(dim) + " L=" + std::to_string(len));
-      const std::vector<float> embeddings = RandomEmbeddings(len * dim, 3);
+      const std::vector<float> embeddings = RandomFloats(len * dim, 3, -1.0f, 1.0f);
       std::vector<float> x = embeddings;
       const SinusoidPlanPtr plan = MakeSinusoidPlan(dim, 10000.0);
       ASSERT_NE(plan, nullptr);
@@ -125,9 +131,7 @@ TEST(Seed003, ApplySinusoidalAddsTheTable) {
           const int32_t p = static_cast<int32_t>(l);
           const float seed = embeddings[l * dim + j] + SeedTableValue(p, j, dim);
           const float got = x[l * dim + j];
-          // Each side rounds its sum once.
-          const double bound = SeedBound(p, j / 2, dim, freqs[j / 2], 0) +
-                               FLT_EPSILON * std::max(std::fabs(seed), std::fabs(got));
+          const double bound = SeedAddBound(p, j, dim, freqs, seed, got);
           if (!(std::fabs(got - seed) <= bound) && bad++ < 3)
             ADD_FAILURE() << "token " << l << " column " << j << ": posenc " << got << ", seed "
                           << seed << " (bound " << bound << ")";
@@ -141,7 +145,7 @@ TEST(Seed003, ApplySinusoidalAddsTheTable) {
 // all B*L rows with explicit positions, and the same rows inside a wider buffer (row stride).
 TEST(Seed004, ForwardAddsToEveryBatch) {
   const size_t batch = 3, len = 11, dim = 64, pad = 5;
-  const std::vector<float> input = RandomEmbeddings(batch * len * dim, 4);
+  const std::vector<float> input = RandomFloats(batch * len * dim, 4, -1.0f, 1.0f);
   std::vector<float> expected(input.size());
   for (size_t b = 0; b < batch; ++b)
     for (size_t l = 0; l < len; ++l)
@@ -183,8 +187,7 @@ TEST(Seed004, ForwardAddsToEveryBatch) {
       const float got[] = {per_batch[r * dim + j], one_call[r * dim + j],
                            wide[r * (dim + pad) + j]};
       for (float g : got) {
-        const double bound = SeedBound(p, j / 2, dim, freqs[j / 2], 0) +
-                             FLT_EPSILON * std::max(std::fabs(want), std::fabs(g));
+        const double bound = SeedAddBound(p, j, dim, freqs, want, g);
         if (!(std::fabs(g - want) <= bound) && bad++ < 3)
           ADD_FAILURE() << "row " << r << " column " << j << ": posenc " << g << ", seed " << want
                         << " (bound " << bound << ")";
@@ -218,8 +221,7 @@ TEST(Fairseq, SinCosBlocksWithItsFrequencies) {
     for (size_t r = 0; r < len; ++r)
       for (size_t j = 0; j < dim; ++j) {
         const long double position = 2.0L + static_cast<long double>(r);
-        const long double angle = ExactReducedProduct(position, freqs[j < half ? j : j - half]);
-        const double want = static_cast<double>(j < half ? std::sin(angle) : std::cos(angle));
+        const double want = ExactSinOrCos(position, freqs[j < half ? j : j - half], j < half);
         if (!(std::fabs(rows[r * dim + j] - want) <= kSinusoidValueBound) && bad++ < 3)
           ADD_FAILURE() << "d=" << dim << " position " << 2 + r << " column " << j << ": posenc "
                         << rows[r * dim + j] << ", fairseq formula " << want;
@@ -269,8 +271,7 @@ TEST(Diffusers, TimestepEmbeddingWithAndWithoutFlip) {
           pair = half;
           is_sin = true;
         }
-        const long double angle = ExactReducedProduct(timesteps[r], freqs[pair]);
-        const double want = static_cast<double>(is_sin ? std::sin(angle) : std::cos(angle));
+        const double want = ExactSinOrCos(timesteps[r], freqs[pair], is_sin);
         if (!(std::fabs(rows[r * c.dim + j] - want) <= kSinusoidValueBound) && bad++ < 3)
           ADD_FAILURE() << "timestep " << timesteps[r] << " column " << j << ": posenc "
                         << rows[r * c.dim + j] << ", diffusers formula " << want;

@@ -107,13 +107,7 @@ std::vector<SinusoidShape> RowCounts(SinusoidOp op, const std::vector<unsigned>&
       s.start_pos = start;
       shapes.push_back(s);
     }
-  std::vector<SinusoidShape> out;
-  for (const SinusoidShape& s : shapes)
-    for (unsigned flags : modes) {
-      out.push_back(s);
-      out.back().flags = flags;
-    }
-  return out;
+  return WithEachFlagValue(shapes, modes);
 }
 
 // Start positions from both ends of the int32 range, for a width inside one chunk and one
@@ -390,7 +384,7 @@ TEST(SinusoidScalarAdd, IsOneFloatAdditionOfTheScalarFill) {
   for (size_t d : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 65, 257, 513, 1025}) {
     const size_t rows = 2, n = rows * d;
     const SinusoidPlanPtr plan = MakeSinusoidPlan(d, 10000.0);
-    GuardedFloats pages(n);
+    GuardedPages pages(n);
     if (!pages.ok() || plan == nullptr) std::exit(1);
     for (float* out : {pages.AtStart(), pages.AtEnd(n)})
       for (unsigned flags : SinusoidModes()) {
@@ -407,12 +401,8 @@ TEST(SinusoidScalarAdd, IsOneFloatAdditionOfTheScalarFill) {
   std::exit(0);
 }
 
-// In a child process (death test), so that a fault is reported here rather than ending the
-// whole binary.
 TEST_P(SinusoidVariantTest, NeverTouchesMemoryOutsideTheRows) {
-  if (!GuardedFloats(1).ok()) GTEST_SKIP() << "no guard pages on this platform";
-  EXPECT_EXIT(WriteNextToGuardPages(), testing::ExitedWithCode(0), "")
-      << posenc_isa_name(isa()) << " touched a guard page next to the rows";
+  ExpectNoAccessNextToGuardPages(WriteNextToGuardPages, isa(), "the rows");
 }
 
 POSENC_INSTANTIATE_FOR_EVERY_ISA(SinusoidVariantTest);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <sstream>
 
 namespace posenc_test {
@@ -58,13 +57,6 @@ void PlaceViews(const RopeShape& s, ViewPlacement* q, ViewPlacement* k) {
   }
 }
 
-float Sentinel(size_t index) {
-  const uint32_t bits = 0x7fc00000u | static_cast<uint32_t>(index & 0x3fffffu);
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 }  // namespace
 
 std::string Describe(const RopeShape& s) {
@@ -104,13 +96,7 @@ std::vector<unsigned> AllFlagCombinations() {
 }
 
 std::vector<RopeShape> WithEveryFlagCombination(const std::vector<RopeShape>& shapes) {
-  std::vector<RopeShape> out;
-  for (const RopeShape& shape : shapes)
-    for (unsigned flags : AllFlagCombinations()) {
-      out.push_back(shape);
-      out.back().flags = flags;
-    }
-  return out;
+  return WithEachFlagValue(shapes, AllFlagCombinations());
 }
 
 RopeProblem::RopeProblem(const RopeShape& shape, uint32_t seed)
@@ -120,7 +106,7 @@ RopeProblem::RopeProblem(const RopeShape& shape, uint32_t seed)
                                  ViewEnd(k_, shape.n_tokens, shape.head_dim));
   input_ = AlignedFloats(data_offset_ + extent + kGuard);
   rotated_.assign(input_.size(), 0);
-  for (size_t i = 0; i < input_.size(); ++i) input_[i] = Sentinel(i);
+  for (size_t i = 0; i < input_.size(); ++i) input_[i] = NaNSentinel(i);
 
   std::mt19937 rng(seed);
   FillHeadVectors(q_, 'q', rng);
@@ -215,14 +201,6 @@ testing::AssertionResult UntouchedOutsidePairs(const RopeProblem& problem,
          << first << " (" << where << ", data offset " << static_cast<long>(first - data_begin)
          << "): " << in[first] << " -> " << out[first];
 }
-
-namespace {
-bool WithinBound(double actual, double expected, double bound) {
-  if (std::isnan(expected)) return std::isnan(actual);
-  if (std::isinf(expected)) return actual == expected;
-  return std::isfinite(actual) && std::fabs(actual - expected) <= bound;
-}
-}  // namespace
 
 testing::AssertionResult PairsWithin(const RopeProblem& problem, const AlignedFloats& out,
                                      const std::vector<double>& expected, double scale) {

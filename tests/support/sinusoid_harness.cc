@@ -3,26 +3,11 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <sstream>
 
-#if defined(__unix__) || defined(__APPLE__)
-#include <sys/mman.h>
-#include <unistd.h>
-#define POSENC_TEST_HAVE_MMAP 1
-#endif
-
 namespace posenc_test {
 namespace {
-
-// A quiet NaN whose payload is the buffer index, so a stray copy is recognisable.
-float Sentinel(size_t index) {
-  const uint32_t bits = 0x7fc00000u | static_cast<uint32_t>(index & 0x3fffffu);
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
 
 const char* OpName(SinusoidOp op) {
   switch (op) {
@@ -34,12 +19,6 @@ const char* OpName(SinusoidOp op) {
       return "add";
   }
   return "?";
-}
-
-bool WithinBound(double actual, double expected, double bound) {
-  if (std::isnan(expected)) return std::isnan(actual);
-  if (std::isinf(expected)) return actual == expected;
-  return std::isfinite(actual) && std::fabs(actual - expected) <= bound;
 }
 
 }  // namespace
@@ -159,13 +138,7 @@ std::string SinusoidModeName(unsigned flags) {
 }
 
 std::vector<SinusoidShape> WithEverySinusoidMode(const std::vector<SinusoidShape>& shapes) {
-  std::vector<SinusoidShape> out;
-  for (const SinusoidShape& shape : shapes)
-    for (unsigned flags : SinusoidModes()) {
-      out.push_back(shape);
-      out.back().flags = flags;
-    }
-  return out;
+  return WithEachFlagValue(shapes, SinusoidModes());
 }
 
 SinusoidProblem::SinusoidProblem(const SinusoidShape& shape, uint32_t seed)
@@ -173,7 +146,7 @@ SinusoidProblem::SinusoidProblem(const SinusoidShape& shape, uint32_t seed)
   const size_t extent = shape.n_rows == 0 ? 0 : (shape.n_rows - 1) * RowStride() + shape.dim;
   input_ = AlignedFloats(data_offset_ + extent + kGuard);
   in_row_.assign(input_.size(), 0);
-  for (size_t i = 0; i < input_.size(); ++i) input_[i] = Sentinel(i);
+  for (size_t i = 0; i < input_.size(); ++i) input_[i] = NaNSentinel(i);
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> value(-2.0f, 2.0f);
   for (size_t r = 0; r < shape.n_rows; ++r)
@@ -289,34 +262,6 @@ testing::AssertionResult RowsWithin(const SinusoidProblem& problem, const Aligne
   if (failures == 0) return testing::AssertionSuccess();
   return testing::AssertionFailure() << failures << " row element(s) out of bound (worst |diff| "
                                      << worst << "); " << first.str();
-}
-
-#ifdef POSENC_TEST_HAVE_MMAP
-GuardedFloats::GuardedFloats(size_t n_floats) {
-  page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  usable_ = std::max<size_t>(1, (n_floats * sizeof(float) + page_ - 1) / page_) * page_;
-  void* p = mmap(nullptr, usable_ + 2 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                 -1, 0);
-  base_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
-  if (base_ != nullptr && (mprotect(base_, page_, PROT_NONE) != 0 ||
-                           mprotect(base_ + page_ + usable_, page_, PROT_NONE) != 0)) {
-    munmap(base_, usable_ + 2 * page_);
-    base_ = nullptr;
-  }
-}
-
-GuardedFloats::~GuardedFloats() {
-  if (base_ != nullptr) munmap(base_, usable_ + 2 * page_);
-}
-#else
-GuardedFloats::GuardedFloats(size_t) {}
-GuardedFloats::~GuardedFloats() = default;
-#endif
-
-float* GuardedFloats::AtStart() { return reinterpret_cast<float*>(base_ + page_); }
-
-float* GuardedFloats::AtEnd(size_t n) {
-  return reinterpret_cast<float*>(base_ + page_ + usable_) - n;
 }
 
 }  // namespace posenc_test

@@ -2,8 +2,7 @@
 // positions or timesteps, layout and angle mode, plan), its rows placed in one buffer with
 // guard elements around it and NaN sentinels in every gap, the long double reference of the
 // header's formulas, and checks of an output against the input, the scalar variant or the
-// reference. Also the exact reduction of a product for float timesteps and inaccessible
-// guard pages shared by the sinusoid and learned suites.
+// reference. Also the exact reduction of a product for float timesteps.
 #ifndef POSENC_TESTS_SUPPORT_SINUSOID_HARNESS_H
 #define POSENC_TESTS_SUPPORT_SINUSOID_HARNESS_H
 
@@ -132,26 +131,6 @@ testing::AssertionResult UntouchedOutsideRows(const SinusoidProblem& problem,
 // the sum, FLT_EPSILON * max(|out|, |expected|). A NaN expected needs a NaN.
 testing::AssertionResult RowsWithin(const SinusoidProblem& problem, const AlignedFloats& out,
                                     const RowValues& expected, double bound);
-
-// Inaccessible pages on both sides of a window of floats: a kernel that reads or writes one
-// element before or after its buffer crashes.
-class GuardedFloats {
- public:
-  explicit GuardedFloats(size_t n_floats);
-  ~GuardedFloats();
-  GuardedFloats(const GuardedFloats&) = delete;
-  GuardedFloats& operator=(const GuardedFloats&) = delete;
-
-  bool ok() const { return base_ != nullptr; }
-  // The first float after the leading guard page.
-  float* AtStart();
-  // n floats ending right before the trailing guard page.
-  float* AtEnd(size_t n);
-
- private:
-  size_t page_ = 0, usable_ = 0;
-  char* base_ = nullptr;
-};
 
 }  // namespace posenc_test
 

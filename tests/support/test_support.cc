@@ -1,7 +1,14 @@
 #include "test_support.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#include <unistd.h>
+#define POSENC_TEST_HAVE_MMAP 1
+#endif
 
 namespace posenc_test {
 
@@ -102,6 +109,19 @@ AlignedFloats::AlignedFloats(const AlignedFloats& other)
 
 bool BitwiseEqual(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
+float NaNSentinel(size_t index) {
+  const uint32_t bits = 0x7fc00000u | static_cast<uint32_t>(index & 0x3fffffu);
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+bool WithinBound(double actual, double expected, double bound) {
+  if (std::isnan(expected)) return std::isnan(actual);
+  if (std::isinf(expected)) return actual == expected;
+  return std::isfinite(actual) && std::fabs(actual - expected) <= bound;
+}
+
 long FirstBitwiseDifference(const AlignedFloats& a, const AlignedFloats& b) {
   if (a.size() != b.size()) return 0;
   for (size_t i = 0; i < a.size(); ++i)
@@ -115,6 +135,60 @@ std::vector<int32_t> RandomPositions(std::mt19937& rng, size_t n) {
   std::vector<int32_t> positions(n);
   for (size_t t = 0; t < n; ++t) positions[t] = (t % 2 == 0) ? small(rng) : any(rng);
   return positions;
+}
+
+std::vector<float> RandomFloats(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> value(lo, hi);
+  std::vector<float> x(n);
+  for (float& v : x) v = value(rng);
+  return x;
+}
+
+std::vector<int32_t> AccuracyPositions() {
+  std::vector<int32_t> positions = {0, 1, -1, 131072, 1 << 20, 1 << 24, 1 << 27, INT32_MAX,
+                                    -INT32_MAX, 8191, 65535, -131072, 1000000, 123456789,
+                                    // 2^22 turns at w = 1: where kernels may switch formulas
+                                    26353589, 26353590, -26353589, -26353590};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int32_t> any(-INT32_MAX, INT32_MAX);
+  for (int i = 0; i < 300; ++i) positions.push_back(any(rng));
+  return positions;
+}
+
+#ifdef POSENC_TEST_HAVE_MMAP
+GuardedPages::GuardedPages(size_t n_floats) {
+  page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  usable_ = std::max<size_t>(1, (n_floats * sizeof(float) + page_ - 1) / page_) * page_;
+  void* p = mmap(nullptr, usable_ + 2 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  base_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+  if (base_ != nullptr && (mprotect(base_, page_, PROT_NONE) != 0 ||
+                           mprotect(base_ + page_ + usable_, page_, PROT_NONE) != 0)) {
+    munmap(base_, usable_ + 2 * page_);
+    base_ = nullptr;
+  }
+}
+
+GuardedPages::~GuardedPages() {
+  if (base_ != nullptr) munmap(base_, usable_ + 2 * page_);
+}
+#else
+GuardedPages::GuardedPages(size_t) {}
+GuardedPages::~GuardedPages() = default;
+#endif
+
+float* GuardedPages::AtStart() { return reinterpret_cast<float*>(base_ + page_); }
+
+float* GuardedPages::AtEnd(size_t n) {
+  return reinterpret_cast<float*>(base_ + page_ + usable_) - n;
+}
+
+void ExpectNoAccessNextToGuardPages(const std::function<void()>& body, posenc_isa isa,
+                                    const char* next_to) {
+  if (!GuardedPages(1).ok()) GTEST_SKIP() << "no guard pages on this platform";
+  EXPECT_EXIT(body(), testing::ExitedWithCode(0), "")
+      << posenc_isa_name(isa) << " touched a guard page next to " << next_to;
 }
 
 }  // namespace posenc_test

@@ -1,5 +1,6 @@
 // Shared helpers of the posenc test suites: the ISA list and the fixture that runs a test
-// once per ISA, plan ownership, the exact-angle reference and aligned buffers.
+// once per ISA, plan ownership, the exact-angle reference, aligned buffers, buffers between
+// inaccessible guard pages, and the checks the argument-check suites share.
 #ifndef POSENC_TESTS_SUPPORT_TEST_SUPPORT_H
 #define POSENC_TESTS_SUPPORT_TEST_SUPPORT_H
 
@@ -10,10 +11,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace posenc_test {
@@ -94,12 +97,104 @@ class AlignedFloats {
 };
 
 bool BitwiseEqual(float a, float b);
+// A quiet NaN whose payload is the low 22 bits of a buffer index, so a stray copy is
+// recognisable.
+float NaNSentinel(size_t index);
+// A NaN expected needs a NaN, an infinity the same infinity, anything else a finite value
+// within bound.
+bool WithinBound(double actual, double expected, double bound);
 // Index of the first element whose bits differ, or -1 when the buffers are identical.
 long FirstBitwiseDifference(const AlignedFloats& a, const AlignedFloats& b);
 
 // Positions for n tokens: small ones of both signs mixed with ones spread over the whole
 // range |p| < 2^31.
 std::vector<int32_t> RandomPositions(std::mt19937& rng, size_t n);
+
+// n floats drawn uniformly from [lo, hi) by an mt19937 seeded with `seed`.
+std::vector<float> RandomFloats(size_t n, uint32_t seed, float lo, float hi);
+
+// The positions of the accuracy checks: hand-picked ones (0, +-1, powers of two, the largest,
+// where kernels may switch formulas) followed by 300 random ones over |p| < 2^31.
+std::vector<int32_t> AccuracyPositions();
+
+// Each shape once per value of `flags`, in that order, with its `flags` member set to it.
+template <typename Shape>
+std::vector<Shape> WithEachFlagValue(const std::vector<Shape>& shapes,
+                                     const std::vector<unsigned>& flags) {
+  std::vector<Shape> out;
+  for (const Shape& shape : shapes)
+    for (unsigned f : flags) {
+      out.push_back(shape);
+      out.back().flags = f;
+    }
+  return out;
+}
+
+// Argument checks: runs call.Invoke() (any struct with a `posenc_status Invoke() const`)
+// and expects `status`, with every element of `buffer`, which holds whatever the call may
+// write, unchanged bit for bit.
+template <typename Call>
+void ExpectStatusAndBufferUnchanged(const Call& call, posenc_status status,
+                                    const AlignedFloats& buffer, const std::string& what) {
+  const AlignedFloats before = buffer;
+  EXPECT_EQ(call.Invoke(), status) << what;
+  EXPECT_EQ(FirstBitwiseDifference(before, buffer), -1) << what << ": buffer written";
+}
+
+// Named changes to a valid call, for the argument-check tables.
+template <typename Call>
+using CallChanges = std::vector<std::pair<const char*, std::function<void(Call&)>>>;
+
+// Each change applied to a copy of `valid`: the call returns `status` (reported with
+// `prefix` and the change's name).
+template <typename Call>
+void ExpectChangedCallsReturn(const Call& valid, const CallChanges<Call>& changes,
+                              posenc_status status, const std::string& prefix = "") {
+  for (const auto& [what, change] : changes) {
+    Call call = valid;
+    change(call);
+    EXPECT_EQ(call.Invoke(), status) << prefix << what;
+  }
+}
+
+// Each change applied to a copy of `valid`: ExpectStatusAndBufferUnchanged.
+template <typename Call>
+void ExpectChangedCallsReturnAndWriteNothing(const Call& valid, const CallChanges<Call>& changes,
+                                             posenc_status status, const AlignedFloats& buffer,
+                                             const std::string& prefix = "") {
+  for (const auto& [what, change] : changes) {
+    Call call = valid;
+    change(call);
+    ExpectStatusAndBufferUnchanged(call, status, buffer, prefix + what);
+  }
+}
+
+// Floats between two inaccessible pages, so that any access one element before or past
+// them kills the process. ok() is false where the platform has no such pages (or mapping
+// them failed).
+class GuardedPages {
+ public:
+  explicit GuardedPages(size_t n_floats);
+  ~GuardedPages();
+  GuardedPages(const GuardedPages&) = delete;
+  GuardedPages& operator=(const GuardedPages&) = delete;
+
+  bool ok() const { return base_ != nullptr; }
+  // n floats starting right after the leading guard page.
+  float* AtStart();
+  // n floats ending right before the trailing guard page.
+  float* AtEnd(size_t n);
+
+ private:
+  size_t page_ = 0, usable_ = 0;
+  char* base_ = nullptr;
+};
+
+// Runs `body`, which must end the process with std::exit (0 when every call went well), in
+// a child process (death test), so that a fault next to a guard page is reported here rather
+// than ending the whole binary. Skips the test where there are no guard pages.
+void ExpectNoAccessNextToGuardPages(const std::function<void()>& body, posenc_isa isa,
+                                    const char* next_to);
 
 }  // namespace posenc_test
 
