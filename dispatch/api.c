@@ -62,7 +62,7 @@ static void describe(void) {
                   {"fma", f->fma},           {"f16c", f->f16c},         {"avx2", f->avx2},
                   {"avx512f", f->avx512f},   {"avx512dq", f->avx512dq}, {"avx512bw", f->avx512bw},
                   {"avx512vl", f->avx512vl}, {"os-ymm", f->os_ymm},     {"os-zmm", f->os_zmm},
-                  {"neon", f->neon}};
+                  {"neon", f->neon},         {"sve", f->sve},           {"sve2", f->sve2}};
   for (size_t i = 0; i < sizeof features / sizeof features[0]; ++i)
     append(cpu_feature_list, sizeof cpu_feature_list, features[i].name, features[i].present);
 }
@@ -71,6 +71,8 @@ const char *posenc_cpu_name(void) {
   pthread_once(&describe_once, describe);
   return cpu_name;
 }
+
+unsigned posenc_cpu_sve_vector_bits(void) { return posenc_cpu()->sve_vector_bits; }
 
 const char *posenc_cpu_features(void) {
   pthread_once(&describe_once, describe);

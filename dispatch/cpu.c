@@ -38,7 +38,33 @@ static void detect(posenc_cpu_flags *f) {
   }
 }
 #elif defined(__aarch64__)
-static void detect(posenc_cpu_flags *f) { f->neon = 1; }
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+
+/* Linux's values, for C libraries whose headers predate them. */
+#ifndef HWCAP_SVE
+#define HWCAP_SVE (1ul << 22)
+#endif
+#ifndef HWCAP2_SVE2
+#define HWCAP2_SVE2 (1ul << 1)
+#endif
+#ifndef PR_SVE_GET_VL
+#define PR_SVE_GET_VL 51
+#endif
+#ifndef PR_SVE_VL_LEN_MASK
+#define PR_SVE_VL_LEN_MASK 0xffff
+#endif
+
+static void detect(posenc_cpu_flags *f) {
+  const unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
+  f->neon = 1; /* Advanced SIMD is part of every AArch64 CPU */
+  f->sve = (hwcap & HWCAP_SVE) != 0;
+  f->sve2 = f->sve && (hwcap2 & HWCAP2_SVE2) != 0;
+  if (f->sve) {
+    const int vl = prctl(PR_SVE_GET_VL); /* this thread's vector length, in bytes */
+    if (vl > 0) f->sve_vector_bits = 8u * (unsigned)(vl & PR_SVE_VL_LEN_MASK);
+  }
+}
 #else
 static void detect(posenc_cpu_flags *f) { (void)f; }
 #endif

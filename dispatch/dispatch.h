@@ -25,6 +25,8 @@ typedef struct posenc_cpu_flags {
   int avx512f, avx512bw, avx512dq, avx512vl;
   int os_ymm, os_zmm; /* XGETBV: the OS saves YMM / opmask+ZMM state */
   int neon;
+  int sve, sve2;            /* reported only: no SVE kernel yet */
+  unsigned sve_vector_bits; /* 0 without SVE */
 } posenc_cpu_flags;
 
 const posenc_cpu_flags *posenc_cpu(void);

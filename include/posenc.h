@@ -117,9 +117,15 @@ POSENC_API posenc_isa_source posenc_isa_selection(posenc_isa *requested);
 
 /* The CPU's brand string ("unknown" where the CPU gives none), and the features the
  * dispatcher looks at that this CPU and OS have, space-separated (e.g. "sse4.1 sse4.2 avx
- * fma f16c avx2 avx512f avx512dq avx512bw avx512vl os-ymm os-zmm"). Static strings. */
+ * fma f16c avx2 avx512f avx512dq avx512bw avx512vl os-ymm os-zmm", or "neon sve sve2" on
+ * aarch64). Static strings. */
 POSENC_API const char *posenc_cpu_name(void);
 POSENC_API const char *posenc_cpu_features(void);
+
+/* On aarch64 with SVE ("sve" in posenc_cpu_features()), the SVE vector length of the calling
+ * thread in bits (128 to 2048); 0 without SVE. Reported for information: posenc has no SVE
+ * kernels yet, and NEON is the active tier on every aarch64 CPU. */
+POSENC_API unsigned posenc_cpu_sve_vector_bits(void);
 
 /* Makes `isa` the active ISA (for tests, benchmarks and users who know better). Returns
  * POSENC_ERR_UNSUPPORTED, and changes nothing, if it is not available. Safe to call while

@@ -1,9 +1,25 @@
 #!/usr/bin/env bash
-# Installs the Debian packages posenc needs to build, test and benchmark, if any is missing.
-# Non-interactive; safe to run again. Usage: scripts/install-deps.sh
+# Installs the Debian packages posenc needs, if any is missing. Non-interactive; safe to run
+# again. Usage: scripts/install-deps.sh [--aarch64] [--emulation]
+#   (no option)  build, test and benchmark natively
+#   --aarch64    also the aarch64 cross build and its tests under qemu-aarch64: Debian's
+#                cross compilers, qemu-user, GoogleTest's sources (built for the target) and
+#                libsleef-dev:arm64 through multiarch (the arm64 architecture is added)
+#   --emulation  also qemu-user, to run the x86 suite on emulated CPU models
 set -euo pipefail
 
 packages=(cmake ninja-build gcc g++ pkg-config libsleef-dev libbenchmark-dev libgtest-dev)
+multiarch=""
+for option in "$@"; do
+  case "$option" in
+    --aarch64)
+      packages+=(qemu-user gcc-aarch64-linux-gnu g++-aarch64-linux-gnu googletest
+                 libsleef-dev:arm64)
+      multiarch=arm64 ;;
+    --emulation) packages+=(qemu-user) ;;
+    *) echo "usage: $0 [--aarch64] [--emulation]" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
@@ -15,5 +31,8 @@ echo "posenc: installing missing packages: ${missing[*]}"
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
+if [ -n "$multiarch" ] && ! dpkg --print-foreign-architectures | grep -qx "$multiarch"; then
+  $sudo dpkg --add-architecture "$multiarch"
+fi
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null

@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# The whole test suite: installs missing packages, builds with warnings as errors, and runs
-# ctest (every test binary once per ISA; ISAs this CPU lacks are reported as skipped).
-# Usage: scripts/test.sh [build-dir]   (default: build-test)
+# The whole test suite: the native build's ctest suite; then, on an x86-64 host, the aarch64
+# build's suite under qemu-aarch64 and the native suite again on emulated Haswell (avx2)
+# and Nehalem (sse4) CPUs. Installs what it needs. Stops at the first failing part.
+# Usage: scripts/test.sh [--native-only] [build-dir]   (default: build-test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+native_only=0
+if [ "${1:-}" = "--native-only" ]; then native_only=1; shift; fi
 build=${1:-build-test}
 
-scripts/install-deps.sh
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOSENC_WERROR=ON
-cmake --build "$build" -j "$(nproc)"
-ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
+part() { echo; echo "=== posenc: $1"; }
+part "native suite ($(uname -m))"
+scripts/test-native.sh "$build"
+if [ "$native_only" = 1 ] || [ "$(uname -m)" != x86_64 ]; then exit 0; fi
+part "aarch64 suite under qemu-aarch64"
+scripts/test-aarch64.sh "$build-aarch64"
+part "x86 suite on emulated CPU models"
+scripts/test-emulated-x86.sh "$build"
+part "all parts passed"

@@ -19,12 +19,7 @@ static inline void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
 /* Non-temporal store (p aligned to the vector), and the fence that orders such stores. */
 static inline void vf_stream(float *p, vf v) { _mm256_stream_ps(p, v); }
 static inline void vf_stream_fence(void) { _mm_sfence(); }
-/* Masked lanes are neither read nor written (no fault past the n-th element). */
-static inline __m256i vf_mask_n(size_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-static inline vf vf_load_n(const float *p, size_t n) { return _mm256_maskload_ps(p, vf_mask_n(n)); }
-static inline void vf_store_n(float *p, vf v, size_t n) { _mm256_maskstore_ps(p, vf_mask_n(n), v); }
+#include "vec_partial.h"
 static inline vf vf_set1(float x) { return _mm256_set1_ps(x); }
 static inline vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
 static inline vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }

@@ -6,7 +6,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <smmintrin.h>
-#include <string.h>
 
 #define VEC_SUFFIX sse4
 #define VF_W 4
@@ -20,17 +19,7 @@ static inline void vf_store(float *p, vf v) { _mm_storeu_ps(p, v); }
 /* Non-temporal store (p aligned to the vector), and the fence that orders such stores. */
 static inline void vf_stream(float *p, vf v) { _mm_stream_ps(p, v); }
 static inline void vf_stream_fence(void) { _mm_sfence(); }
-/* Partial vectors touch exactly n < VF_W elements of memory; other lanes read as 0. */
-static inline vf vf_load_n(const float *p, size_t n) {
-  float tmp[VF_W] = {0};
-  memcpy(tmp, p, n * sizeof(float));
-  return _mm_loadu_ps(tmp);
-}
-static inline void vf_store_n(float *p, vf v, size_t n) {
-  float tmp[VF_W];
-  _mm_storeu_ps(tmp, v);
-  memcpy(p, tmp, n * sizeof(float));
-}
+#include "vec_partial.h"
 static inline vf vf_set1(float x) { return _mm_set1_ps(x); }
 static inline vf vf_mul(vf a, vf b) { return _mm_mul_ps(a, b); }
 static inline vf vf_add(vf a, vf b) { return _mm_add_ps(a, b); }

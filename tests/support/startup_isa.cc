@@ -45,5 +45,21 @@ TEST(StartupIsaSelection, FollowsPosencIsaVariable) {
   }
 }
 
+// Where the CPU is known (an emulated CPU model in scripts/test-emulated-x86.sh, the aarch64
+// suite), POSENC_EXPECT_ISA names the ISA the dispatcher must pick on its own.
+TEST(StartupIsaSelection, PicksTheExpectedIsaForThisCpu) {
+  ASSERT_TRUE(g_recorded);
+  const char* expect = std::getenv("POSENC_EXPECT_ISA");
+  const char* env = std::getenv("POSENC_ISA");
+  if (expect == nullptr || *expect == '\0') GTEST_SKIP() << "POSENC_EXPECT_ISA not set";
+  if (env != nullptr && *env != '\0') GTEST_SKIP() << "POSENC_ISA forces the ISA";
+  posenc_isa expected;
+  ASSERT_EQ(posenc_isa_from_name(expect, &expected), POSENC_OK) << "POSENC_EXPECT_ISA=" << expect;
+  EXPECT_EQ(g_startup_selection.active, expected)
+      << "picked " << posenc_isa_name(g_startup_selection.active) << " on " << posenc_cpu_name()
+      << " (" << posenc_cpu_features() << ")";
+  EXPECT_EQ(g_startup_selection.source, POSENC_ISA_SOURCE_AUTO);
+}
+
 }  // namespace
 }  // namespace posenc_test

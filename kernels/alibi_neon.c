@@ -1,0 +1,4 @@
+/* alibi f32 for neon: the shared SIMD source over the neon vector layer (first). */
+#include "simd/vec_neon.h"
+
+#include "alibi_simd.h"

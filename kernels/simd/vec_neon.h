@@ -1,0 +1,69 @@
+/* Vector layer for AArch64 Advanced SIMD (NEON): 4 float lanes, 2 double lanes. */
+#ifndef POSENC_VEC_NEON_H
+#define POSENC_VEC_NEON_H
+
+#include <arm_neon.h>
+#include <sleef.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VEC_SUFFIX neon
+#define VF_W 4
+#define VD_W 2
+
+typedef float32x4_t vf;
+typedef float64x2_t vd;
+
+static inline vf vf_load(const float *p) { return vld1q_f32(p); }
+static inline void vf_store(float *p, vf v) { vst1q_f32(p, v); }
+/* No non-temporal vector store here: ordinary stores (the fence is then a no-op). */
+static inline void vf_stream(float *p, vf v) { vst1q_f32(p, v); }
+static inline void vf_stream_fence(void) {}
+#include "vec_partial.h"
+static inline vf vf_set1(float x) { return vdupq_n_f32(x); }
+static inline vf vf_mul(vf a, vf b) { return vmulq_f32(a, b); }
+static inline vf vf_add(vf a, vf b) { return vaddq_f32(a, b); }
+static inline vf vf_sub(vf a, vf b) { return vsubq_f32(a, b); }
+/* -x exactly (the sign bit flipped, as C's unary minus). */
+static inline vf vf_neg(vf x) { return vnegq_f32(x); }
+/* a*b + c and c - a*b, fused (one rounding), as on AVX2 / AVX-512. */
+static inline vf vf_fmadd(vf a, vf b, vf c) { return vfmaq_f32(c, a, b); }
+static inline vf vf_fnmadd(vf a, vf b, vf c) { return vfmsq_f32(c, a, b); }
+/* (x0, x1, x2, x3) -> (x1, x0, x3, x2) */
+static inline vf vf_swap_pairs(vf x) { return vrev64q_f32(x); }
+/* Interleave: lo = (a0, b0, a1, b1), hi = (a2, b2, a3, b3). */
+static inline vf vf_zip_lo(vf a, vf b) { return vzip1q_f32(a, b); }
+static inline vf vf_zip_hi(vf a, vf b) { return vzip2q_f32(a, b); }
+static inline void vf_sincos(vf x, vf *s, vf *c) {
+  const Sleef_float32x4_t_2 r = Sleef_sincosf4_u10advsimd(x);
+  *s = r.x;
+  *c = r.y;
+}
+
+/* 32-bit integer lanes, for ALiBi's distances. */
+typedef int32x4_t vi;
+static inline vi vi_set1(int32_t x) { return vdupq_n_s32(x); }
+static inline vi vi_iota(void) {
+  static const int32_t iota[4] = {0, 1, 2, 3};
+  return vld1q_s32(iota);
+}
+static inline vi vi_add(vi a, vi b) { return vaddq_s32(a, b); }
+static inline vi vi_sub(vi a, vi b) { return vsubq_s32(a, b); }
+static inline vi vi_abs(vi x) { return vabsq_s32(x); }
+static inline vf vf_from_vi(vi x) { return vcvtq_f32_s32(x); }
+
+static inline vd vd_load(const double *p) { return vld1q_f64(p); }
+static inline void vd_store(double *p, vd v) { vst1q_f64(p, v); }
+/* Lower / upper half of a float vector widened to double. */
+static inline vd vd_from_vf_lo(vf v) { return vcvt_f64_f32(vget_low_f32(v)); }
+static inline vd vd_from_vf_hi(vf v) { return vcvt_high_f64_f32(v); }
+static inline vd vd_set1(double x) { return vdupq_n_f64(x); }
+static inline vd vd_add(vd a, vd b) { return vaddq_f64(a, b); }
+static inline vd vd_sub(vd a, vd b) { return vsubq_f64(a, b); }
+static inline vd vd_mul(vd a, vd b) { return vmulq_f64(a, b); }
+/* Round to nearest, ties to even (FRINTN), as _MM_FROUND_TO_NEAREST_INT. */
+static inline vd vd_round(vd x) { return vrndnq_f64(x); }
+/* Two double vectors to one float vector: (lo..., hi...). */
+static inline vf vf_from_vd(vd lo, vd hi) { return vcvt_high_f32_f64(vcvt_f32_f64(lo), hi); }
+
+#endif /* POSENC_VEC_NEON_H */
