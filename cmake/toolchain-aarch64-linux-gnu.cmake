@@ -8,9 +8,11 @@ set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
 set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 
-# The arm64 loader and libraries live under the cross sysroot and Debian's multiarch paths.
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu
-    -E LD_LIBRARY_PATH=/usr/lib/aarch64-linux-gnu)
+# Programs run on Debian's arm64 loader and runtime libraries (multiarch: libc6:arm64,
+# libstdc++6:arm64, libsleef3:arm64), found at their usual paths. Not `-L
+# /usr/aarch64-linux-gnu`: with that prefix, a forked child (GoogleTest's death tests) spins
+# forever under qemu 7.2.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)
 
 # Headers and libraries of the target only; programs of the host.
 set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu /usr)

@@ -3,8 +3,9 @@
 # again. Usage: scripts/install-deps.sh [--aarch64] [--emulation]
 #   (no option)  build, test and benchmark natively
 #   --aarch64    also the aarch64 cross build and its tests under qemu-aarch64: Debian's
-#                cross compilers, qemu-user, GoogleTest's sources (built for the target) and
-#                libsleef-dev:arm64 through multiarch (the arm64 architecture is added)
+#                cross compilers, qemu-user, GoogleTest's sources (built for the target), and
+#                libsleef-dev, libc6 and libstdc++6 for arm64 through multiarch (the arm64
+#                architecture is added): the emulated programs run on those
 #   --emulation  also qemu-user, to run the x86 suite on emulated CPU models
 set -euo pipefail
 
@@ -14,7 +15,7 @@ for option in "$@"; do
   case "$option" in
     --aarch64)
       packages+=(qemu-user gcc-aarch64-linux-gnu g++-aarch64-linux-gnu googletest
-                 libsleef-dev:arm64)
+                 libsleef-dev:arm64 libc6:arm64 libstdc++6:arm64)
       multiarch=arm64 ;;
     --emulation) packages+=(qemu-user) ;;
     *) echo "usage: $0 [--aarch64] [--emulation]" >&2; exit 2 ;;
