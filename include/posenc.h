@@ -1,4 +1,4 @@
-/*
+/** \file
  * posenc: SIMD kernels for transformer positional encodings.
  *
  * One library carries scalar, SSE4, AVX2 and AVX-512 (x86) and NEON (aarch64) variants of
@@ -38,32 +38,38 @@
 extern "C" {
 #endif
 
-/* ---------------------------------------------------------------------------------------
- * Version
- * ------------------------------------------------------------------------------------- */
+/* --------------------------------------------------------------------------------------- */
+/** \defgroup version Version
+ * @{
+ */
 
-/* "MAJOR.MINOR.PATCH" of the library actually linked (POSENC_VERSION_STRING is the one
+/** "MAJOR.MINOR.PATCH" of the library actually linked (POSENC_VERSION_STRING is the one
  * compiled against). */
 POSENC_API const char *posenc_version(void);
 
-/* ---------------------------------------------------------------------------------------
- * Status
- * ------------------------------------------------------------------------------------- */
+/** @} */
+
+/* --------------------------------------------------------------------------------------- */
+/** \defgroup status Status
+ * @{
+ */
 
 typedef enum posenc_status {
   POSENC_OK = 0,
-  POSENC_ERR_INVALID_ARGUMENT = 1, /* null pointer, bad size, overflow, forbidden aliasing,
-                                      NaN/Inf parameter */
-  POSENC_ERR_UNSUPPORTED = 2,      /* ISA not compiled in or not supported by this CPU/OS */
-  POSENC_ERR_OUT_OF_MEMORY = 3     /* an allocation (plan creation only) failed */
+  POSENC_ERR_INVALID_ARGUMENT = 1, /**< null pointer, bad size, overflow, forbidden aliasing,
+                                         NaN/Inf parameter */
+  POSENC_ERR_UNSUPPORTED = 2,      /**< ISA not compiled in or not supported by this CPU/OS */
+  POSENC_ERR_OUT_OF_MEMORY = 3     /**< an allocation (plan creation only) failed */
 } posenc_status;
 
-/* A static, human-readable description of a status ("invalid argument", ...). Never NULL;
+/** A static, human-readable description of a status ("invalid argument", ...). Never NULL;
  * an unknown value gives "unknown status". */
 POSENC_API const char *posenc_status_string(posenc_status status);
 
-/* ---------------------------------------------------------------------------------------
- * Instruction sets and dispatch
+/** @} */
+
+/* --------------------------------------------------------------------------------------- */
+/** \defgroup isa Instruction sets and dispatch
  *
  * The active ISA is chosen once, at the first call that needs it (thread-safe): the best
  * available one, unless the environment variable POSENC_ISA names another
@@ -75,7 +81,8 @@ POSENC_API const char *posenc_status_string(posenc_status status);
  *  - avx2:   AVX2 + FMA + F16C, and the OS saves YMM state (XGETBV).
  *  - avx512: AVX-512 F, BW, DQ and VL, and the OS saves ZMM and opmask state.
  *  - neon:   every aarch64 CPU.
- * ------------------------------------------------------------------------------------- */
+ * @{
+ */
 
 typedef enum posenc_isa {
   POSENC_ISA_SCALAR = 0,
@@ -87,54 +94,58 @@ typedef enum posenc_isa {
 } posenc_isa;
 
 typedef enum posenc_isa_source {
-  POSENC_ISA_SOURCE_AUTO = 0,         /* best available; POSENC_ISA unset or empty */
-  POSENC_ISA_SOURCE_ENV = 1,          /* POSENC_ISA named an available ISA */
-  POSENC_ISA_SOURCE_ENV_FALLBACK = 2, /* POSENC_ISA named an unavailable or unknown ISA;
-                                         the best available one is used instead */
-  POSENC_ISA_SOURCE_API = 3           /* chosen by posenc_set_isa() */
+  POSENC_ISA_SOURCE_AUTO = 0,         /**< best available; POSENC_ISA unset or empty */
+  POSENC_ISA_SOURCE_ENV = 1,          /**< POSENC_ISA named an available ISA */
+  POSENC_ISA_SOURCE_ENV_FALLBACK = 2, /**< POSENC_ISA named an unavailable or unknown ISA;
+                                            the best available one is used instead */
+  POSENC_ISA_SOURCE_API = 3           /**< chosen by posenc_set_isa() */
 } posenc_isa_source;
 
-/* "scalar", "sse4", "avx2", "avx512", "neon"; "unknown" for other values. */
+/** "scalar", "sse4", "avx2", "avx512", "neon"; "unknown" for other values. */
 POSENC_API const char *posenc_isa_name(posenc_isa isa);
 
-/* Parses a name as accepted in POSENC_ISA. Returns POSENC_ERR_INVALID_ARGUMENT for an
+/** Parses a name as accepted in POSENC_ISA. Returns POSENC_ERR_INVALID_ARGUMENT for an
  * unknown name or a null pointer. */
 POSENC_API posenc_status posenc_isa_from_name(const char *name, posenc_isa *isa);
 
-/* 1 if this build of the library contains the variants for `isa`, else 0. */
+/** 1 if this build of the library contains the variants for `isa`, else 0. */
 POSENC_API int posenc_isa_compiled(posenc_isa isa);
 
-/* 1 if `isa` is compiled in and this CPU and OS can run it, else 0. Scalar is always 1. */
+/** 1 if `isa` is compiled in and this CPU and OS can run it, else 0. Scalar is always 1. */
 POSENC_API int posenc_isa_available(posenc_isa isa);
 
-/* The ISA whose variants the kernels use now. */
+/** The ISA whose variants the kernels use now. */
 POSENC_API posenc_isa posenc_active_isa(void);
 
-/* How the active ISA was chosen, and, when it came from POSENC_ISA, which ISA was asked
+/** How the active ISA was chosen, and, when it came from POSENC_ISA, which ISA was asked
  * for (`requested` may be NULL; it is set to POSENC_ISA_COUNT for an unknown name and to
  * the active ISA when POSENC_ISA was not used). */
 POSENC_API posenc_isa_source posenc_isa_selection(posenc_isa *requested);
 
-/* The CPU's brand string ("unknown" where the CPU gives none), and the features the
+/**@{*/
+/** The CPU's brand string ("unknown" where the CPU gives none), and the features the
  * dispatcher looks at that this CPU and OS have, space-separated (e.g. "sse4.1 sse4.2 avx
  * fma f16c avx2 avx512f avx512dq avx512bw avx512vl os-ymm os-zmm", or "neon sve sve2" on
  * aarch64). Static strings. */
 POSENC_API const char *posenc_cpu_name(void);
 POSENC_API const char *posenc_cpu_features(void);
+/**@}*/
 
-/* On aarch64 with SVE ("sve" in posenc_cpu_features()), the SVE vector length of the calling
+/** On aarch64 with SVE ("sve" in posenc_cpu_features()), the SVE vector length of the calling
  * thread in bits (128 to 2048); 0 without SVE. Reported for information: posenc has no SVE
  * kernels yet, and NEON is the active tier on every aarch64 CPU. */
 POSENC_API unsigned posenc_cpu_sve_vector_bits(void);
 
-/* Makes `isa` the active ISA (for tests, benchmarks and users who know better). Returns
+/** Makes `isa` the active ISA (for tests, benchmarks and users who know better). Returns
  * POSENC_ERR_UNSUPPORTED, and changes nothing, if it is not available. Safe to call while
  * other threads run kernels: each kernel call uses one variant from start to end, either
  * the one active before or the one active after the switch. */
 POSENC_API posenc_status posenc_set_isa(posenc_isa isa);
 
-/* ---------------------------------------------------------------------------------------
- * RoPE: rotary position embedding
+/** @} */
+
+/* --------------------------------------------------------------------------------------- */
+/** \defgroup rope RoPE: rotary position embedding
  *
  * A head vector has head_dim (D) elements; RoPE rotates its first rotary_dim (R, even,
  * R <= D) elements as R/2 pairs and leaves elements [R, D) untouched.
@@ -169,45 +180,48 @@ POSENC_API posenc_status posenc_set_isa(posenc_isa isa);
  * Variants: every SIMD variant's output is within POSENC_ROPE_SIMD_TOLERANCE *
  * att * (|u| + |v|) of the scalar variant's output for the same element (measured worst:
  * 2.9e-7, i.e. about 2^-21.7).
- * ------------------------------------------------------------------------------------- */
+ * @{
+ */
 
-#define POSENC_ROPE_SIMD_TOLERANCE 9.5367431640625e-07 /* 2^-20 */
+#define POSENC_ROPE_SIMD_TOLERANCE 9.5367431640625e-07 /**< 2^-20 */
 
 enum {
-  POSENC_ROPE_NEOX = 0u,      /* rotate-half pairs (default) */
-  POSENC_ROPE_GPTJ = 1u,      /* interleaved pairs */
-  POSENC_ROPE_INVERSE = 2u,   /* rotate by -angle */
-  POSENC_ROPE_ACCURATE = 0u,  /* accurate angles (default) */
-  POSENC_ROPE_F32_ANGLES = 4u /* float32-compatible angles */
+  POSENC_ROPE_NEOX = 0u,      /**< rotate-half pairs (default) */
+  POSENC_ROPE_GPTJ = 1u,      /**< interleaved pairs */
+  POSENC_ROPE_INVERSE = 2u,   /**< rotate by -angle */
+  POSENC_ROPE_ACCURATE = 0u,  /**< accurate angles (default) */
+  POSENC_ROPE_F32_ANGLES = 4u /**< float32-compatible angles */
 };
 
-/* A frequency plan: R/2 frequencies (double) and an attention factor. Immutable once
+/** A frequency plan: R/2 frequencies (double) and an attention factor. Immutable once
  * created; one plan may be used by any number of threads at once. */
 typedef struct posenc_rope_plan posenc_rope_plan;
 
-/* The default plan: w_i = base^(-2i/R), i in [0, R/2), computed in double.
+/** The default plan: w_i = base^(-2i/R), i in [0, R/2), computed in double.
  * rotary_dim: even, >= 2, <= 2^20. base: finite, > 0, != 1, every w_i finite (10000 for most
  * models, 500000 for Llama 3, 1e6 for Qwen2). attention_factor: finite, > 0 (1 unless a scaling
  * says otherwise). *plan receives a new plan, or NULL on error. */
 POSENC_API posenc_status posenc_rope_plan_create(posenc_rope_plan **plan, size_t rotary_dim,
                                                  double base, double attention_factor);
 
-/* A plan from R/2 given frequencies (radians per position; finite, may be 0 or negative).
+/** A plan from R/2 given frequencies (radians per position; finite, may be 0 or negative).
  * Every scaling type reduces to this. */
 POSENC_API posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan,
                                                             size_t rotary_dim, const double *freqs,
                                                             double attention_factor);
 
-/* Frees a plan; NULL is a no-op. */
+/** Frees a plan; NULL is a no-op. */
 POSENC_API void posenc_rope_plan_destroy(posenc_rope_plan *plan);
 
-/* The plan's rotary_dim (0 for NULL), attention factor (0 for NULL), and its R/2
+/**@{*/
+/** The plan's rotary_dim (0 for NULL), attention factor (0 for NULL), and its R/2
  * frequencies copied to `freqs`. */
 POSENC_API size_t posenc_rope_plan_rotary_dim(const posenc_rope_plan *plan);
 POSENC_API double posenc_rope_plan_attention_factor(const posenc_rope_plan *plan);
 POSENC_API posenc_status posenc_rope_plan_freqs(const posenc_rope_plan *plan, double *freqs);
+/**@}*/
 
-/* A strided view of head vectors: element d of head h of token t is at
+/** A strided view of head vectors: element d of head h of token t is at
  *     data[t * token_stride + h * head_stride + d],  d in [0, head_dim).
  *   [L, H, D] contiguous:      token_stride = H*D, head_stride = D
  *   [H, L, D] contiguous:      token_stride = D,   head_stride = L*D
@@ -220,13 +234,13 @@ POSENC_API posenc_status posenc_rope_plan_freqs(const posenc_rope_plan *plan, do
  * (packed QKV rows), and rejected otherwise, even if interleaved without overlapping.
  * `data` needs only element (not vector) alignment. */
 typedef struct posenc_rope_tensor {
-  void *data; /* float* for posenc_rope_f32 */
+  void *data; /**< float* for posenc_rope_f32 */
   size_t n_heads;
   size_t token_stride;
   size_t head_stride;
 } posenc_rope_tensor;
 
-/* Rotates, in place, the first R elements of every head vector of q and, in the same pass,
+/** Rotates, in place, the first R elements of every head vector of q and, in the same pass,
  * of k (k may be NULL; it may have its own head count, for GQA/MQA). cos/sin are computed
  * once per token and pair and shared by all heads of q and k.
  *
@@ -245,8 +259,10 @@ POSENC_API posenc_status posenc_rope_f32(const posenc_rope_plan *plan, size_t he
                                          int32_t start_pos, const posenc_rope_tensor *q,
                                          const posenc_rope_tensor *k, unsigned flags);
 
-/* ---------------------------------------------------------------------------------------
- * Sinusoidal position encoding (Vaswani et al.)
+/** @} */
+
+/* --------------------------------------------------------------------------------------- */
+/** \defgroup sinusoid Sinusoidal position encoding (Vaswani et al.)
  *
  * A row of width d (dim) for position p holds, for pair i in [0, ceil(d/2)):
  *      sin(p * w_i) and cos(p * w_i),     w_i = base^(-2i/d) by default
@@ -275,41 +291,44 @@ POSENC_API posenc_status posenc_rope_f32(const posenc_rope_plan *plan, size_t he
  * posenc_sinusoid_add_f32: of the scalar result, plus one rounding of the sum); like the
  * SIMD RoPE variants, they step the double-precision sin/cos of consecutive integer
  * positions by angle addition, re-anchored every 256 rows.
- * ------------------------------------------------------------------------------------- */
+ * @{
+ */
 
-#define POSENC_SINUSOID_SIMD_TOLERANCE 9.5367431640625e-07 /* 2^-20 */
+#define POSENC_SINUSOID_SIMD_TOLERANCE 9.5367431640625e-07 /**< 2^-20 */
 
 enum {
-  POSENC_SINUSOID_INTERLEAVED = 0u, /* sin, cos, sin, cos, ... (default) */
-  POSENC_SINUSOID_SIN_COS = 1u,     /* all sin, then all cos */
-  POSENC_SINUSOID_COS_SIN = 2u,     /* all cos, then all sin */
-  POSENC_SINUSOID_ACCURATE = 0u,    /* accurate angles (default) */
-  POSENC_SINUSOID_F32_ANGLES = 4u   /* float32-compatible angles */
+  POSENC_SINUSOID_INTERLEAVED = 0u, /**< sin, cos, sin, cos, ... (default) */
+  POSENC_SINUSOID_SIN_COS = 1u,     /**< all sin, then all cos */
+  POSENC_SINUSOID_COS_SIN = 2u,     /**< all cos, then all sin */
+  POSENC_SINUSOID_ACCURATE = 0u,    /**< accurate angles (default) */
+  POSENC_SINUSOID_F32_ANGLES = 4u   /**< float32-compatible angles */
 };
 
-/* A sinusoidal plan: the width d and ceil(d/2) frequencies. Immutable; shareable between
+/** A sinusoidal plan: the width d and ceil(d/2) frequencies. Immutable; shareable between
  * threads. */
 typedef struct posenc_sinusoid_plan posenc_sinusoid_plan;
 
-/* w_i = base^(-2i/d) in double. dim: >= 1, <= 2^20. base: finite, > 0, != 1, and every w_i
+/** w_i = base^(-2i/d) in double. dim: >= 1, <= 2^20. base: finite, > 0, != 1, and every w_i
  * must come out finite (10000 in the paper; diffusers calls it max_period). *plan receives
  * a new plan, or NULL on error. */
 POSENC_API posenc_status posenc_sinusoid_plan_create(posenc_sinusoid_plan **plan, size_t dim,
                                                      double base);
 
-/* A plan from ceil(dim/2) given frequencies (radians per position; finite). */
+/** A plan from ceil(dim/2) given frequencies (radians per position; finite). */
 POSENC_API posenc_status posenc_sinusoid_plan_create_from_freqs(posenc_sinusoid_plan **plan,
                                                                 size_t dim, const double *freqs);
 
-/* Frees a plan; NULL is a no-op. */
+/** Frees a plan; NULL is a no-op. */
 POSENC_API void posenc_sinusoid_plan_destroy(posenc_sinusoid_plan *plan);
 
-/* The plan's width d (0 for NULL), and its ceil(d/2) frequencies copied to `freqs`. */
+/**@{*/
+/** The plan's width d (0 for NULL), and its ceil(d/2) frequencies copied to `freqs`. */
 POSENC_API size_t posenc_sinusoid_plan_dim(const posenc_sinusoid_plan *plan);
 POSENC_API posenc_status posenc_sinusoid_plan_freqs(const posenc_sinusoid_plan *plan,
                                                     double *freqs);
+/**@}*/
 
-/* Writes n_rows rows of d values: row r (at out + r * row_stride) is the encoding of
+/** Writes n_rows rows of d values: row r (at out + r * row_stride) is the encoding of
  * position positions[r], or, if positions is NULL, of start_pos + r (which must not exceed
  * INT32_MAX; seed 000's forward(seq_len, offset) is start_pos = offset). row_stride: 0 for
  * d (a dense [n_rows, d] table), else >= d; elements between rows are untouched.
@@ -320,7 +339,7 @@ POSENC_API posenc_status posenc_sinusoid_fill_f32(const posenc_sinusoid_plan *pl
                                                   const int32_t *positions, int32_t start_pos,
                                                   float *out, size_t row_stride, unsigned flags);
 
-/* The same for float positions (diffusion timesteps): row r encodes timesteps[r], which
+/** The same for float positions (diffusion timesteps): row r encodes timesteps[r], which
  * must be finite with |t| < 2^31 (checked before anything is written; NULL timesteps with
  * n_rows > 0 is an error). Timesteps are never stepped: every row is computed afresh. */
 POSENC_API posenc_status posenc_sinusoid_fill_timesteps_f32(const posenc_sinusoid_plan *plan,
@@ -328,15 +347,17 @@ POSENC_API posenc_status posenc_sinusoid_fill_timesteps_f32(const posenc_sinusoi
                                                             float *out, size_t row_stride,
                                                             unsigned flags);
 
-/* Adds the encoding into n_rows embeddings of width d in place (x[r] += PE(position of r)),
+/** Adds the encoding into n_rows embeddings of width d in place (x[r] += PE(position of r)),
  * without building a table (seeds 003, 004). Positions, row_stride and errors as for
  * posenc_sinusoid_fill_f32. */
 POSENC_API posenc_status posenc_sinusoid_add_f32(const posenc_sinusoid_plan *plan, size_t n_rows,
                                                  const int32_t *positions, int32_t start_pos,
                                                  float *x, size_t row_stride, unsigned flags);
 
-/* ---------------------------------------------------------------------------------------
- * ALiBi: attention with linear biases (Press et al.)
+/** @} */
+
+/* --------------------------------------------------------------------------------------- */
+/** \defgroup alibi ALiBi: attention with linear biases (Press et al.)
  *
  * Scores S[h][i][j] of head h, query row i and key column j sit at
  *     scores[h * head_stride + i * row_stride + j],  j in [0, n_k).
@@ -348,20 +369,21 @@ POSENC_API posenc_status posenc_sinusoid_add_f32(const posenc_sinusoid_plan *pla
  * POSENC_ALIBI_CAUSAL, elements with j > qpos are set to -infinity instead (their old
  * value is not read). Every variant performs the same float operations in the same order,
  * so every variant's output is bit-identical to the scalar reference's.
- * ------------------------------------------------------------------------------------- */
+ * @{
+ */
 
 enum {
-  POSENC_ALIBI_CAUSAL = 1u /* -infinity where the key is after the query */
+  POSENC_ALIBI_CAUSAL = 1u /**< -infinity where the key is after the query */
 };
 
-/* The slopes of n_heads heads (seed 000's _get_slopes with max_bias for its 8): for a power
+/** The slopes of n_heads heads (seed 000's _get_slopes with max_bias for its 8): for a power
  * of two n, m_h = 2^(-max_bias * (h + 1) / n); otherwise, with c the largest power of two
  * below n, the c slopes for c heads followed by the first n - c odd-indexed ones of 2c
  * heads, m = 2^(-max_bias * (2k + 1) / (2c)). Computed in double, rounded to float.
  * n_heads: >= 1. max_bias: finite, > 0 (8 in the paper). */
 POSENC_API posenc_status posenc_alibi_slopes(size_t n_heads, double max_bias, float *slopes);
 
-/* Adds the bias into scores, in place, after scaling the raw scores:
+/** Adds the bias into scores, in place, after scaling the raw scores:
  *     S = (scale * S) - m_h * |qpos - j|      (scale == 1: S - m_h * |qpos - j|)
  * each operation rounded to float in that order; with POSENC_ALIBI_CAUSAL, S = -inf where
  * j > qpos. slopes: n_heads finite values (posenc_alibi_slopes, or your own). scale: finite.
@@ -379,7 +401,7 @@ POSENC_API posenc_status posenc_alibi_add_f32(const float *slopes, size_t n_head
                                               size_t head_stride, size_t row_stride, float scale,
                                               unsigned flags);
 
-/* Writes the bias itself (no scores read): out = -(m_h * |qpos - j|), -inf above the
+/** Writes the bias itself (no scores read): out = -(m_h * |qpos - j|), -inf above the
  * diagonal with POSENC_ALIBI_CAUSAL. Seed 000's get_bias(L) is n_q = n_k = L, q_offset = 0,
  * head_stride = L * L, row_stride = L: the (1, H, L, L) tensor, bit for bit (including its
  * -0.0 on the diagonal). Arguments and errors as for posenc_alibi_add_f32. */
@@ -388,11 +410,14 @@ POSENC_API posenc_status posenc_alibi_bias_f32(const float *slopes, size_t n_hea
                                                size_t head_stride, size_t row_stride,
                                                unsigned flags);
 
-/* ---------------------------------------------------------------------------------------
- * Learned position embeddings
- * ------------------------------------------------------------------------------------- */
+/** @} */
 
-/* x[t][j] += table[pos_t][j] for t in [0, n_tokens), j in [0, dim): row pos_t of a
+/* --------------------------------------------------------------------------------------- */
+/** \defgroup learned Learned position embeddings
+ * @{
+ */
+
+/** x[t][j] += table[pos_t][j] for t in [0, n_tokens), j in [0, dim): row pos_t of a
  * [max_pos, dim] table (row r at table + r * table_stride) gathered by the token's position
  * and added to its embedding (row t at x + t * x_stride), in place. pos_t = positions[t],
  * or, if positions is NULL, start_pos + t (seed 003's apply_learned is start_pos = 0).
@@ -407,6 +432,8 @@ POSENC_API posenc_status posenc_learned_add_f32(const float *table, size_t max_p
                                                 size_t table_stride, size_t dim, size_t n_tokens,
                                                 const int32_t *positions, int32_t start_pos,
                                                 float *x, size_t x_stride);
+
+/** @} */
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,114 @@
+"""Loads libposenc and declares the C prototypes of include/posenc.h."""
+
+import ctypes
+import ctypes.util
+import os
+from pathlib import Path
+
+POSENC_OK = 0
+POSENC_ERR_INVALID_ARGUMENT = 1
+POSENC_ERR_UNSUPPORTED = 2
+POSENC_ERR_OUT_OF_MEMORY = 3
+POSENC_ISA_COUNT = 5
+
+ROPE_GPTJ = 1
+ROPE_INVERSE = 2
+ROPE_F32_ANGLES = 4
+SINUSOID_SIN_COS = 1
+SINUSOID_COS_SIN = 2
+SINUSOID_F32_ANGLES = 4
+ALIBI_CAUSAL = 1
+
+
+def _candidates():
+    """Where the library is looked for, in order: next to this package, $POSENC_LIBRARY,
+    then the system's search (ctypes.util.find_library)."""
+    here = Path(__file__).resolve().parent
+    bundled = sorted(here.glob("libposenc.so*"), key=lambda p: len(p.name))
+    found = [str(p) for p in bundled]
+    if os.environ.get("POSENC_LIBRARY"):
+        found.append(os.environ["POSENC_LIBRARY"])
+    system = ctypes.util.find_library("posenc")
+    if system:
+        found.append(system)
+    return found
+
+
+def _load():
+    errors = []
+    for path in _candidates():
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as error:
+            errors.append(f"{path}: {error}")
+    tried = "; ".join(errors) if errors else "none found"
+    raise OSError(
+        "posenc: cannot load libposenc (looked next to the package, in $POSENC_LIBRARY and "
+        f"on the system library path; tried: {tried})")
+
+
+lib, path = _load()
+
+c_size = ctypes.c_size_t
+# Array arguments are passed as addresses (ndarray.ctypes.data) or None for NULL.
+c_int32_p = c_float_p = c_double_p = ctypes.c_void_p
+c_status = ctypes.c_int
+
+
+class RopeTensor(ctypes.Structure):
+    """posenc_rope_tensor."""
+    _fields_ = [("data", ctypes.c_void_p), ("n_heads", c_size), ("token_stride", c_size),
+                ("head_stride", c_size)]
+
+
+def _declare(name, restype, *argtypes):
+    function = getattr(lib, name)
+    function.restype = restype
+    function.argtypes = list(argtypes)
+
+
+_declare("posenc_version", ctypes.c_char_p)
+_declare("posenc_status_string", ctypes.c_char_p, c_status)
+_declare("posenc_isa_name", ctypes.c_char_p, ctypes.c_int)
+_declare("posenc_isa_from_name", c_status, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int))
+_declare("posenc_isa_compiled", ctypes.c_int, ctypes.c_int)
+_declare("posenc_isa_available", ctypes.c_int, ctypes.c_int)
+_declare("posenc_active_isa", ctypes.c_int)
+_declare("posenc_isa_selection", ctypes.c_int, ctypes.POINTER(ctypes.c_int))
+_declare("posenc_cpu_name", ctypes.c_char_p)
+_declare("posenc_cpu_features", ctypes.c_char_p)
+_declare("posenc_set_isa", c_status, ctypes.c_int)
+
+_declare("posenc_rope_plan_create", c_status, ctypes.POINTER(ctypes.c_void_p), c_size,
+         ctypes.c_double, ctypes.c_double)
+_declare("posenc_rope_plan_create_from_freqs", c_status, ctypes.POINTER(ctypes.c_void_p),
+         c_size, c_double_p, ctypes.c_double)
+_declare("posenc_rope_plan_destroy", None, ctypes.c_void_p)
+_declare("posenc_rope_plan_rotary_dim", c_size, ctypes.c_void_p)
+_declare("posenc_rope_plan_attention_factor", ctypes.c_double, ctypes.c_void_p)
+_declare("posenc_rope_plan_freqs", c_status, ctypes.c_void_p, c_double_p)
+_declare("posenc_rope_f32", c_status, ctypes.c_void_p, c_size, c_size, c_int32_p,
+         ctypes.c_int32, ctypes.POINTER(RopeTensor), ctypes.POINTER(RopeTensor), ctypes.c_uint)
+
+_declare("posenc_sinusoid_plan_create", c_status, ctypes.POINTER(ctypes.c_void_p), c_size,
+         ctypes.c_double)
+_declare("posenc_sinusoid_plan_create_from_freqs", c_status, ctypes.POINTER(ctypes.c_void_p),
+         c_size, c_double_p)
+_declare("posenc_sinusoid_plan_destroy", None, ctypes.c_void_p)
+_declare("posenc_sinusoid_plan_dim", c_size, ctypes.c_void_p)
+_declare("posenc_sinusoid_plan_freqs", c_status, ctypes.c_void_p, c_double_p)
+_declare("posenc_sinusoid_fill_f32", c_status, ctypes.c_void_p, c_size, c_int32_p,
+         ctypes.c_int32, c_float_p, c_size, ctypes.c_uint)
+_declare("posenc_sinusoid_fill_timesteps_f32", c_status, ctypes.c_void_p, c_size, c_float_p,
+         c_float_p, c_size, ctypes.c_uint)
+_declare("posenc_sinusoid_add_f32", c_status, ctypes.c_void_p, c_size, c_int32_p,
+         ctypes.c_int32, c_float_p, c_size, ctypes.c_uint)
+
+_declare("posenc_alibi_slopes", c_status, c_size, ctypes.c_double, c_float_p)
+_declare("posenc_alibi_add_f32", c_status, c_float_p, c_size, c_size, c_size, c_size,
+         c_float_p, c_size, c_size, ctypes.c_float, ctypes.c_uint)
+_declare("posenc_alibi_bias_f32", c_status, c_float_p, c_size, c_size, c_size, c_size,
+         c_float_p, c_size, c_size, ctypes.c_uint)
+
+_declare("posenc_learned_add_f32", c_status, c_float_p, c_size, c_size, c_size, c_size,
+         c_int32_p, ctypes.c_int32, c_float_p, c_size)
