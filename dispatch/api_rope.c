@@ -1,5 +1,6 @@
 /* RoPE public entry points: plan construction, then argument checks, then one call
  * through the dispatch table. All validation lives here, once. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,10 @@
 #include "dispatch.h"
 
 #define MAX_ROTARY_DIM ((size_t)1 << 20)
+/* |w| <= 1024 rad/position keeps p * w / 2pi below 2^39 turns for |p| <= 2^31: the split
+ * parts stay exact and p * turn_lo stays below 2^-3 turns, so the reduction keeps its
+ * 2^-22 contract. Real frequencies are at most 1 (w_0 = base^0). */
+#define MAX_FREQ 1024.0
 
 /* 1/(2*pi) as a double-double. */
 static const double INV_TWO_PI_HI = 0x1.45f306dc9c883p-3;
@@ -44,11 +49,11 @@ posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t
   if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
   *plan = NULL;
   if (!freqs || rotary_dim < 2 || rotary_dim % 2 || rotary_dim > MAX_ROTARY_DIM ||
-      !isfinite(attention_factor) || !(attention_factor > 0))
+      !isfinite(attention_factor) || !(attention_factor > 0) || attention_factor > FLT_MAX)
     return POSENC_ERR_INVALID_ARGUMENT;
   const size_t n = rotary_dim / 2, n_pad = round_up(n, POSENC_PLAN_PAD);
   for (size_t i = 0; i < n; ++i)
-    if (!isfinite(freqs[i])) return POSENC_ERR_INVALID_ARGUMENT;
+    if (!(fabs(freqs[i]) <= MAX_FREQ)) return POSENC_ERR_INVALID_ARGUMENT; /* and NaN */
 
   /* One block: the header, then 64-byte aligned arrays, zero padded to n_pad entries. */
   const size_t header = round_up(sizeof(struct posenc_rope_plan), 64);

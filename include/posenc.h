@@ -178,8 +178,10 @@ POSENC_API posenc_status posenc_set_isa(posenc_isa isa);
  * Beware: that angle itself is off by ~1e-2 rad at p = 131072.
  *
  * Variants: every SIMD variant's output is within POSENC_ROPE_SIMD_TOLERANCE *
- * att * (|u| + |v|) of the scalar variant's output for the same element (measured worst:
- * 2.9e-7, i.e. about 2^-21.7).
+ * att * (|u| + |v|) + 2^-147 of the scalar variant's output for the same element (measured
+ * worst: 2.9e-7, i.e. about 2^-21.7; the absolute term covers subnormal results). The scalar
+ * reference rotates in double, the SIMD variants in float: where att * (|u| + |v|) reaches
+ * 2^126, a SIMD variant may overflow to infinity where the reference stays finite.
  * @{
  */
 
@@ -198,14 +200,16 @@ enum {
 typedef struct posenc_rope_plan posenc_rope_plan;
 
 /** The default plan: w_i = base^(-2i/R), i in [0, R/2), computed in double.
- * rotary_dim: even, >= 2, <= 2^20. base: finite, > 0, != 1, every w_i finite (10000 for most
- * models, 500000 for Llama 3, 1e6 for Qwen2). attention_factor: finite, > 0 (1 unless a scaling
- * says otherwise). *plan receives a new plan, or NULL on error. */
+ * rotary_dim: even, >= 2, <= 2^20. base: finite, > 0, != 1, every w_i within the limit of
+ * posenc_rope_plan_create_from_freqs (10000 for most models, 500000 for Llama 3, 1e6 for
+ * Qwen2). attention_factor: > 0 and <= FLT_MAX (1 unless a scaling says otherwise).
+ * *plan receives a new plan, or NULL on error. */
 POSENC_API posenc_status posenc_rope_plan_create(posenc_rope_plan **plan, size_t rotary_dim,
                                                  double base, double attention_factor);
 
-/** A plan from R/2 given frequencies (radians per position; finite, may be 0 or negative).
- * Every scaling type reduces to this. */
+/** A plan from R/2 given frequencies (radians per position, |w| <= 1024; may be 0 or
+ * negative). Beyond 1024 the exact angle reduction could not keep its 2^-22 contract; no
+ * model uses more than 1. Every scaling type reduces to this. */
 POSENC_API posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan,
                                                             size_t rotary_dim, const double *freqs,
                                                             double attention_factor);
@@ -309,12 +313,13 @@ enum {
 typedef struct posenc_sinusoid_plan posenc_sinusoid_plan;
 
 /** w_i = base^(-2i/d) in double. dim: >= 1, <= 2^20. base: finite, > 0, != 1, and every w_i
- * must come out finite (10000 in the paper; diffusers calls it max_period). *plan receives
- * a new plan, or NULL on error. */
+ * must come out with |w_i| <= 1024 (10000 in the paper; diffusers calls it max_period).
+ * *plan receives a new plan, or NULL on error. */
 POSENC_API posenc_status posenc_sinusoid_plan_create(posenc_sinusoid_plan **plan, size_t dim,
                                                      double base);
 
-/** A plan from ceil(dim/2) given frequencies (radians per position; finite). */
+/** A plan from ceil(dim/2) given frequencies (radians per position, |w| <= 1024, as for
+ * posenc_rope_plan_create_from_freqs). */
 POSENC_API posenc_status posenc_sinusoid_plan_create_from_freqs(posenc_sinusoid_plan **plan,
                                                                 size_t dim, const double *freqs);
 

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages posenc needs, if any is missing. Non-interactive; safe to run
-# again. Usage: scripts/install-deps.sh [--aarch64] [--emulation]
+# again. Usage: scripts/install-deps.sh [--aarch64] [--emulation] [--sanitizers]
 #   (no option)  build, test and benchmark natively
 #   --aarch64    also the aarch64 cross build and its tests under qemu-aarch64: Debian's
 #                cross compilers, qemu-user, GoogleTest's sources (built for the target), and
 #                libsleef-dev, libc6 and libstdc++6 for arm64 through multiarch (the arm64
 #                architecture is added): the emulated programs run on those
 #   --emulation  also qemu-user, to run the x86 suite on emulated CPU models
+#   --sanitizers also clang and its runtimes (ASan/UBSan/MSan/TSan, libFuzzer), for
+#                scripts/test-sanitizers.sh, test-tsan.sh and test-fuzz.sh
 set -euo pipefail
 
 packages=(cmake ninja-build gcc g++ pkg-config libsleef-dev libbenchmark-dev libgtest-dev)
@@ -18,7 +20,8 @@ for option in "$@"; do
                  libsleef-dev:arm64 libc6:arm64 libstdc++6:arm64)
       multiarch=arm64 ;;
     --emulation) packages+=(qemu-user) ;;
-    *) echo "usage: $0 [--aarch64] [--emulation]" >&2; exit 2 ;;
+    --sanitizers) packages+=(clang libclang-rt-14-dev) ;;
+    *) echo "usage: $0 [--aarch64] [--emulation] [--sanitizers]" >&2; exit 2 ;;
   esac
 done
 

@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 prefix=${1:-build-san}
 jobs=$(nproc)
 
-scripts/install-deps.sh
+scripts/install-deps.sh --sanitizers
 command -v clang >/dev/null && command -v clang++ >/dev/null ||
   { echo "posenc: clang/clang++ not found (Debian: clang)" >&2; exit 1; }
 

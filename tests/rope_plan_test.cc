@@ -67,9 +67,10 @@ TEST(RopePlan, LargestRotaryDimIsAccepted) {
 }
 
 TEST(RopePlanFromFreqs, RoundTripsFrequenciesExactly) {
-  const std::vector<double> given = {
-      1.0,      0.0,     -0.0,  -0.5, 1e-30, 3.141592653589793, 1e10, DBL_MIN, 0x1.fffffffffffffp-1,
-      -123.456, 1.0 / 3, 2.5e-7};
+  const std::vector<double> given = {1.0,      0.0,     -0.0,
+                                     -0.5,     1e-30,   3.141592653589793,
+                                     1024.0,   DBL_MIN, 0x1.fffffffffffffp-1,
+                                     -123.456, 1.0 / 3, 2.5e-7};
   posenc_rope_plan* raw = nullptr;
   ASSERT_EQ(posenc_rope_plan_create_from_freqs(&raw, 2 * given.size(), given.data(), 0.75),
             POSENC_OK);
@@ -86,8 +87,10 @@ TEST(RopePlanFromFreqs, RoundTripsFrequenciesExactly) {
 }
 
 const size_t kBadRotaryDims[] = {0, 1, 63, kMaxRotaryDim + 2, SIZE_MAX, SIZE_MAX - 1};
-const double kBadBases[] = {0.0, -0.0, -10000.0, 1.0, kNaN, kInf, -kInf};
-const double kBadAttentionFactors[] = {0.0, -0.0, -1.0, kNaN, kInf, -kInf};
+// 1e-300 gives frequencies far beyond 1024 rad/position, where exact reduction ends.
+const double kBadBases[] = {0.0, -0.0, -10000.0, 1.0, kNaN, kInf, -kInf, 1e-300};
+// Also factors that float (the kernels' type) cannot hold.
+const double kBadAttentionFactors[] = {0.0, -0.0, -1.0, kNaN, kInf, -kInf, 1e300, 3.5e38};
 
 // Expects `create` to refuse and to store NULL in its output.
 template <typename Create>
@@ -114,7 +117,7 @@ TEST(RopePlanFromFreqs, RejectsInvalidArgumentsAndStoresNull) {
   // Long enough for every rotary_dim up to 2^20 + 2, should the check come too late.
   const std::vector<double> freqs(kMaxRotaryDim / 2 + 1, 0.25);
   for (size_t bad_pair : {size_t{0}, size_t{7}, size_t{31}}) {
-    for (double bad_value : {kNaN, kInf, -kInf}) {
+    for (double bad_value : {kNaN, kInf, -kInf, 1024.0000000001, -1025.0, 1e10}) {
       std::vector<double> with_bad(freqs.begin(), freqs.begin() + 32);
       with_bad[bad_pair] = bad_value;
       ExpectRefused(
