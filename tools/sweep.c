@@ -1,0 +1,145 @@
+/* posenc-sweep: accuracy of every variant against MPFR (correctly rounded sin/cos of the
+ * exact angle). Not part of CI: the exhaustive sweep takes hours.
+ *
+ *   posenc-sweep [--exhaustive] [--stride N] [--positions N] [--seed S]
+ *
+ * 1. The sin/cos path: every float x in [-pi, pi] (--exhaustive), or every N-th one
+ *    (--stride, default 1021), through each variant's own sincos: a sinusoidal plan of one
+ *    pair with w = 1 in the F32_ANGLES mode makes the angle (float)t * 1 = x exactly.
+ *    Worst |sin - sin(x)|, |cos - cos(x)| per variant.
+ * 2. Random positions |p| < 2^31 (--positions, default 100000) for RoPE's and the
+ *    sinusoid's accurate angles: sinusoidal tables of the default plans (d = 128, bases
+ *    1e4 and 5e5), compared with sin/cos of the exact product p * w_i. RoPE forms its cos/sin
+ *    with the same code (kernels/angle_simd.h), checked by posenc-report.
+ * Prints one line per variant; exits 1 if a figure exceeds the header's 2^-22. */
+#include <math.h>
+#include <mpfr.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "posenc.h"
+
+#define BATCH 4096
+#define PI 3.14159265358979323846
+#define BOUND 0x1p-22
+
+/* The variants this machine runs; worst errors per variant. */
+static posenc_isa isas[POSENC_ISA_COUNT];
+static size_t n_isas;
+static double worst_sincos[POSENC_ISA_COUNT], worst_position[POSENC_ISA_COUNT];
+static float outputs[POSENC_ISA_COUNT][BATCH * 128];
+
+/* Folds the errors of every variant's sin (at out[2k]) and cos (out[2k+1]) of one exact
+ * angle into worst[]; the reference is computed once, correctly rounded to double. */
+static void compare(mpfr_t angle, size_t k, double *worst, mpfr_t s, mpfr_t c) {
+  mpfr_sin_cos(s, c, angle, MPFR_RNDN);
+  const double sd = mpfr_get_d(s, MPFR_RNDN), cd = mpfr_get_d(c, MPFR_RNDN);
+  for (size_t v = 0; v < n_isas; ++v) {
+    worst[v] = fmax(worst[v], fabs((double)outputs[v][2 * k] - sd));
+    worst[v] = fmax(worst[v], fabs((double)outputs[v][2 * k + 1] - cd));
+  }
+}
+
+/* Next float of the sweep, or 0 when past pi. */
+static int next_angle(float *x, uint32_t stride) {
+  for (uint32_t k = 0; k < stride; ++k) *x = nextafterf(*x, INFINITY);
+  return (double)*x <= PI;
+}
+
+static void sweep_sincos(uint32_t stride, mpfr_t a, mpfr_t s, mpfr_t c) {
+  const double one = 1.0;
+  posenc_sinusoid_plan *plan;
+  if (posenc_sinusoid_plan_create_from_freqs(&plan, 2, &one) != POSENC_OK) exit(2);
+  static float t[BATCH];
+  float x = nextafterf(-(float)PI, 0.0f); /* (float)pi rounds above pi */
+  int more = 1;
+  while (more) {
+    size_t n = 0;
+    while (n < BATCH && more) {
+      t[n++] = x;
+      more = next_angle(&x, stride);
+    }
+    for (size_t v = 0; v < n_isas; ++v)
+      if (posenc_set_isa(isas[v]) ||
+          posenc_sinusoid_fill_timesteps_f32(plan, n, t, outputs[v], 0, POSENC_SINUSOID_F32_ANGLES))
+        exit(2);
+    for (size_t r = 0; r < n; ++r) {
+      mpfr_set_flt(a, t[r], MPFR_RNDN);
+      compare(a, r, worst_sincos, s, c);
+    }
+  }
+  posenc_sinusoid_plan_destroy(plan);
+}
+
+static void sweep_positions(size_t count, uint64_t seed, mpfr_t a, mpfr_t s, mpfr_t c) {
+  enum { D = 128, ROWS = BATCH * 128 / D };
+  const double bases[] = {1e4, 5e5};
+  static int32_t pos[ROWS];
+  double w[D / 2];
+  for (size_t b = 0; b < 2; ++b) {
+    posenc_sinusoid_plan *plan;
+    if (posenc_sinusoid_plan_create(&plan, D, bases[b]) != POSENC_OK) exit(2);
+    posenc_sinusoid_plan_freqs(plan, w);
+    for (size_t done = 0; done < count; done += ROWS) {
+      const size_t n = count - done < ROWS ? count - done : ROWS;
+      for (size_t r = 0; r < n; ++r) {
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        pos[r] = (int32_t)(seed >> 32) | 1; /* odd: never INT32_MIN */
+      }
+      for (size_t v = 0; v < n_isas; ++v)
+        if (posenc_set_isa(isas[v]) || posenc_sinusoid_fill_f32(plan, n, pos, 0, outputs[v], 0, 0))
+          exit(2);
+      for (size_t r = 0; r < n; ++r)
+        for (size_t i = 0; i < D / 2; ++i) {
+          mpfr_set_d(a, w[i], MPFR_RNDN);
+          mpfr_mul_si(a, a, pos[r], MPFR_RNDN); /* exact: 53 + 32 bits < 128 */
+          compare(a, r * (D / 2) + i, worst_position, s, c);
+        }
+    }
+    posenc_sinusoid_plan_destroy(plan);
+  }
+}
+
+int main(int argc, char **argv) {
+  uint32_t stride = 1021;
+  size_t positions = 100000;
+  uint64_t seed = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--exhaustive"))
+      stride = 1;
+    else if (!strcmp(argv[i], "--stride") && i + 1 < argc)
+      stride = (uint32_t)strtoul(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--positions") && i + 1 < argc)
+      positions = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+      seed = strtoull(argv[++i], NULL, 10);
+    else {
+      fprintf(stderr, "usage: %s [--exhaustive] [--stride N] [--positions N] [--seed S]\n",
+              argv[0]);
+      return 2;
+    }
+  }
+  if (stride == 0) stride = 1;
+  mpfr_t a, s, c;
+  mpfr_inits2(128, a, s, c, (mpfr_ptr)0);
+  for (int i = 0; i < POSENC_ISA_COUNT; ++i)
+    if (posenc_isa_available((posenc_isa)i)) isas[n_isas++] = (posenc_isa)i;
+  printf(
+      "sin/cos path: every %u-th float in [-pi, pi]; positions: %zu random |p| < 2^31 x 2 "
+      "bases x 64 pairs\n",
+      stride, positions);
+  sweep_sincos(stride, a, s, c);
+  sweep_positions(positions, seed, a, s, c);
+  mpfr_clears(a, s, c, (mpfr_ptr)0);
+  printf("%-8s %14s %14s %10s\n", "isa", "sincos err", "position err", "bound");
+  int fail = 0;
+  for (size_t v = 0; v < n_isas; ++v) {
+    const int ok = worst_sincos[v] <= BOUND && worst_position[v] <= BOUND;
+    fail |= !ok;
+    printf("%-8s %14.3g %14.3g %10.3g %s\n", posenc_isa_name(isas[v]), worst_sincos[v],
+           worst_position[v], BOUND, ok ? "PASS" : "FAIL");
+  }
+  return fail;
+}
