@@ -603,26 +603,38 @@ static int decode(reader *r, call *c) {
   return 1;
 }
 
+/* Calls fn(ctx, token, head, pair, u, v) for every rotated pair (u, v: element indices)
+ * of the q and k views of a RoPE call. */
+typedef void (*rope_pair_fn)(void *ctx, size_t t, size_t h, size_t i, size_t u, size_t w);
+
+static void each_rope_pair(const call *c, rope_pair_fn fn, void *ctx) {
+  const size_t half = posenc_rope_plan_rotary_dim(c->rope_plan) / 2;
+  const int gptj = c->flags & POSENC_ROPE_GPTJ;
+  for (int v = 0; v < 1 + c->with_k; ++v) {
+    const size_t off = v ? c->k_off : c->q_off, heads = v ? c->k_heads : c->q_heads;
+    const size_t ts = v ? c->k_ts : c->q_ts, hs = v ? c->k_hs : c->q_hs;
+    if (heads >= HUGE_BASE || c->n_tokens >= HUGE_BASE) continue;
+    for (size_t t = 0; t < c->n_tokens; ++t)
+      for (size_t h = 0; h < heads; ++h) {
+        if ((t && ts >= HUGE_BASE) || (h && hs >= HUGE_BASE)) continue;
+        const size_t b = off + t * ts + h * hs;
+        for (size_t i = 0; i < half; ++i)
+          fn(ctx, t, h, i, gptj ? b + 2 * i : b + i, gptj ? b + 2 * i + 1 : b + i + half);
+      }
+  }
+}
+
+static void touch_pair(void *ctx, size_t t, size_t h, size_t i, size_t u, size_t w) {
+  (void)t, (void)h, (void)i;
+  touch(ctx, u);
+  touch(ctx, w);
+}
+
 /* Marks the elements a successful call writes (after decode, with c->touched allocated). */
 static void mark_outputs(call *c) {
   switch (c->family) {
     case ROPE: {
-      const size_t R = posenc_rope_plan_rotary_dim(c->rope_plan), half = R / 2;
-      const int gptj = c->flags & POSENC_ROPE_GPTJ;
-      for (int v = 0; v < 1 + c->with_k; ++v) {
-        const size_t off = v ? c->k_off : c->q_off, heads = v ? c->k_heads : c->q_heads;
-        const size_t ts = v ? c->k_ts : c->q_ts, hs = v ? c->k_hs : c->q_hs;
-        if (heads >= HUGE_BASE || c->n_tokens >= HUGE_BASE) continue;
-        for (size_t t = 0; t < c->n_tokens; ++t)
-          for (size_t h = 0; h < heads; ++h) {
-            if ((t && ts >= HUGE_BASE) || (h && hs >= HUGE_BASE)) continue;
-            const size_t b = off + t * ts + h * hs;
-            for (size_t i = 0; i < half; ++i) {
-              touch(c, gptj ? b + 2 * i : b + i);
-              touch(c, gptj ? b + 2 * i + 1 : b + i + half);
-            }
-          }
-      }
+      each_rope_pair(c, touch_pair, c);
       break;
     }
     case SIN_FILL:
@@ -692,56 +704,57 @@ static double tolerance(const call *c, float got, float want) {
 }
 
 /* RoPE: every rotated element within POSENC_ROPE_SIMD_TOLERANCE * att * (|u| + |v|). */
+typedef struct rope_check {
+  const call *c;
+  const char *isa;
+  const float *out, *ref;
+  double att;
+} rope_check;
+
+static void check_rope_pair(void *ctx, size_t t, size_t h, size_t i, size_t u, size_t w) {
+  const rope_check *k = ctx;
+  const call *c = k->c;
+  const char *isa = k->isa;
+  const float *out = k->out, *ref = k->ref;
+  const double att = k->att;
+  /* + 4 FLT_TRUE_MIN: the relative bound cannot cover the absolute rounding of
+   * subnormal results (u*c, v*s and their sum, in each variant); see the report. */
+  const double bound =
+      POSENC_ROPE_SIMD_TOLERANCE * att * (fabs((double)c->input[u]) + fabs((double)c->input[w])) +
+      4.0 * FLT_TRUE_MIN;
+  /* Intermediate overflow: with att * (|u| + |v|) near FLT_MAX, u*c or v*s may
+   * overflow in float in a SIMD variant while the scalar one (products in double)
+   * stays finite, so a variant may give an infinity or NaN where scalar gives a
+   * finite value or an infinity. NaN in scalar must still be NaN in every variant. */
+  const double fu = isfinite(c->input[u]) ? fabs((double)c->input[u]) : 0.0;
+  const double fw = isfinite(c->input[w]) ? fabs((double)c->input[w]) : 0.0;
+  const int overflow = att * (fu + fw) >= 0x1p126;
+  /* An infinite input (and no NaN) gives non-finite outputs whose kind depends on
+   * c and s near 0: Inf * 0 is NaN, Inf * tiny is Inf; the variants' c and s may
+   * differ there within the tolerance (e.g. at position 0 with a stepped sin of
+   * 1e-9 instead of 0). Both must then be non-finite. A NaN input gives NaN. */
+  const int nan_in = isnan(c->input[u]) || isnan(c->input[w]);
+  const int inf_in = !nan_in && (isinf(c->input[u]) || isinf(c->input[w]));
+  const int ok_u = within(out[u], ref[u], bound) ||
+                   (overflow && !isfinite(out[u]) && !isnan(ref[u])) ||
+                   (inf_in && !isfinite(out[u]) && !isfinite(ref[u]));
+  const int ok_w = within(out[w], ref[w], bound) ||
+                   (overflow && !isfinite(out[w]) && !isnan(ref[w])) ||
+                   (inf_in && !isfinite(out[w]) && !isfinite(ref[w]));
+  if (!ok_u || !ok_w)
+    fprintf(stderr,
+            "fuzz_api: RoPE token %zu (position %ld) head %zu pair %zu: input u %a v %a, "
+            "att %a, flags %u; got u %a v %a, scalar u %a v %a\n",
+            t, c->positions ? (long)c->positions[t] : (long)c->start_pos + (long)t, h, i,
+            (double)c->input[u], (double)c->input[w], att, c->flags, (double)out[u], (double)out[w],
+            (double)ref[u], (double)ref[w]);
+  if (!ok_u) violation(c, isa, "rotated u out of tolerance", u, out[u], ref[u]);
+  if (!ok_w) violation(c, isa, "rotated v out of tolerance", w, out[w], ref[w]);
+}
+
 static void check_rope(const call *c, const char *isa, const float *out, const float *ref) {
-  const size_t R = posenc_rope_plan_rotary_dim(c->rope_plan), half = R / 2;
-  const double att = posenc_rope_plan_attention_factor(c->rope_plan);
-  const int gptj = c->flags & POSENC_ROPE_GPTJ;
-  for (int v = 0; v < 1 + c->with_k; ++v) {
-    const size_t off = v ? c->k_off : c->q_off, heads = v ? c->k_heads : c->q_heads;
-    const size_t ts = v ? c->k_ts : c->q_ts, hs = v ? c->k_hs : c->q_hs;
-    if (heads >= HUGE_BASE || c->n_tokens >= HUGE_BASE) continue;
-    for (size_t t = 0; t < c->n_tokens; ++t)
-      for (size_t h = 0; h < heads; ++h) {
-        if ((t && ts >= HUGE_BASE) || (h && hs >= HUGE_BASE)) continue;
-        const size_t b = off + t * ts + h * hs;
-        for (size_t i = 0; i < half; ++i) {
-          const size_t u = gptj ? b + 2 * i : b + i, w = gptj ? b + 2 * i + 1 : b + i + half;
-          /* + 4 FLT_TRUE_MIN: the relative bound cannot cover the absolute rounding of
-           * subnormal results (u*c, v*s and their sum, in each variant); see the report. */
-          const double bound = POSENC_ROPE_SIMD_TOLERANCE * att *
-                                   (fabs((double)c->input[u]) + fabs((double)c->input[w])) +
-                               4.0 * FLT_TRUE_MIN;
-          /* Intermediate overflow: with att * (|u| + |v|) near FLT_MAX, u*c or v*s may
-           * overflow in float in a SIMD variant while the scalar one (products in double)
-           * stays finite, so a variant may give an infinity or NaN where scalar gives a
-           * finite value or an infinity. NaN in scalar must still be NaN in every variant. */
-          const double fu = isfinite(c->input[u]) ? fabs((double)c->input[u]) : 0.0;
-          const double fw = isfinite(c->input[w]) ? fabs((double)c->input[w]) : 0.0;
-          const int overflow = att * (fu + fw) >= 0x1p126;
-          /* An infinite input (and no NaN) gives non-finite outputs whose kind depends on
-           * c and s near 0: Inf * 0 is NaN, Inf * tiny is Inf; the variants' c and s may
-           * differ there within the tolerance (e.g. at position 0 with a stepped sin of
-           * 1e-9 instead of 0). Both must then be non-finite. A NaN input gives NaN. */
-          const int nan_in = isnan(c->input[u]) || isnan(c->input[w]);
-          const int inf_in = !nan_in && (isinf(c->input[u]) || isinf(c->input[w]));
-          const int ok_u = within(out[u], ref[u], bound) ||
-                           (overflow && !isfinite(out[u]) && !isnan(ref[u])) ||
-                           (inf_in && !isfinite(out[u]) && !isfinite(ref[u]));
-          const int ok_w = within(out[w], ref[w], bound) ||
-                           (overflow && !isfinite(out[w]) && !isnan(ref[w])) ||
-                           (inf_in && !isfinite(out[w]) && !isfinite(ref[w]));
-          if (!ok_u || !ok_w)
-            fprintf(stderr,
-                    "fuzz_api: RoPE token %zu (position %ld) head %zu pair %zu: input u %a v %a, "
-                    "att %a, flags %u; got u %a v %a, scalar u %a v %a\n",
-                    t, c->positions ? (long)c->positions[t] : (long)c->start_pos + (long)t, h, i,
-                    (double)c->input[u], (double)c->input[w], att, c->flags, (double)out[u],
-                    (double)out[w], (double)ref[u], (double)ref[w]);
-          if (!ok_u) violation(c, isa, "rotated u out of tolerance", u, out[u], ref[u]);
-          if (!ok_w) violation(c, isa, "rotated v out of tolerance", w, out[w], ref[w]);
-        }
-      }
-  }
+  rope_check k = {c, isa, out, ref, posenc_rope_plan_attention_factor(c->rope_plan)};
+  each_rope_pair(c, check_rope_pair, &k);
 }
 
 typedef struct run_result {
