@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "msan.h"
+
 #define VEC_SUFFIX avx2
 #define VF_W 8
 #define VD_W 4
@@ -36,7 +38,8 @@ static inline vf vf_zip_hi(vf a, vf b) {
   return _mm256_permute2f128_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b), 0x31);
 }
 static inline void vf_sincos(vf x, vf *s, vf *c) {
-  const Sleef___m256_2 r = Sleef_sincosf8_u10avx2(x);
+  Sleef___m256_2 r = Sleef_sincosf8_u10avx2(x);
+  POSENC_MSAN_UNPOISON(&r, sizeof r);
   *s = r.x;
   *c = r.y;
 }

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "msan.h"
+
 #define VEC_SUFFIX avx512
 #define VF_W 16
 #define VD_W 8
@@ -52,7 +54,8 @@ static inline vf vf_zip_hi(vf a, vf b) {
   return _mm512_permutex2var_ps(a, idx, b);
 }
 static inline void vf_sincos(vf x, vf *s, vf *c) {
-  const Sleef___m512_2 r = Sleef_sincosf16_u10avx512f(x);
+  Sleef___m512_2 r = Sleef_sincosf16_u10avx512f(x);
+  POSENC_MSAN_UNPOISON(&r, sizeof r);
   *s = r.x;
   *c = r.y;
 }

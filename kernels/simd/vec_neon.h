@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "msan.h"
+
 #define VEC_SUFFIX neon
 #define VF_W 4
 #define VD_W 2
@@ -35,7 +37,8 @@ static inline vf vf_swap_pairs(vf x) { return vrev64q_f32(x); }
 static inline vf vf_zip_lo(vf a, vf b) { return vzip1q_f32(a, b); }
 static inline vf vf_zip_hi(vf a, vf b) { return vzip2q_f32(a, b); }
 static inline void vf_sincos(vf x, vf *s, vf *c) {
-  const Sleef_float32x4_t_2 r = Sleef_sincosf4_u10advsimd(x);
+  Sleef_float32x4_t_2 r = Sleef_sincosf4_u10advsimd(x);
+  POSENC_MSAN_UNPOISON(&r, sizeof r);
   *s = r.x;
   *c = r.y;
 }

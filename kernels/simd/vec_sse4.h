@@ -5,6 +5,8 @@
 #include <sleef.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "msan.h"
 #include <smmintrin.h>
 
 #define VEC_SUFFIX sse4
@@ -34,7 +36,8 @@ static inline vf vf_swap_pairs(vf x) { return _mm_shuffle_ps(x, x, _MM_SHUFFLE(2
 static inline vf vf_zip_lo(vf a, vf b) { return _mm_unpacklo_ps(a, b); }
 static inline vf vf_zip_hi(vf a, vf b) { return _mm_unpackhi_ps(a, b); }
 static inline void vf_sincos(vf x, vf *s, vf *c) {
-  const Sleef___m128_2 r = Sleef_sincosf4_u10sse4(x);
+  Sleef___m128_2 r = Sleef_sincosf4_u10sse4(x);
+  POSENC_MSAN_UNPOISON(&r, sizeof r);
   *s = r.x;
   *c = r.y;
 }
