@@ -13,6 +13,9 @@
  *  - Kernels never read or write outside the elements they are given.
  *  - NaN and infinity in tensor data propagate as IEEE arithmetic says; NaN or infinite
  *    parameters (base, frequencies, factors) are rejected with POSENC_ERR_INVALID_ARGUMENT.
+ *    Where an operation has two NaN operands, which payload comes out is the compiler's
+ *    and the hardware's choice: "bit-identical" below means identical bits for every
+ *    element that is not NaN, and NaN where the reference has NaN.
  */
 #ifndef POSENC_H
 #define POSENC_H

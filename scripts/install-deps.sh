@@ -7,7 +7,8 @@
 #                libsleef-dev, libc6 and libstdc++6 for arm64 through multiarch (the arm64
 #                architecture is added): the emulated programs run on those
 #   --emulation  also qemu-user, to run the x86 suite on emulated CPU models
-#   --sanitizers also clang and its runtimes (ASan/UBSan/MSan/TSan, libFuzzer), for
+#   --sanitizers also clang and its runtimes (ASan/UBSan/MSan/TSan, libFuzzer), and
+#                GoogleTest's sources (the MSan build compiles them instrumented), for
 #                scripts/test-sanitizers.sh, test-tsan.sh and test-fuzz.sh
 set -euo pipefail
 
@@ -20,7 +21,7 @@ for option in "$@"; do
                  libsleef-dev:arm64 libc6:arm64 libstdc++6:arm64)
       multiarch=arm64 ;;
     --emulation) packages+=(qemu-user) ;;
-    --sanitizers) packages+=(clang libclang-rt-14-dev) ;;
+    --sanitizers) packages+=(clang libclang-rt-14-dev googletest) ;;
     *) echo "usage: $0 [--aarch64] [--emulation] [--sanitizers]" >&2; exit 2 ;;
   esac
 done
