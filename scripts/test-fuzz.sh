@@ -6,6 +6,8 @@
 # executions (default 1000000) over a copy of the seed corpus fuzz/corpus. Prints the
 # execution count, the time and any finding; fails on a crash, a sanitizer report or a
 # differential violation (the target aborts). Needs clang and libclang-rt-14-dev (Debian).
+# POSENC_FUZZ_SANITIZER=memory builds with MemorySanitizer instead of ASan+UBSan (libFuzzer
+# supports it; SLEEF's vector results are marked initialised in kernels/simd/msan.h).
 # POSENC_FUZZ_STRICT=1 also compares the values of calls hitting the known issues listed in
 # fuzz/fuzz_api.c (frequencies above 2^32, a RoPE attention factor above FLT_MAX).
 # Usage: scripts/test-fuzz.sh [build-dir] [runs] [extra libFuzzer options...]
@@ -19,7 +21,11 @@ shift $(($# < 2 ? $# : 2))
 cc=${CC_FUZZ:-clang}
 cxx=${CXX_FUZZ:-clang++}
 
-san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+case ${POSENC_FUZZ_SANITIZER:-address} in
+  address) san="-fsanitize=address,undefined -fno-sanitize-recover=undefined" ;;
+  memory) san="-fsanitize=memory -fsanitize-memory-track-origins" ;;
+  *) echo "posenc: POSENC_FUZZ_SANITIZER is address or memory" >&2; exit 2 ;;
+esac
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 if [ ! -f "$build/CMakeCache.txt" ]; then
@@ -39,6 +45,7 @@ cp fuzz/corpus/* "$work/corpus/"
 unset POSENC_ISA
 export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export MSAN_OPTIONS="halt_on_error=1"
 start=$(date +%s)
 set +e
 "$build/fuzz_api" -runs="$runs" -print_final_stats=1 -artifact_prefix="$work/artifacts/" \

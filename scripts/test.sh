@@ -3,10 +3,10 @@
 # examples); the packaging consumers (find_package, pkg-config, add_subdirectory) against
 # an installed prefix; the Python package's pytest suite; the whole ctest suite under
 # ASan+UBSan (gcc and clang) and MSan (clang); the dispatcher race test under TSan (100
-# rounds); the libFuzzer differential target under ASan+UBSan (1,000,000 executions); then,
-# on an x86-64 host, the aarch64 build's suite under qemu-aarch64 and the native suite again
-# on emulated Haswell (avx2) and Nehalem (sse4) CPUs. Installs what it needs. Stops at the
-# first failing part.
+# rounds); the libFuzzer differential target under ASan+UBSan (1,000,000 executions) and
+# MSan (200,000); then, on an x86-64 host, the aarch64 build's suite under qemu-aarch64 and
+# the native suite again on emulated Haswell (avx2) and Nehalem (sse4) CPUs. Installs what
+# it needs. Stops at the first failing part.
 # Usage: scripts/test.sh [--native-only] [build-dir]   (default: build-test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +28,8 @@ part "dispatcher race under TSan"
 scripts/test-tsan.sh "$build-tsan" 100
 part "differential fuzzing under ASan+UBSan"
 scripts/test-fuzz.sh "$build-fuzz" 1000000
+part "differential fuzzing under MSan"
+POSENC_FUZZ_SANITIZER=memory scripts/test-fuzz.sh "$build-fuzz-msan" 200000
 if [ "$(uname -m)" = x86_64 ]; then
   part "aarch64 suite under qemu-aarch64"
   scripts/test-aarch64.sh "$build-aarch64"
