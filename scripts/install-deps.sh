@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian packages posenc needs, if any is missing. Non-interactive; safe to run
-# again. Usage: scripts/install-deps.sh [--aarch64] [--emulation] [--sanitizers]
+# again. Usage: scripts/install-deps.sh [--aarch64] [--emulation] [--sanitizers] [--plots]
 #   (no option)  build, test and benchmark natively
 #   --aarch64    also the aarch64 cross build and its tests under qemu-aarch64: Debian's
 #                cross compilers, qemu-user, GoogleTest's sources (built for the target), and
-#                libsleef-dev, libc6 and libstdc++6 for arm64 through multiarch (the arm64
-#                architecture is added): the emulated programs run on those
+#                libsleef-dev, libc6, libstdc++6 and libgomp1 (the OpenMP example) for arm64
+#                through multiarch (the arm64 architecture is added): the emulated programs
+#                run on those
 #   --emulation  also qemu-user, to run the x86 suite on emulated CPU models
 #   --sanitizers also clang and its runtimes (ASan/UBSan/MSan/TSan, libFuzzer), and
 #                GoogleTest's sources (the MSan build compiles them instrumented), for
 #                scripts/test-sanitizers.sh, test-tsan.sh and test-fuzz.sh
+#   --plots      also Python 3 with matplotlib (Debian's python3-matplotlib), with which
+#                posenc-report draws its plots (scripts/report.sh)
 set -euo pipefail
 
 packages=(cmake ninja-build gcc g++ pkg-config libsleef-dev libbenchmark-dev libgtest-dev)
@@ -18,11 +21,12 @@ for option in "$@"; do
   case "$option" in
     --aarch64)
       packages+=(qemu-user gcc-aarch64-linux-gnu g++-aarch64-linux-gnu googletest
-                 libsleef-dev:arm64 libc6:arm64 libstdc++6:arm64)
+                 libsleef-dev:arm64 libc6:arm64 libstdc++6:arm64 libgomp1:arm64)
       multiarch=arm64 ;;
     --emulation) packages+=(qemu-user) ;;
     --sanitizers) packages+=(clang libclang-rt-14-dev googletest) ;;
-    *) echo "usage: $0 [--aarch64] [--emulation] [--sanitizers]" >&2; exit 2 ;;
+    --plots) packages+=(python3-matplotlib) ;;
+    *) echo "usage: $0 [--aarch64] [--emulation] [--sanitizers] [--plots]" >&2; exit 2 ;;
   esac
 done
 
