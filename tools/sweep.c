@@ -1,5 +1,6 @@
 /* posenc-sweep: accuracy of every variant against MPFR (correctly rounded sin/cos of the
- * exact angle). Not part of CI: the exhaustive sweep takes about 30 min with --jobs 2.
+ * exact angle). Not part of CI: the exhaustive sweep takes about 30 CPU-minutes (--jobs N
+ * splits it over N processes).
  *
  *   posenc-sweep [--exhaustive] [--stride N] [--positions N] [--seed S] [--jobs N]
  *
