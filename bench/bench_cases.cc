@@ -12,10 +12,12 @@
 namespace posenc_bench {
 namespace {
 
+RowEnterHook g_row_enter_hook = nullptr;
+
 const std::vector<GroupRows>& AllRows() {
   static const std::vector<GroupRows> rows = [] {
     std::vector<GroupRows> all;
-    for (auto family : {RopeRows, SinusoidRows, AlibiRows, LearnedRows}) {
+    for (auto family : {RopeRows, SinusoidRows, AlibiRows, AlibiSoftmaxRows, LearnedRows}) {
       std::vector<GroupRows> groups = family();
       all.insert(all.end(), groups.begin(), groups.end());
     }
@@ -46,6 +48,8 @@ void TimePasses(benchmark::State& state, const GroupRows& rows, const PassFactor
 
 // The ISA is selected at every run of the row (repetitions interleave rows of other ISAs).
 void RunPosenc(benchmark::State& state, const GroupRows* rows, posenc_isa isa) {
+  NotifyRowEnter(RowName(rows->group.kernel, posenc_isa_name(isa), rows->group.shape),
+                 state.max_iterations);
   if (posenc_set_isa(isa) != POSENC_OK) {
     state.SkipWithError("posenc_set_isa failed");
     return;
@@ -54,6 +58,7 @@ void RunPosenc(benchmark::State& state, const GroupRows* rows, posenc_isa isa) {
 }
 
 void RunNaive(benchmark::State& state, const GroupRows* rows) {
+  NotifyRowEnter(RowName(rows->group.kernel, "naive", rows->group.shape), state.max_iterations);
   TimePasses(state, *rows, rows->naive);
 }
 
@@ -69,6 +74,12 @@ void RegisterGroup(const GroupRows& rows) {
 }
 
 }  // namespace
+
+void SetRowEnterHook(RowEnterHook hook) { g_row_enter_hook = hook; }
+
+void NotifyRowEnter(const std::string& row_name, int64_t max_iterations) {
+  if (g_row_enter_hook) g_row_enter_hook(row_name, max_iterations);
+}
 
 Pass FailedPass(posenc_status status) {
   return [status] { return status; };

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "posenc.h"
@@ -46,9 +47,13 @@ std::vector<GroupRows> GroupPerShape(const Shape (&shapes)[N], GroupRows (*group
 std::vector<GroupRows> RopeRows();
 std::vector<GroupRows> SinusoidRows();
 std::vector<GroupRows> AlibiRows();
+std::vector<GroupRows> AlibiSoftmaxRows();
 std::vector<GroupRows> LearnedRows();
 
 void RegisterLimitRows();
+
+// Calls the hook of SetRowEnterHook(), if any.
+void NotifyRowEnter(const std::string& row_name, int64_t max_iterations);
 
 // n bytes of floats, as the int64_t Google Benchmark counts.
 inline int64_t FloatBytes(size_t n) { return static_cast<int64_t>(n * sizeof(float)); }

@@ -116,6 +116,7 @@ const limit_candidate& ChosenCandidate(limit_kind kind, float* x, size_t n) {
 
 // Bytes read + written per pass: 2n for the in-place rmw stream, n for store-only.
 void RunLimit(benchmark::State& state, limit_kind kind, size_t bytes) {
+  NotifyRowEnter(LimitRowName(kind == LIMIT_RMW, bytes), state.max_iterations);
   const size_t n = bytes / sizeof(float);
   const AlignedFloats buf = RandomFloats(n, 3);
   const limit_candidate& candidate = ChosenCandidate(kind, buf.get(), n);

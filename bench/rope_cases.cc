@@ -1,8 +1,11 @@
-// RoPE rows: every available ISA through the public dispatch, and the naive loop.
+// RoPE rows: every available ISA through the public dispatch, and the naive loop; f32 head
+// vectors in both pair layouts, and bf16 / f16 ones (NEOX).
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "../kernels/half.h"
 #include "bench_buffer.h"
 #include "bench_rows.h"
 #include "posenc.h"
@@ -14,14 +17,25 @@ namespace {
 constexpr double kBase = 10000.0;
 constexpr int32_t kFirstPosition = 1000;  // positions[t] = 1000 + t
 
+enum class Storage { kF32, kBf16, kF16 };
+
+size_t ElementBytes(Storage storage) {
+  return storage == Storage::kF32 ? sizeof(float) : sizeof(uint16_t);
+}
+
 struct RopeKernel {
   const char* name;
   unsigned flags;  // accurate angles (the default), forward
-  naive_rope_fn naive;
+  Storage storage;
+  naive_rope_fn naive;      // f32
+  naive_rope16_fn naive16;  // bf16, f16
 };
 
-const RopeKernel kKernels[] = {{"rope_f32_neox", POSENC_ROPE_NEOX, naive_rope_neox},
-                               {"rope_f32_gptj", POSENC_ROPE_GPTJ, naive_rope_gptj}};
+const RopeKernel kKernels[] = {
+    {"rope_f32_neox", POSENC_ROPE_NEOX, Storage::kF32, naive_rope_neox, nullptr},
+    {"rope_f32_gptj", POSENC_ROPE_GPTJ, Storage::kF32, naive_rope_gptj, nullptr},
+    {"rope_bf16_neox", POSENC_ROPE_NEOX, Storage::kBf16, nullptr, naive_rope_neox_bf16},
+    {"rope_f16_neox", POSENC_ROPE_NEOX, Storage::kF16, nullptr, naive_rope_neox_f16}};
 
 // Llama-3-8B-like heads: 32 Q heads and 8 K heads (GQA), head_dim = rotary_dim = 128,
 // layout [L, H, D] with separate Q and K buffers.
@@ -48,22 +62,39 @@ size_t Elements(const RopeShape& shape) {
   return shape.tokens * (shape.q_heads + shape.k_heads) * shape.head_dim;
 }
 
+// n random values in [-1, 1] stored as `storage`, 64-byte aligned: floats, or 16-bit
+// elements in an array of half as many floats (allocated as the limit rows' buffers are).
+AlignedFloats RandomElements(size_t n, uint64_t seed, Storage storage) {
+  AlignedFloats values = RandomFloats(n, seed);
+  if (storage == Storage::kF32) return values;
+  AlignedFloats packed = AlignedFloatArray((n + 1) / 2);
+  auto* bits = reinterpret_cast<uint16_t*>(packed.get());
+  for (size_t i = 0; i < n; ++i)
+    bits[i] =
+        storage == Storage::kBf16 ? posenc_f32_to_bf16(values[i]) : posenc_f32_to_f16(values[i]);
+  return packed;
+}
+
 // The Q and K buffers of one shape ([L, Hq, D] and [L, Hk, D]), random in [-1, 1], and the
 // positions. Rotating in place again every pass keeps the magnitudes, so the data stays
 // well-scaled however many passes run.
 struct RopeBuffers {
-  explicit RopeBuffers(const RopeShape& s)
+  RopeBuffers(const RopeShape& s, Storage st)
       : shape(s),
-        q(RandomFloats(s.tokens * s.q_heads * s.head_dim, 1)),
-        k(RandomFloats(s.tokens * s.k_heads * s.head_dim, 2)),
+        storage(st),
+        q(RandomElements(s.tokens * s.q_heads * s.head_dim, 1, st)),
+        k(RandomElements(s.tokens * s.k_heads * s.head_dim, 2, st)),
         positions(s.tokens) {
     for (size_t t = 0; t < s.tokens; ++t) positions[t] = kFirstPosition + static_cast<int32_t>(t);
   }
   posenc_rope_tensor View(float* data, size_t heads) const {
     return {data, heads, heads * shape.head_dim, shape.head_dim};
   }
+  uint16_t* Q16() const { return reinterpret_cast<uint16_t*>(q.get()); }
+  uint16_t* K16() const { return reinterpret_cast<uint16_t*>(k.get()); }
   RopeShape shape;
-  AlignedFloats q, k;
+  Storage storage;
+  AlignedFloats q, k;  // for bf16 / f16: the 16-bit elements
   std::vector<int32_t> positions;
 };
 
@@ -72,25 +103,35 @@ Pass PosencPass(const RopeKernel& kernel, const RopeShape& shape) {
   const posenc_status status = posenc_rope_plan_create(&raw_plan, shape.rotary_dim, kBase, 1.0);
   if (status != POSENC_OK) return FailedPass(status);
   const std::shared_ptr<posenc_rope_plan> plan(raw_plan, posenc_rope_plan_destroy);
-  const auto buf = std::make_shared<RopeBuffers>(shape);
+  const auto buf = std::make_shared<RopeBuffers>(shape, kernel.storage);
   const posenc_rope_tensor q = buf->View(buf->q.get(), shape.q_heads);
   const posenc_rope_tensor k = buf->View(buf->k.get(), shape.k_heads);
-  return [plan, buf, q, k, flags = kernel.flags] {
-    return posenc_rope_f32(plan.get(), buf->shape.head_dim, buf->shape.tokens,
-                           buf->positions.data(), 0, &q, &k, flags);
+  const auto rotate = kernel.storage == Storage::kBf16  ? posenc_rope_bf16
+                      : kernel.storage == Storage::kF16 ? posenc_rope_f16
+                                                        : posenc_rope_f32;
+  return [plan, buf, q, k, rotate, flags = kernel.flags] {
+    return rotate(plan.get(), buf->shape.head_dim, buf->shape.tokens, buf->positions.data(), 0, &q,
+                  &k, flags);
   };
 }
 
 // The naive loop gets its cos/sin table ([L, R/2] each) for free: built here, untimed.
 Pass NaivePass(const RopeKernel& kernel, const RopeShape& shape) {
-  const auto buf = std::make_shared<RopeBuffers>(shape);
+  const auto buf = std::make_shared<RopeBuffers>(shape, kernel.storage);
   const size_t table_size = shape.tokens * shape.rotary_dim / 2;
   const std::shared_ptr<float[]> cos_tab = AlignedFloatArray(table_size);
   const std::shared_ptr<float[]> sin_tab = AlignedFloatArray(table_size);
   naive_rope_table(shape.tokens, buf->positions.data(), shape.rotary_dim, kBase, cos_tab.get(),
                    sin_tab.get());
-  return [buf, cos_tab, sin_tab, naive = kernel.naive] {
+  return [buf, cos_tab, sin_tab, naive = kernel.naive, naive16 = kernel.naive16] {
     const RopeShape& s = buf->shape;
+    if (naive16) {
+      naive16(buf->Q16(), s.tokens, s.q_heads, s.head_dim, s.rotary_dim, cos_tab.get(),
+              sin_tab.get());
+      naive16(buf->K16(), s.tokens, s.k_heads, s.head_dim, s.rotary_dim, cos_tab.get(),
+              sin_tab.get());
+      return POSENC_OK;
+    }
     naive(buf->q.get(), s.tokens, s.q_heads, s.head_dim, s.rotary_dim, cos_tab.get(),
           sin_tab.get());
     naive(buf->k.get(), s.tokens, s.k_heads, s.head_dim, s.rotary_dim, cos_tab.get(),
@@ -99,16 +140,17 @@ Pass NaivePass(const RopeKernel& kernel, const RopeShape& shape) {
   };
 }
 
-// Q and K read and written once: 2 * their bytes. The naive loop also reads its table
-// (tokens * R floats), which is NOT counted, so that bytes/s ratios between the rows are
-// time ratios. Items: every element of Q and K (R = D in these shapes).
+// Q and K read and written once: 2 * their bytes (2-byte elements for bf16 / f16, compared
+// with limit_rmw of the same bytes). The naive loop also reads its table (tokens * R
+// floats), which is NOT counted, so that bytes/s ratios between the rows are time ratios.
+// Items: every element of Q and K (R = D in these shapes).
 GroupRows Group(const RopeKernel& kernel, const RopeShape& shape) {
-  const size_t bytes = Elements(shape) * sizeof(float);
+  const size_t bytes = Elements(shape) * ElementBytes(kernel.storage);
   const std::string about = std::to_string(bytes) + " bytes in place, " +
                             std::to_string(shape.q_heads) + " Q + " +
                             std::to_string(shape.k_heads) + " K heads";
   return {{kernel.name, ShapeName(shape), true, bytes, about},
-          2 * FloatBytes(Elements(shape)),
+          2 * static_cast<int64_t>(bytes),
           static_cast<int64_t>(Elements(shape)),
           Factory(PosencPass, kernel, shape),
           Factory(NaivePass, kernel, shape)};

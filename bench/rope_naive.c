@@ -3,6 +3,9 @@
 #include "rope_naive.h"
 
 #include <math.h>
+#include <string.h>
+
+#include "naive_half.h"
 
 void naive_rope_table(size_t n_tokens, const int32_t *positions, size_t rotary_dim, double base,
                       float *cos_tab, float *sin_tab) {
@@ -47,3 +50,25 @@ void naive_rope_gptj(float *x, size_t n_tokens, size_t n_heads, size_t head_dim,
     }
   }
 }
+
+/* bf16_to_float, float_to_bf16, f16_to_float, float_to_f16: naive_half.h. */
+
+#define NAIVE_ROPE_NEOX16(name, load, store)                                                  \
+  void name(uint16_t *x, size_t n_tokens, size_t n_heads, size_t head_dim, size_t rotary_dim, \
+            const float *cos_tab, const float *sin_tab) {                                     \
+    const size_t half = rotary_dim / 2;                                                       \
+    for (size_t t = 0; t < n_tokens; ++t) {                                                   \
+      const float *c = cos_tab + t * half, *s = sin_tab + t * half;                           \
+      for (size_t h = 0; h < n_heads; ++h) {                                                  \
+        uint16_t *v = x + (t * n_heads + h) * head_dim;                                       \
+        for (size_t i = 0; i < half; ++i) {                                                   \
+          const float x0 = load(v[i]), x1 = load(v[i + half]);                                \
+          v[i] = store(x0 * c[i] - x1 * s[i]);                                                \
+          v[i + half] = store(x1 * c[i] + x0 * s[i]);                                         \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+  }
+
+NAIVE_ROPE_NEOX16(naive_rope_neox_bf16, bf16_to_float, float_to_bf16)
+NAIVE_ROPE_NEOX16(naive_rope_neox_f16, f16_to_float, float_to_f16)

@@ -25,6 +25,16 @@ void naive_rope_neox(float *x, size_t n_tokens, size_t n_heads, size_t head_dim,
 void naive_rope_gptj(float *x, size_t n_tokens, size_t n_heads, size_t head_dim, size_t rotary_dim,
                      const float *cos_tab, const float *sin_tab);
 
+typedef void (*naive_rope16_fn)(uint16_t *x, size_t n_tokens, size_t n_heads, size_t head_dim,
+                                size_t rotary_dim, const float *cos_tab, const float *sin_tab);
+
+/* NEOX pairs of bf16 / f16 head vectors (uint16_t bits): each pair widened to float, rotated
+ * in float, rounded back to nearest even. */
+void naive_rope_neox_bf16(uint16_t *x, size_t n_tokens, size_t n_heads, size_t head_dim,
+                          size_t rotary_dim, const float *cos_tab, const float *sin_tab);
+void naive_rope_neox_f16(uint16_t *x, size_t n_tokens, size_t n_heads, size_t head_dim,
+                         size_t rotary_dim, const float *cos_tab, const float *sin_tab);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,6 +21,12 @@ void naive_sinusoid_fill(float *out, size_t n_rows, int32_t start_pos, size_t di
 /* x[r] += the encoding of position start_pos + r, in place. */
 void naive_sinusoid_add(float *x, size_t n_rows, int32_t start_pos, size_t dim,
                         const float *inv_freq);
+/* naive_sinusoid_fill into bf16 / f16 tables (uint16_t bits), each value rounded to nearest
+ * even as it is stored (naive_half.h). */
+void naive_sinusoid_fill_bf16(uint16_t *out, size_t n_rows, int32_t start_pos, size_t dim,
+                              const float *inv_freq);
+void naive_sinusoid_fill_f16(uint16_t *out, size_t n_rows, int32_t start_pos, size_t dim,
+                             const float *inv_freq);
 
 #ifdef __cplusplus
 }

@@ -136,9 +136,11 @@ typedef struct view_span {
 } view_span;
 
 /* 1 if the view is valid (element-aligned, no overflow, head vectors pairwise disjoint). */
-static int check_view(const posenc_rope_tensor *v, size_t n_tokens, size_t dim, view_span *out) {
-  if (!posenc_float_aligned(v->data) ||
-      !posenc_grid_extent(n_tokens, v->token_stride, v->n_heads, v->head_stride, dim, &out->extent))
+static int check_view(const posenc_rope_tensor *v, size_t n_tokens, size_t dim, size_t elem,
+                      view_span *out) {
+  if (!posenc_elem_aligned(v->data, elem) ||
+      !posenc_grid_extent_elems(elem, n_tokens, v->token_stride, v->n_heads, v->head_stride, dim,
+                                &out->extent))
     return 0;
   out->row_span = (v->n_heads - 1) * v->head_stride + dim; /* <= extent: no overflow */
   return 1;
@@ -148,13 +150,14 @@ static int check_view(const posenc_rope_tensor *v, size_t n_tokens, size_t dim, 
  * share one token stride with each token's q and k heads in separate parts of the row
  * (packed QKV); other interleavings are rejected. */
 static int views_disjoint(const posenc_rope_tensor *q, const view_span *qs,
-                          const posenc_rope_tensor *k, const view_span *ks, size_t n_tokens) {
-  if (posenc_spans_disjoint(q->data, qs->extent, k->data, ks->extent)) return 1;
+                          const posenc_rope_tensor *k, const view_span *ks, size_t n_tokens,
+                          size_t elem) {
   const uintptr_t qa = (uintptr_t)q->data, ka = (uintptr_t)k->data;
+  if (ka >= qa + qs->extent * elem || qa >= ka + ks->extent * elem) return 1;
   const size_t stride = q->token_stride;
   if (n_tokens < 2 || k->token_stride != stride || qs->row_span > stride || ks->row_span > stride)
     return 0;
-  const size_t delta = (ka > qa ? ka - qa : qa - ka) / sizeof(float);
+  const size_t delta = (ka > qa ? ka - qa : qa - ka) / elem;
   /* Offset of the later view's row inside the earlier one's period. */
   const size_t first_span = ka > qa ? qs->row_span : ks->row_span;
   const size_t second_span = ka > qa ? ks->row_span : qs->row_span;
@@ -162,39 +165,68 @@ static int views_disjoint(const posenc_rope_tensor *q, const view_span *qs,
   return off >= first_span && off + second_span <= stride;
 }
 
-posenc_status posenc_rope_f32(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
+/* Every check of posenc_rope_f32, for elements of any storage type; then one call of the
+ * active ISA's kernel for that type. */
+static posenc_status rope_run(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
                               const int32_t *positions, int32_t start_pos,
                               const posenc_rope_tensor *q, const posenc_rope_tensor *k,
-                              unsigned flags) {
+                              unsigned flags, posenc_elem elem) {
   const unsigned known = POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES;
   if (!plan || !q || (flags & ~known) || head_dim < plan->rotary_dim)
     return POSENC_ERR_INVALID_ARGUMENT;
   if (!positions && n_tokens > 0 && !posenc_run_fits_int32(start_pos, n_tokens))
     return POSENC_ERR_INVALID_ARGUMENT;
 
-  rope_f32_args args = {.plan = plan,
-                        .n_tokens = n_tokens,
-                        .positions = positions,
-                        .start_pos = start_pos,
-                        .flags = flags};
+  const size_t size = posenc_elem_size(elem);
+  rope_args args = {.plan = plan,
+                    .n_tokens = n_tokens,
+                    .positions = positions,
+                    .start_pos = start_pos,
+                    .flags = flags};
   const posenc_rope_tensor *views[2] = {q, k};
   view_span spans[2];
   int used[2] = {0, 0};
   for (int i = 0; i < 2; ++i) {
     if (!views[i] || n_tokens == 0 || views[i]->n_heads == 0) continue;
-    if (!check_view(views[i], n_tokens, head_dim, &spans[i])) return POSENC_ERR_INVALID_ARGUMENT;
+    if (!check_view(views[i], n_tokens, head_dim, size, &spans[i]))
+      return POSENC_ERR_INVALID_ARGUMENT;
     used[i] = 1;
   }
-  if (used[0] && used[1] && !views_disjoint(q, &spans[0], k, &spans[1], n_tokens))
+  if (used[0] && used[1] && !views_disjoint(q, &spans[0], k, &spans[1], n_tokens, size))
     return POSENC_ERR_INVALID_ARGUMENT;
   for (int i = 0; i < 2; ++i) {
     if (!used[i]) continue;
-    args.views[args.n_views++] = (rope_view){.data = (float *)views[i]->data,
+    args.views[args.n_views++] = (rope_view){.data = views[i]->data,
                                              .n_heads = views[i]->n_heads,
                                              .token_stride = views[i]->token_stride,
                                              .head_stride = views[i]->head_stride};
   }
   if (args.n_views == 0) return POSENC_OK;
-  posenc_active_table()->rope_f32(&args);
+  const posenc_kernel_table *table = posenc_active_table();
+  const rope_fn kernel = elem == POSENC_ELEM_BF16  ? table->rope_bf16
+                         : elem == POSENC_ELEM_F16 ? table->rope_f16
+                                                   : table->rope_f32;
+  kernel(&args);
   return POSENC_OK;
+}
+
+posenc_status posenc_rope_f32(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
+                              const int32_t *positions, int32_t start_pos,
+                              const posenc_rope_tensor *q, const posenc_rope_tensor *k,
+                              unsigned flags) {
+  return rope_run(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, POSENC_ELEM_F32);
+}
+
+posenc_status posenc_rope_bf16(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
+                               const int32_t *positions, int32_t start_pos,
+                               const posenc_rope_tensor *q, const posenc_rope_tensor *k,
+                               unsigned flags) {
+  return rope_run(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, POSENC_ELEM_BF16);
+}
+
+posenc_status posenc_rope_f16(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
+                              const int32_t *positions, int32_t start_pos,
+                              const posenc_rope_tensor *q, const posenc_rope_tensor *k,
+                              unsigned flags) {
+  return rope_run(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, POSENC_ELEM_F16);
 }

@@ -53,65 +53,120 @@ posenc_status posenc_sinusoid_plan_freqs(const posenc_sinusoid_plan *plan, doubl
   return posenc_rope_plan_freqs(plan->freq, freqs);
 }
 
-/* Checks shared by the three entry points; on success fills everything but the positions. */
-static posenc_status check_rows(const posenc_sinusoid_plan *plan, size_t n_rows, float *out,
-                                size_t row_stride, unsigned flags, unsigned internal,
-                                sinusoid_f32_args *args) {
+/* Checks shared by every entry point, for rows whose elements have type e; on success fills
+ * everything but the positions. */
+static posenc_status check_rows(const posenc_sinusoid_plan *plan, size_t n_rows, void *out,
+                                posenc_elem e, size_t row_stride, unsigned flags, unsigned internal,
+                                sinusoid_args *args) {
   const unsigned known = POSENC_SINUSOID_LAYOUT_MASK_ | POSENC_SINUSOID_F32_ANGLES;
   if (!plan || (flags & ~known) ||
       (flags & POSENC_SINUSOID_LAYOUT_MASK_) == POSENC_SINUSOID_LAYOUT_MASK_)
     return POSENC_ERR_INVALID_ARGUMENT;
   const size_t stride = row_stride ? row_stride : plan->dim;
   size_t extent;
-  if (n_rows > 0 && (!posenc_float_aligned(out) || stride < plan->dim ||
-                     !posenc_grid_extent(n_rows, stride, 1, 0, plan->dim, &extent)))
+  if (n_rows > 0 &&
+      (!posenc_elem_aligned(out, posenc_elem_size(e)) || stride < plan->dim ||
+       !posenc_grid_extent_elems(posenc_elem_size(e), n_rows, stride, 1, 0, plan->dim, &extent)))
     return POSENC_ERR_INVALID_ARGUMENT;
-  *args = (sinusoid_f32_args){.freq = plan->freq,
-                              .dim = plan->dim,
-                              .n_rows = n_rows,
-                              .out = out,
-                              .row_stride = stride,
-                              .flags = flags | internal};
+  *args = (sinusoid_args){.freq = plan->freq,
+                          .dim = plan->dim,
+                          .n_rows = n_rows,
+                          .out = out,
+                          .row_stride = stride,
+                          .flags = flags | internal};
   return POSENC_OK;
 }
 
+/* The active ISA's kernel for rows of type e. */
+static sinusoid_fn kernel_for(posenc_elem e) {
+  const posenc_kernel_table *table = posenc_active_table();
+  return e == POSENC_ELEM_BF16  ? table->sinusoid_bf16
+         : e == POSENC_ELEM_F16 ? table->sinusoid_f16
+                                : table->sinusoid_f32;
+}
+
 static posenc_status run_rows(const posenc_sinusoid_plan *plan, size_t n_rows,
-                              const int32_t *positions, int32_t start_pos, float *out,
+                              const int32_t *positions, int32_t start_pos, void *out, posenc_elem e,
                               size_t row_stride, unsigned flags, unsigned internal) {
-  sinusoid_f32_args args;
-  const posenc_status st = check_rows(plan, n_rows, out, row_stride, flags, internal, &args);
+  sinusoid_args args;
+  const posenc_status st = check_rows(plan, n_rows, out, e, row_stride, flags, internal, &args);
   if (st != POSENC_OK) return st;
   if (n_rows == 0) return POSENC_OK;
   if (!positions && !posenc_run_fits_int32(start_pos, n_rows)) return POSENC_ERR_INVALID_ARGUMENT;
   args.positions = positions;
   args.start_pos = start_pos;
-  posenc_active_table()->sinusoid_f32(&args);
+  kernel_for(e)(&args);
   return POSENC_OK;
 }
 
-posenc_status posenc_sinusoid_fill_f32(const posenc_sinusoid_plan *plan, size_t n_rows,
-                                       const int32_t *positions, int32_t start_pos, float *out,
-                                       size_t row_stride, unsigned flags) {
-  return run_rows(plan, n_rows, positions, start_pos, out, row_stride, flags, 0);
-}
-
-posenc_status posenc_sinusoid_add_f32(const posenc_sinusoid_plan *plan, size_t n_rows,
-                                      const int32_t *positions, int32_t start_pos, float *x,
-                                      size_t row_stride, unsigned flags) {
-  return run_rows(plan, n_rows, positions, start_pos, x, row_stride, flags, POSENC_SINUSOID_ADD_);
-}
-
-posenc_status posenc_sinusoid_fill_timesteps_f32(const posenc_sinusoid_plan *plan, size_t n_rows,
-                                                 const float *timesteps, float *out,
-                                                 size_t row_stride, unsigned flags) {
-  sinusoid_f32_args args;
-  const posenc_status st = check_rows(plan, n_rows, out, row_stride, flags, 0, &args);
+static posenc_status run_timesteps(const posenc_sinusoid_plan *plan, size_t n_rows,
+                                   const float *timesteps, void *out, posenc_elem e,
+                                   size_t row_stride, unsigned flags) {
+  sinusoid_args args;
+  const posenc_status st = check_rows(plan, n_rows, out, e, row_stride, flags, 0, &args);
   if (st != POSENC_OK) return st;
   if (n_rows == 0) return POSENC_OK;
   if (!timesteps) return POSENC_ERR_INVALID_ARGUMENT;
   for (size_t r = 0; r < n_rows; ++r)
     if (!(fabsf(timesteps[r]) < 0x1p31f)) return POSENC_ERR_INVALID_ARGUMENT; /* and NaN */
   args.timesteps = timesteps;
-  posenc_active_table()->sinusoid_f32(&args);
+  kernel_for(e)(&args);
   return POSENC_OK;
+}
+
+posenc_status posenc_sinusoid_fill_f32(const posenc_sinusoid_plan *plan, size_t n_rows,
+                                       const int32_t *positions, int32_t start_pos, float *out,
+                                       size_t row_stride, unsigned flags) {
+  return run_rows(plan, n_rows, positions, start_pos, out, POSENC_ELEM_F32, row_stride, flags, 0);
+}
+
+posenc_status posenc_sinusoid_fill_bf16(const posenc_sinusoid_plan *plan, size_t n_rows,
+                                        const int32_t *positions, int32_t start_pos, uint16_t *out,
+                                        size_t row_stride, unsigned flags) {
+  return run_rows(plan, n_rows, positions, start_pos, out, POSENC_ELEM_BF16, row_stride, flags, 0);
+}
+
+posenc_status posenc_sinusoid_fill_f16(const posenc_sinusoid_plan *plan, size_t n_rows,
+                                       const int32_t *positions, int32_t start_pos, uint16_t *out,
+                                       size_t row_stride, unsigned flags) {
+  return run_rows(plan, n_rows, positions, start_pos, out, POSENC_ELEM_F16, row_stride, flags, 0);
+}
+
+posenc_status posenc_sinusoid_add_f32(const posenc_sinusoid_plan *plan, size_t n_rows,
+                                      const int32_t *positions, int32_t start_pos, float *x,
+                                      size_t row_stride, unsigned flags) {
+  return run_rows(plan, n_rows, positions, start_pos, x, POSENC_ELEM_F32, row_stride, flags,
+                  POSENC_SINUSOID_ADD_);
+}
+
+posenc_status posenc_sinusoid_add_bf16(const posenc_sinusoid_plan *plan, size_t n_rows,
+                                       const int32_t *positions, int32_t start_pos, uint16_t *x,
+                                       size_t row_stride, unsigned flags) {
+  return run_rows(plan, n_rows, positions, start_pos, x, POSENC_ELEM_BF16, row_stride, flags,
+                  POSENC_SINUSOID_ADD_);
+}
+
+posenc_status posenc_sinusoid_add_f16(const posenc_sinusoid_plan *plan, size_t n_rows,
+                                      const int32_t *positions, int32_t start_pos, uint16_t *x,
+                                      size_t row_stride, unsigned flags) {
+  return run_rows(plan, n_rows, positions, start_pos, x, POSENC_ELEM_F16, row_stride, flags,
+                  POSENC_SINUSOID_ADD_);
+}
+
+posenc_status posenc_sinusoid_fill_timesteps_f32(const posenc_sinusoid_plan *plan, size_t n_rows,
+                                                 const float *timesteps, float *out,
+                                                 size_t row_stride, unsigned flags) {
+  return run_timesteps(plan, n_rows, timesteps, out, POSENC_ELEM_F32, row_stride, flags);
+}
+
+posenc_status posenc_sinusoid_fill_timesteps_bf16(const posenc_sinusoid_plan *plan, size_t n_rows,
+                                                  const float *timesteps, uint16_t *out,
+                                                  size_t row_stride, unsigned flags) {
+  return run_timesteps(plan, n_rows, timesteps, out, POSENC_ELEM_BF16, row_stride, flags);
+}
+
+posenc_status posenc_sinusoid_fill_timesteps_f16(const posenc_sinusoid_plan *plan, size_t n_rows,
+                                                 const float *timesteps, uint16_t *out,
+                                                 size_t row_stride, unsigned flags) {
+  return run_timesteps(plan, n_rows, timesteps, out, POSENC_ELEM_F16, row_stride, flags);
 }

@@ -3,15 +3,24 @@
 
 #include "dispatch.h"
 
-int posenc_float_aligned(const void *p) { return p && (uintptr_t)p % alignof(float) == 0; }
+int posenc_float_aligned(const void *p) { return posenc_elem_aligned(p, alignof(float)); }
+
+int posenc_elem_aligned(const void *p, size_t elem_size) {
+  return p && (uintptr_t)p % elem_size == 0;
+}
 
 int posenc_grid_extent(size_t n_a, size_t stride_a, size_t n_b, size_t stride_b, size_t width,
                        size_t *extent) {
+  return posenc_grid_extent_elems(sizeof(float), n_a, stride_a, n_b, stride_b, width, extent);
+}
+
+int posenc_grid_extent_elems(size_t elem_size, size_t n_a, size_t stride_a, size_t n_b,
+                             size_t stride_b, size_t width, size_t *extent) {
   size_t span_a, span_b, ext;
   if (__builtin_mul_overflow(n_a - 1, stride_a, &span_a) ||
       __builtin_mul_overflow(n_b - 1, stride_b, &span_b) ||
       __builtin_add_overflow(span_a, span_b, &ext) || __builtin_add_overflow(ext, width, &ext) ||
-      ext > PTRDIFF_MAX / sizeof(float))
+      ext > PTRDIFF_MAX / elem_size)
     return 0;
   *extent = ext;
   if (n_a == 1 && n_b == 1) return 1;

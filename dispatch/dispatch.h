@@ -3,6 +3,7 @@
 #define POSENC_DISPATCH_H
 
 #include "../kernels/alibi.h"
+#include "../kernels/alibi_softmax.h"
 #include "../kernels/learned.h"
 #include "../kernels/rope.h"
 #include "../kernels/sinusoid.h"
@@ -10,9 +11,11 @@
 
 /* One entry per kernel family. Each ISA's row is filled from kernels/variants.h. */
 typedef struct posenc_kernel_table {
-  rope_f32_fn rope_f32;
-  sinusoid_f32_fn sinusoid_f32;
-  alibi_f32_fn alibi_f32;
+  rope_fn rope_f32, rope_bf16, rope_f16;
+  sinusoid_fn sinusoid_f32, sinusoid_bf16, sinusoid_f16;
+  alibi_fn alibi_f32, alibi_bf16, alibi_f16;
+  alibi_softmax_fn alibi_softmax_f32;
+  alibi_softmax_fn alibi_softmax_bf16;
   learned_f32_fn learned_add_f32;
 } posenc_kernel_table;
 
@@ -37,6 +40,8 @@ int posenc_cpu_supports(posenc_isa isa);
 
 /* 1 if p is a non-null pointer aligned for float. */
 int posenc_float_aligned(const void *p);
+/* 1 if p is a non-null pointer aligned for elements of elem_size bytes (1, 2, 4, 8). */
+int posenc_elem_aligned(const void *p, size_t elem_size);
 
 /* 1 if rows of `width` elements at i * stride_a + j * stride_b (i < n_a, j < n_b; both
  * counts >= 1) are pairwise disjoint, with one dimension nested in the other (the smaller
@@ -45,6 +50,9 @@ int posenc_float_aligned(const void *p);
  * the last. A stride whose count is 1 is unconstrained. */
 int posenc_grid_extent(size_t n_a, size_t stride_a, size_t n_b, size_t stride_b, size_t width,
                        size_t *extent);
+/* The same for elements of elem_size bytes: at most PTRDIFF_MAX bytes of those. */
+int posenc_grid_extent_elems(size_t elem_size, size_t n_a, size_t stride_a, size_t n_b,
+                             size_t stride_b, size_t width, size_t *extent);
 
 /* 1 if the positions start_pos + [0, n) stay within int32 (n >= 1). */
 int posenc_run_fits_int32(int32_t start_pos, size_t n);

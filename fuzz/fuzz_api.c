@@ -2,7 +2,10 @@
  *
  * Each input is decoded by a small cursor reader (bytes past the end read as 0; tensor data
  * past the end comes from a PRNG seeded by the input) into one call of one kernel family:
- * RoPE, sinusoid fill / timesteps / add, ALiBi add / bias, learned add; small shapes, strides
+ * RoPE (f32, and bf16 / f16 head vectors stored two to an arena float), sinusoid fill /
+ * timesteps / add (f32, bf16 and f16 rows), ALiBi add / bias (f32, bf16 and f16 scores) and
+ * softmax (f32 and bf16 scores), 16-bit elements stored two to an arena float, learned add;
+ * small shapes, strides
  * that are sometimes invalid, overlapping or huge, flags with unknown bits, positions near
  * the int32 limits, plan parameters (base 0, 1, NaN, Inf, huge; given frequencies), slopes
  * and scales incl. NaN, tensor data incl. NaN/Inf/subnormal, misaligned pointers.
@@ -15,9 +18,15 @@
  *  - on error, the arena and guards are unchanged bit for bit;
  *  - on success, the guards and every element the call may not write are unchanged; an
  *    accepted call never has overlapping outputs; the written elements match scalar:
- *    RoPE within POSENC_ROPE_SIMD_TOLERANCE * att * (|u| + |v|), sinusoid within
- *    POSENC_SINUSOID_SIMD_TOLERANCE (add: plus one rounding of the sum), ALiBi and learned
- *    bit for bit; NaN exactly where scalar has NaN.
+ *    RoPE within POSENC_ROPE_SIMD_TOLERANCE * att * (|u| + |v|) (bf16 / f16: plus one ulp
+ *    of the storage type, checked per 16-bit half), sinusoid within
+ *    POSENC_SINUSOID_SIMD_TOLERANCE (add: plus one rounding of the sum; bf16 / f16: plus one
+ *    ulp of the storage type, per 16-bit half), ALiBi add / bias (any storage) and learned
+ *    bit for bit, ALiBi softmax within twice the header's bound
+ *    (POSENC_ALIBI_SOFTMAX_*_TOLERANCE; bf16: plus one bf16 rounding, checked per 16-bit
+ *    half); NaN exactly where scalar has NaN;
+ *  - an accepted softmax call never has its slopes (sometimes placed in the arena) inside
+ *    the scores' address range.
  * The encoder in fuzz/make_corpus.py writes the seed corpus in this format. */
 #include <float.h>
 #include <math.h>
@@ -43,7 +52,10 @@
 #define GUARD 64             /* floats before and after the arena */
 #define MAX_ARENA (1u << 18) /* floats; far above what the decoded shapes need */
 #define SENTINEL(i) (0x7FA5C300u ^ (uint32_t)(i)) /* signalling-NaN patterns, index-tagged */
-#define HUGE_BASE ((size_t)1 << 61)               /* counts and strides this large must overflow */
+/* Counts and strides this large must overflow: their extents exceed PTRDIFF_MAX bytes even
+ * for 2-byte elements (1 << 61 did only for floats: a 16-bit call with such a stride spans
+ * 2^62 bytes, which the library must accept, and then touches memory that is not there). */
+#define HUGE_BASE ((size_t)1 << 62)
 
 /* ---------------------------------------------------------------------- cursor reader */
 
@@ -259,11 +271,46 @@ static double freq(reader *r) {
 
 /* ---------------------------------------------------------------------- one decoded call */
 
-enum { ROPE, SIN_FILL, SIN_TIMESTEPS, SIN_ADD, ALIBI_ADD, ALIBI_BIAS, LEARNED, N_FAMILIES };
+enum {
+  ROPE,
+  SIN_FILL,
+  SIN_TIMESTEPS,
+  SIN_ADD,
+  ALIBI_ADD,
+  ALIBI_BIAS,
+  LEARNED,
+  ALIBI_SOFTMAX,      /* posenc_alibi_softmax_f32 */
+  ALIBI_SOFTMAX_BF16, /* posenc_alibi_softmax_bf16: bf16 scores in the float arena */
+  ROPE_BF16,          /* posenc_rope_bf16, posenc_rope_f16: ROPE's calls on 16-bit elements, */
+  ROPE_F16,           /* two to an arena float (offsets, strides and spans in those) */
+  SIN_FILL16,         /* SIN_FILL, SIN_TIMESTEPS, SIN_ADD, ALIBI_ADD and ALIBI_BIAS on bf16 or */
+  SIN_TIMESTEPS16,    /* (c->f16) f16 rows: posenc_sinusoid_*_bf16 / _f16, posenc_alibi_add_bf16 */
+  SIN_ADD16,          /* ..., two 16-bit elements to an arena float */
+  ALIBI_ADD16,
+  ALIBI_BIAS16,
+  N_FAMILIES
+};
+
+/* SIN_FILL16 ... ALIBI_BIAS16. */
+static int sin_alibi16(int family) { return family >= SIN_FILL16 && family <= ALIBI_BIAS16; }
+
+/* Families whose tensors are 16-bit elements, marked and checked per 16-bit half. */
+static int uses_halves(int family) {
+  return family == ALIBI_SOFTMAX_BF16 || family == ROPE_BF16 || family == ROPE_F16 ||
+         sin_alibi16(family);
+}
+
+/* The f32 family whose call a 16-bit sinusoid or ALiBi family makes (else the family). */
+static int base_family(int family) {
+  if (family >= SIN_FILL16 && family <= SIN_ADD16) return SIN_FILL + (family - SIN_FILL16);
+  if (family == ALIBI_ADD16 || family == ALIBI_BIAS16) return ALIBI_ADD + (family - ALIBI_ADD16);
+  return family;
+}
 
 /* A decoded call: its arguments, with tensors given as element offsets into one arena. */
 typedef struct call {
   int family;
+  int f16;           /* SIN_*16, ALIBI_*16: f16 storage, else bf16 */
   size_t len;        /* arena elements */
   float *input;      /* the arena's initial contents */
   uint8_t *touched;  /* per element: how many output elements of an accepted call map to it */
@@ -285,9 +332,13 @@ typedef struct call {
   float *slopes;
   size_t n_heads, n_q, n_k, q_offset, head_stride;
   float scale;
+  int slopes_in_arena; /* softmax: slopes at arena element slopes_off (maybe in the scores) */
+  size_t slopes_off;
   /* learned */
   size_t max_pos, table_off, table_stride, dim, x_off, x_stride;
   int values_unchecked; /* plan beyond the checked frequency range (see max_checked_freq) */
+  /* ALIBI_SOFTMAX_BF16: touched per 16-bit half of the arena (touched is then unused) */
+  uint8_t *touched16;
 } call;
 
 /* Known issues (reported with this target); until they are fixed or the plans restricted,
@@ -314,7 +365,37 @@ static float *ptr(const call *c, float *arena, size_t off) {
   return (float *)((char *)(arena + off) + c->misalign);
 }
 
+/* Element off of a 16-bit tensor in the arena. */
+static void *ptr16(const call *c, float *arena, size_t off) {
+  return (char *)arena + 2 * off + c->misalign;
+}
+
+/* SIN_*16 and ALIBI_*16: the f32 family's call on bf16 or f16 rows. */
+static posenc_status invoke16(const call *c, float *arena) {
+  void *out = c->null_data ? NULL : ptr(c, arena, c->out_off);
+  switch (c->family) {
+    case SIN_FILL16:
+      return (c->f16 ? posenc_sinusoid_fill_f16 : posenc_sinusoid_fill_bf16)(
+          c->sin_plan, c->n_rows, c->positions, c->start_pos, out, c->row_stride, c->flags);
+    case SIN_TIMESTEPS16:
+      return (c->f16 ? posenc_sinusoid_fill_timesteps_f16 : posenc_sinusoid_fill_timesteps_bf16)(
+          c->sin_plan, c->n_rows, c->timesteps, out, c->row_stride, c->flags);
+    case SIN_ADD16:
+      return (c->f16 ? posenc_sinusoid_add_f16 : posenc_sinusoid_add_bf16)(
+          c->sin_plan, c->n_rows, c->positions, c->start_pos, out, c->row_stride, c->flags);
+    case ALIBI_ADD16:
+      return (c->f16 ? posenc_alibi_add_f16 : posenc_alibi_add_bf16)(
+          c->slopes, c->n_heads, c->n_q, c->n_k, c->q_offset, out, c->head_stride, c->row_stride,
+          c->scale, c->flags);
+    default:
+      return (c->f16 ? posenc_alibi_bias_f16 : posenc_alibi_bias_bf16)(
+          c->slopes, c->n_heads, c->n_q, c->n_k, c->q_offset, out, c->head_stride, c->row_stride,
+          c->flags);
+  }
+}
+
 static posenc_status invoke(const call *c, float *arena) {
+  if (sin_alibi16(c->family)) return invoke16(c, arena);
   switch (c->family) {
     case ROPE: {
       const posenc_rope_tensor q = {c->null_data ? NULL : ptr(c, arena, c->q_off), c->q_heads,
@@ -322,6 +403,15 @@ static posenc_status invoke(const call *c, float *arena) {
       const posenc_rope_tensor k = {ptr(c, arena, c->k_off), c->k_heads, c->k_ts, c->k_hs};
       return posenc_rope_f32(c->rope_plan, c->head_dim, c->n_tokens, c->positions, c->start_pos, &q,
                              c->with_k ? &k : NULL, c->flags);
+    }
+    case ROPE_BF16:
+    case ROPE_F16: {
+      const posenc_rope_tensor q = {c->null_data ? NULL : ptr16(c, arena, c->q_off), c->q_heads,
+                                    c->q_ts, c->q_hs};
+      const posenc_rope_tensor k = {ptr16(c, arena, c->k_off), c->k_heads, c->k_ts, c->k_hs};
+      return (c->family == ROPE_BF16 ? posenc_rope_bf16 : posenc_rope_f16)(
+          c->rope_plan, c->head_dim, c->n_tokens, c->positions, c->start_pos, &q,
+          c->with_k ? &k : NULL, c->flags);
     }
     case SIN_FILL:
       return posenc_sinusoid_fill_f32(c->sin_plan, c->n_rows, c->positions, c->start_pos,
@@ -343,6 +433,16 @@ static posenc_status invoke(const call *c, float *arena) {
       return posenc_alibi_bias_f32(c->slopes, c->n_heads, c->n_q, c->n_k, c->q_offset,
                                    c->null_data ? NULL : ptr(c, arena, c->out_off), c->head_stride,
                                    c->row_stride, c->flags);
+    case ALIBI_SOFTMAX:
+    case ALIBI_SOFTMAX_BF16: {
+      const float *slopes = c->slopes_in_arena ? arena + c->slopes_off : c->slopes;
+      void *scores = c->null_data ? NULL : ptr(c, arena, c->out_off);
+      if (c->family == ALIBI_SOFTMAX)
+        return posenc_alibi_softmax_f32(slopes, c->n_heads, c->n_q, c->n_k, c->q_offset, scores,
+                                        c->head_stride, c->row_stride, c->scale, c->flags);
+      return posenc_alibi_softmax_bf16(slopes, c->n_heads, c->n_q, c->n_k, c->q_offset, scores,
+                                       c->head_stride, c->row_stride, c->scale, c->flags);
+    }
     default:
       return posenc_learned_add_f32(c->null_data ? NULL : ptr(c, arena, c->table_off), c->max_pos,
                                     c->table_stride, c->dim, c->n_tokens, c->positions,
@@ -368,15 +468,26 @@ static void touch(call *c, size_t i) {
   if (i < c->len && c->touched[i] < 255) ++c->touched[i];
 }
 
-/* Marks the rows [a * sa + b * sb, + width) (a < na, b < nb) of an output at `off`. */
-static void touch_grid(call *c, size_t off, size_t na, size_t sa, size_t nb, size_t sb,
-                       size_t width) {
+/* The same for the 16-bit halves of the arena (ALIBI_SOFTMAX_BF16). */
+static void touch16(call *c, size_t i) {
+  if (i < 2 * c->len && c->touched16[i] < 255) ++c->touched16[i];
+}
+
+/* Marks with `mark` the rows [a * sa + b * sb, + width) (a < na, b < nb) of an output at
+ * `off` (in the elements `mark` counts). */
+static void mark_grid(call *c, void (*mark)(call *, size_t), size_t off, size_t na, size_t sa,
+                      size_t nb, size_t sb, size_t width) {
   if (na >= HUGE_BASE || nb >= HUGE_BASE) return;
   for (size_t i = 0; i < na; ++i)
     for (size_t j = 0; j < nb; ++j) {
       if ((i && sa >= HUGE_BASE) || (j && sb >= HUGE_BASE)) return;
-      for (size_t e = 0; e < width; ++e) touch(c, off + i * sa + j * sb + e);
+      for (size_t e = 0; e < width; ++e) mark(c, off + i * sa + j * sb + e);
     }
+}
+
+static void touch_grid(call *c, size_t off, size_t na, size_t sa, size_t nb, size_t sb,
+                       size_t width) {
+  mark_grid(c, touch, off, na, sa, nb, sb, width);
 }
 
 static posenc_rope_plan *decode_rope_plan(reader *r, size_t *rotary) {
@@ -425,8 +536,11 @@ static int decode(reader *r, call *c) {
   const uint8_t misc = u8(r);
   c->null_data = misc % 32 == 0;
   c->misalign = misc % 32 == 1 ? 1 + u8(r) % 3 : 0;
+  if (sin_alibi16(c->family)) c->f16 = u8(r) % 2;
   switch (c->family) {
-    case ROPE: {
+    case ROPE:
+    case ROPE_BF16:
+    case ROPE_F16: {
       size_t rd;
       c->rope_plan = decode_rope_plan(r, &rd);
       const uint8_t dshape = u8(r);
@@ -470,6 +584,7 @@ static int decode(reader *r, call *c) {
       c->len = max_size(c->q_off + span(c->n_tokens, c->q_ts, c->q_heads, c->q_hs, D),
                         c->k_off + span(c->n_tokens, c->k_ts, c->k_heads, c->k_hs, D)) +
                1;
+      if (c->family != ROPE) c->len = (c->len + 1) / 2; /* 16-bit elements, two per float */
       c->flags = flags_of(r, POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES);
       c->n_positions = c->n_tokens;
       c->positions = positions_of(r, c->n_tokens, &c->start_pos);
@@ -477,17 +592,22 @@ static int decode(reader *r, call *c) {
     }
     case SIN_FILL:
     case SIN_TIMESTEPS:
-    case SIN_ADD: {
+    case SIN_ADD:
+    case SIN_FILL16:
+    case SIN_TIMESTEPS16:
+    case SIN_ADD16: {
       size_t d;
       c->sin_plan = decode_sin_plan(r, &d);
       int huge = 0;
-      c->n_rows = count(r, 40, c->family != SIN_TIMESTEPS);
+      const int timesteps = base_family(c->family) == SIN_TIMESTEPS;
+      c->n_rows = count(r, 40, !timesteps);
       c->row_stride = stride(r, d, &huge);
       c->out_off = u8(r) % 4;
-      c->len = c->out_off + span(c->n_rows, c->row_stride ? c->row_stride : d, 1, 0, d) + 1;
+      const size_t rows_span = span(c->n_rows, c->row_stride ? c->row_stride : d, 1, 0, d);
+      c->len = c->out_off + (uses_halves(c->family) ? (rows_span + 1) / 2 : rows_span) + 1;
       c->flags = flags_of(
           r, POSENC_SINUSOID_SIN_COS | POSENC_SINUSOID_COS_SIN | POSENC_SINUSOID_F32_ANGLES);
-      if (c->family == SIN_TIMESTEPS) {
+      if (timesteps) {
         if (u8(r) % 16 && c->n_rows < 4096) {
           c->timesteps = malloc((c->n_rows + 1) * sizeof *c->timesteps);
           if (!c->timesteps) abort();
@@ -507,7 +627,11 @@ static int decode(reader *r, call *c) {
       break;
     }
     case ALIBI_ADD:
-    case ALIBI_BIAS: {
+    case ALIBI_BIAS:
+    case ALIBI_SOFTMAX:
+    case ALIBI_SOFTMAX_BF16:
+    case ALIBI_ADD16:
+    case ALIBI_BIAS16: {
       c->n_heads = count(r, 6, 0);
       c->n_q = count(r, 40, 1);
       c->n_k = count(r, 40, 1);
@@ -525,7 +649,10 @@ static int decode(reader *r, call *c) {
         c->head_stride = stride(r, hq * nk, &huge);
       }
       c->out_off = u8(r) % 4;
-      c->len = c->out_off + span(c->n_heads, c->head_stride, c->n_q, c->row_stride, c->n_k) + 1;
+      /* bf16: the scores' span in 16-bit elements, two to an arena float */
+      const size_t scores_span = span(c->n_heads, c->head_stride, c->n_q, c->row_stride, c->n_k);
+      const size_t scores_len = uses_halves(c->family) ? (scores_span + 1) / 2 : scores_span;
+      c->len = c->out_off + scores_len + 1;
       const uint8_t qo = u8(r);
       switch (qo % 8) {
         case 0:
@@ -563,6 +690,14 @@ static int decode(reader *r, call *c) {
             c->slopes[h] = b < 16 ? special_float(b, u32(r)) : (float)b / 256.0f;
           }
         }
+      }
+      /* Softmax: sometimes slopes in the arena, from the arena's data, inside the scores'
+       * address range (must be rejected) or just after it. */
+      if ((c->family == ALIBI_SOFTMAX || c->family == ALIBI_SOFTMAX_BF16) && c->n_heads &&
+          c->n_heads < 64 && u8(r) % 8 == 0) {
+        c->slopes_in_arena = 1;
+        c->slopes_off = c->out_off + u8(r) % (scores_len + 2);
+        c->len = max_size(c->len, c->slopes_off + c->n_heads + 1);
       }
       break;
     }
@@ -630,6 +765,15 @@ static void touch_pair(void *ctx, size_t t, size_t h, size_t i, size_t u, size_t
   touch(ctx, w);
 }
 
+/* ROPE_BF16 / ROPE_F16: u and w are 16-bit elements from the arena's start, shifted by a
+ * misalignment of 2 bytes (an odd one makes the call fail). */
+static void touch16_pair(void *ctx, size_t t, size_t h, size_t i, size_t u, size_t w) {
+  call *c = ctx;
+  (void)t, (void)h, (void)i;
+  touch16(c, u + c->misalign / 2);
+  touch16(c, w + c->misalign / 2);
+}
+
 /* Marks the elements a successful call writes (after decode, with c->touched allocated). */
 static void mark_outputs(call *c) {
   switch (c->family) {
@@ -637,6 +781,10 @@ static void mark_outputs(call *c) {
       each_rope_pair(c, touch_pair, c);
       break;
     }
+    case ROPE_BF16:
+    case ROPE_F16:
+      each_rope_pair(c, touch16_pair, c);
+      break;
     case SIN_FILL:
     case SIN_TIMESTEPS:
     case SIN_ADD: {
@@ -646,7 +794,22 @@ static void mark_outputs(call *c) {
     }
     case ALIBI_ADD:
     case ALIBI_BIAS:
+    case ALIBI_SOFTMAX:
       touch_grid(c, c->out_off, c->n_heads, c->head_stride, c->n_q, c->row_stride, c->n_k);
+      break;
+    case SIN_FILL16:
+    case SIN_TIMESTEPS16:
+    case SIN_ADD16: {
+      const size_t d = posenc_sinusoid_plan_dim(c->sin_plan);
+      mark_grid(c, touch16, 2 * c->out_off + c->misalign / 2, c->n_rows,
+                c->row_stride ? c->row_stride : d, 1, 0, d);
+      break;
+    }
+    case ALIBI_ADD16:
+    case ALIBI_BIAS16:
+    case ALIBI_SOFTMAX_BF16: /* in 16-bit halves: c->touched16 (a misaligned call fails) */
+      mark_grid(c, touch16, 2 * c->out_off + c->misalign / 2, c->n_heads, c->head_stride, c->n_q,
+                c->row_stride, c->n_k);
       break;
     default:
       touch_grid(c, c->x_off, c->n_tokens, c->x_stride ? c->x_stride : c->dim, 1, 0, c->dim);
@@ -676,13 +839,13 @@ static void violation(const call *c, const char *isa, const char *what, size_t i
 
 /* NaN exactly where scalar has NaN; infinities equal, or at the overflow edge within the
  * bound; finite values within the bound. */
-static int within(float got, float want, double bound) {
+static int within_range(float got, float want, double bound, double max_finite) {
   if (isnan(want) || isnan(got)) return isnan(want) && isnan(got);
   if (got == want) return 1;
   if (isinf(bound)) return 1;
   if (isinf(got) || isinf(want)) {
     const float fin = isinf(got) ? want : got, inf = isinf(got) ? got : want;
-    return !isinf(fin) && (fin > 0) == (inf > 0) && fabs((double)fin) + bound >= FLT_MAX;
+    return !isinf(fin) && (fin > 0) == (inf > 0) && fabs((double)fin) + bound >= max_finite;
   }
   return fabs((double)got - (double)want) <= bound;
 }
@@ -696,8 +859,17 @@ static int same_value(float got, float want) {
 /* The tolerance of a written element of a non-RoPE call (RoPE: check_rope), against the
  * scalar value; negative: bit-identical. Sinusoid add: plus one rounding of the sum, as in
  * tests/sinusoid_variants_test.cc. */
+/* ALiBi softmax: both results within the header's bound of the exact value, so within
+ * twice it of each other (the bound taken at the larger one, a hair generously). */
+static double softmax_tolerance(float got, float want) {
+  const double p = fmax(fabs((double)got), fabs((double)want)) * 1.0001;
+  return 2.0 * (POSENC_ALIBI_SOFTMAX_REL_TOLERANCE * p + POSENC_ALIBI_SOFTMAX_ABS_TOLERANCE);
+}
+
 static double tolerance(const call *c, float got, float want) {
   switch (c->family) {
+    case ALIBI_SOFTMAX:
+      return softmax_tolerance(got, want);
     case SIN_FILL:
     case SIN_TIMESTEPS:
       return POSENC_SINUSOID_SIMD_TOLERANCE;
@@ -709,42 +881,61 @@ static double tolerance(const call *c, float got, float want) {
   }
 }
 
-/* RoPE: every rotated element within POSENC_ROPE_SIMD_TOLERANCE * att * (|u| + |v|). */
+static int within(float got, float want, double bound) {
+  return within_range(got, want, bound, FLT_MAX);
+}
+
+/* RoPE: every rotated element within POSENC_ROPE_SIMD_TOLERANCE * att * (|u| + |v|); for
+ * bf16 / f16 storage plus one ulp of the storage type (each variant rounds its float result
+ * once, posenc.h). in, out, ref: the input and the two results, as floats. */
 typedef struct rope_check {
   const call *c;
   const char *isa;
-  const float *out, *ref;
+  const float *in, *out, *ref;
   double att;
+  int precision;     /* significand bits of the storage type: 24, 8 (bf16) or 11 (f16) */
+  double max_finite; /* its largest finite value */
 } rope_check;
+
+/* One ulp of the storage type at the larger magnitude of a and b (0 for f32). */
+static double storage_ulp(const rope_check *k, float a, float b) {
+  if (k->precision == 24) return 0.0;
+  const double m = fmax(isfinite(a) ? fabs((double)a) : 0.0, isfinite(b) ? fabs((double)b) : 0.0);
+  const int min_exp = k->precision == 8 ? -126 : -14;
+  const int e = m > 0 && ilogb(m) > min_exp ? ilogb(m) : min_exp;
+  return ldexp(1.0, e - (k->precision - 1));
+}
 
 static void check_rope_pair(void *ctx, size_t t, size_t h, size_t i, size_t u, size_t w) {
   const rope_check *k = ctx;
   const call *c = k->c;
   const char *isa = k->isa;
-  const float *out = k->out, *ref = k->ref;
+  const float *in = k->in, *out = k->out, *ref = k->ref;
   const double att = k->att;
   /* + 4 FLT_TRUE_MIN: the relative bound cannot cover the absolute rounding of
    * subnormal results (u*c, v*s and their sum, in each variant); see the report. */
   const double bound =
-      POSENC_ROPE_SIMD_TOLERANCE * att * (fabs((double)c->input[u]) + fabs((double)c->input[w])) +
+      POSENC_ROPE_SIMD_TOLERANCE * att * (fabs((double)in[u]) + fabs((double)in[w])) +
       4.0 * FLT_TRUE_MIN;
+  const double bound_u = bound + storage_ulp(k, out[u], ref[u]);
+  const double bound_w = bound + storage_ulp(k, out[w], ref[w]);
   /* Intermediate overflow: with att * (|u| + |v|) near FLT_MAX, u*c or v*s may
    * overflow in float in a SIMD variant while the scalar one (products in double)
    * stays finite, so a variant may give an infinity or NaN where scalar gives a
    * finite value or an infinity. NaN in scalar must still be NaN in every variant. */
-  const double fu = isfinite(c->input[u]) ? fabs((double)c->input[u]) : 0.0;
-  const double fw = isfinite(c->input[w]) ? fabs((double)c->input[w]) : 0.0;
+  const double fu = isfinite(in[u]) ? fabs((double)in[u]) : 0.0;
+  const double fw = isfinite(in[w]) ? fabs((double)in[w]) : 0.0;
   const int overflow = att * (fu + fw) >= 0x1p126;
   /* An infinite input (and no NaN) gives non-finite outputs whose kind depends on
    * c and s near 0: Inf * 0 is NaN, Inf * tiny is Inf; the variants' c and s may
    * differ there within the tolerance (e.g. at position 0 with a stepped sin of
    * 1e-9 instead of 0). Both must then be non-finite. A NaN input gives NaN. */
-  const int nan_in = isnan(c->input[u]) || isnan(c->input[w]);
-  const int inf_in = !nan_in && (isinf(c->input[u]) || isinf(c->input[w]));
-  const int ok_u = within(out[u], ref[u], bound) ||
+  const int nan_in = isnan(in[u]) || isnan(in[w]);
+  const int inf_in = !nan_in && (isinf(in[u]) || isinf(in[w]));
+  const int ok_u = within_range(out[u], ref[u], bound_u, k->max_finite) ||
                    (overflow && !isfinite(out[u]) && !isnan(ref[u])) ||
                    (inf_in && !isfinite(out[u]) && !isfinite(ref[u]));
-  const int ok_w = within(out[w], ref[w], bound) ||
+  const int ok_w = within_range(out[w], ref[w], bound_w, k->max_finite) ||
                    (overflow && !isfinite(out[w]) && !isnan(ref[w])) ||
                    (inf_in && !isfinite(out[w]) && !isfinite(ref[w]));
   if (!ok_u || !ok_w)
@@ -752,14 +943,15 @@ static void check_rope_pair(void *ctx, size_t t, size_t h, size_t i, size_t u, s
             "fuzz_api: RoPE token %zu (position %ld) head %zu pair %zu: input u %a v %a, "
             "att %a, flags %u; got u %a v %a, scalar u %a v %a\n",
             t, c->positions ? (long)c->positions[t] : (long)c->start_pos + (long)t, h, i,
-            (double)c->input[u], (double)c->input[w], att, c->flags, (double)out[u], (double)out[w],
+            (double)in[u], (double)in[w], att, c->flags, (double)out[u], (double)out[w],
             (double)ref[u], (double)ref[w]);
   if (!ok_u) violation(c, isa, "rotated u out of tolerance", u, out[u], ref[u]);
   if (!ok_w) violation(c, isa, "rotated v out of tolerance", w, out[w], ref[w]);
 }
 
 static void check_rope(const call *c, const char *isa, const float *out, const float *ref) {
-  rope_check k = {c, isa, out, ref, posenc_rope_plan_attention_factor(c->rope_plan)};
+  const double att = posenc_rope_plan_attention_factor(c->rope_plan);
+  rope_check k = {c, isa, c->input, out, ref, att, 24, FLT_MAX};
   each_rope_pair(c, check_rope_pair, &k);
 }
 
@@ -786,12 +978,126 @@ static void run_isa(const call *c, posenc_isa isa, run_result *out) {
   UNPOISON(buf, (2 * GUARD + c->len) * sizeof *buf);
 }
 
+/* The 16-bit half h (in memory order) of a buffer of floats, and a bf16 as a float. */
+static uint16_t half_of(const float *buf, size_t h) {
+  uint16_t v;
+  memcpy(&v, (const char *)buf + 2 * h, sizeof v);
+  return v;
+}
+static float bf16_float(uint16_t h) { return bits_float((uint32_t)h << 16); }
+
+/* ALIBI_SOFTMAX_BF16: check_run's checks over 16-bit halves (guards included). A written
+ * bf16 is within softmax_tolerance of scalar's plus one bf16 rounding (2^-7 relative): two
+ * floats within the bound may round to neighbouring bf16 values. */
+static float widen16(const call *c, uint16_t h);
+
+/* SIN_*16, ALIBI_*16: a written element, widened (exactly), against scalar's: ALiBi bit
+ * for bit, the sinusoid within its f32 tolerance plus one ulp of the storage type (two
+ * floats within the tolerance may round to neighbouring values). */
+static void check_value16(const call *c, const char *isa, size_t index, uint16_t got16,
+                          uint16_t want16) {
+  const float got = widen16(c, got16), want = widen16(c, want16);
+  if (base_family(c->family) == ALIBI_ADD || base_family(c->family) == ALIBI_BIAS) {
+    if (!same_value(got, want))
+      violation(c, isa, "16-bit score not bit-identical", index, got, want);
+    return;
+  }
+  const double m =
+      fmax(isfinite(got) ? fabs((double)got) : 0, isfinite(want) ? fabs((double)want) : 0);
+  const int min_exp = c->f16 ? -14 : -126, e = m > 0 && ilogb(m) > min_exp ? ilogb(m) : min_exp;
+  double bound = POSENC_SINUSOID_SIMD_TOLERANCE + ldexp(1.0, e - (c->f16 ? 10 : 7));
+  if (c->family == SIN_ADD16) bound += FLT_EPSILON * m;
+  if (!within_range(got, want, bound, c->f16 ? 65504.0 : 0x1.fep127))
+    violation(c, isa, "16-bit sinusoid value out of tolerance", index, got, want);
+}
+
+static void check_halves(const call *c, const char *isa, const run_result *res,
+                         const run_result *scalar, const float *pristine) {
+  const size_t total = 2 * (2 * GUARD + c->len);
+  for (size_t i = 0; i < total; ++i) {
+    const int in_arena = i >= 2 * GUARD && i < 2 * (GUARD + c->len);
+    const size_t a = i - 2 * GUARD;
+    const float got = bf16_float(half_of(res->buf, i));
+    if (!(res->status == POSENC_OK && in_arena && c->touched16[a])) {
+      if (half_of(res->buf, i) != half_of(pristine, i))
+        violation(c, isa,
+                  !in_arena                  ? "guard region changed (bf16 half)"
+                  : res->status != POSENC_OK ? "buffer changed by a failing call (bf16 half)"
+                                             : "bf16 half outside the outputs changed",
+                  in_arena ? a / 2 : i / 2, got, bf16_float(half_of(pristine, i)));
+      continue;
+    }
+    if (sin_alibi16(c->family)) {
+      if (!c->values_unchecked)
+        check_value16(c, isa, a / 2, half_of(res->buf, i), half_of(scalar->buf, i));
+      continue;
+    }
+    if (c->family != ALIBI_SOFTMAX_BF16) continue; /* ROPE_BF16 / ROPE_F16: check_rope16 */
+    const float want = bf16_float(half_of(scalar->buf, i));
+    if (!within(
+            got, want,
+            softmax_tolerance(got, want) + 0x1p-7 * fmax(fabs((double)got), fabs((double)want))))
+      violation(c, isa, "bf16 out of tolerance", a / 2, got, want);
+  }
+}
+
+/* ROPE_BF16 / ROPE_F16: every rotated element within check_rope_pair's bound of scalar's,
+ * on the 16-bit halves widened to float (exact). */
+static float widen16(const call *c, uint16_t h) {
+  if (c->family == ROPE_BF16 || (sin_alibi16(c->family) && !c->f16)) return bf16_float(h);
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0x1f) return bits_float(sign | 0x7f800000u | mant << 13);
+  if (exp == 0) return (sign ? -1.0f : 1.0f) * ldexpf((float)mant, -24);
+  return bits_float(sign | (exp + 112u) << 23 | mant << 13);
+}
+
+static void check_rope16(const call *c, const char *isa, const run_result *res,
+                         const run_result *scalar) {
+  const size_t n = 2 * c->len, shift = c->misalign / 2;
+  float *in = malloc(3 * n * sizeof *in);
+  if (!in) abort();
+  float *out = in + n, *ref = out + n;
+  for (size_t i = 0; i < n; ++i) { /* indexed as each_rope_pair counts: without the shift */
+    const size_t h = 2 * GUARD + (i + shift < n ? i + shift : 0);
+    in[i] = widen16(c, half_of(c->input, i + shift < n ? i + shift : 0));
+    out[i] = widen16(c, half_of(res->buf, h));
+    ref[i] = widen16(c, half_of(scalar->buf, h));
+  }
+  rope_check k = {c,
+                  isa,
+                  in,
+                  out,
+                  ref,
+                  posenc_rope_plan_attention_factor(c->rope_plan),
+                  c->family == ROPE_BF16 ? 8 : 11,
+                  c->family == ROPE_BF16 ? 0x1.fep127 : 65504.0};
+  each_rope_pair(c, check_rope_pair, &k);
+  free(in);
+}
+
+/* Softmax with slopes in the arena: 1 if they share a byte with the scores' range. */
+static int slopes_alias_scores(const call *c) {
+  if (!c->slopes_in_arena || c->n_heads >= HUGE_BASE) return 0;
+  const size_t elem = c->family == ALIBI_SOFTMAX_BF16 ? 2 : 4;
+  const size_t n = span(c->n_heads, c->head_stride, c->n_q, c->row_stride, c->n_k);
+  const size_t first = 4 * c->out_off + c->misalign, end = first + elem * n;
+  const size_t s0 = 4 * c->slopes_off, s1 = s0 + 4 * c->n_heads;
+  return n != 0 && s0 < end && first < s1; /* no scores (a no-op): nothing to alias */
+}
+
 static void check_run(const call *c, const char *isa, const run_result *res,
                       const run_result *scalar, const float *pristine) {
   if (res->status != scalar->status) {
     fprintf(stderr, "fuzz_api: family %d: ISA %s returned %d, scalar %d\n", c->family, isa,
             (int)res->status, (int)scalar->status);
     abort();
+  }
+  if (uses_halves(c->family)) {
+    check_halves(c, isa, res, scalar, pristine);
+    if (res->status == POSENC_OK && (c->family == ROPE_BF16 || c->family == ROPE_F16) &&
+        !c->values_unchecked)
+      check_rope16(c, isa, res, scalar);
+    return;
   }
   const size_t total = 2 * GUARD + c->len;
   for (size_t i = 0; i < total; ++i) {
@@ -826,6 +1132,7 @@ static void free_call(call *c) {
   free(c->slopes);
   free(c->input);
   free(c->touched);
+  free(c->touched16);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -840,7 +1147,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   r.rng ^= (uint64_t)u32(&r) << 1 | 1u;
   c.input = malloc(c.len * sizeof *c.input);
   c.touched = calloc(c.len, 1);
-  if (!c.input || !c.touched) abort();
+  c.touched16 = uses_halves(c.family) ? calloc(2 * c.len, 1) : NULL;
+  if (!c.input || !c.touched || (uses_halves(c.family) && !c.touched16)) abort();
   for (size_t i = 0; i < c.len; ++i) c.input[i] = data_float(&r);
   mark_outputs(&c);
   {
@@ -871,11 +1179,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fprintf(stderr, "fuzz_api: family %d status %d arena %zu%s\n", c.family, (int)scalar.status,
             c.len, c.values_unchecked ? " (values unchecked)" : "");
   /* An accepted call must not write any element twice (overlapping outputs) nor write
-   * where it reads a table (learned). */
-  if (scalar.status == POSENC_OK)
+   * where it reads a table (learned) or its slopes (softmax). */
+  if (scalar.status == POSENC_OK) {
     for (size_t i = 0; i < c.len; ++i)
-      if (c.touched[i] > 1)
+      if (c.touched[i] > 1 ||
+          (c.touched16 && (c.touched16[2 * i] > 1 || c.touched16[2 * i + 1] > 1)))
         violation(&c, "scalar", "call with overlapping outputs accepted", i, 0.0f, 0.0f);
+    if (slopes_alias_scores(&c))
+      violation(&c, "scalar", "slopes inside the scores accepted", c.slopes_off, 0.0f, 0.0f);
+  }
   check_run(&c, "scalar", &scalar, &scalar, pristine);
   for (int isa = 1; isa < POSENC_ISA_COUNT; ++isa) {
     if (!posenc_isa_available((posenc_isa)isa)) continue;

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus of fuzz_api (fuzz/corpus/): for each of the seven kernel families
+"""Writes the seed corpus of fuzz_api (fuzz/corpus/): for each of the sixteen kernel families
 (byte 0: 0 rope, 1 sinusoid fill, 2 sinusoid timesteps, 3 sinusoid add, 4 alibi add,
-5 alibi bias, 6 learned), three inputs the library accepts and three it rejects (one of
-those a NULL tensor or a misaligned pointer), chosen among deterministic pseudo-random
-candidates by running them through the built target (POSENC_FUZZ_VERBOSE=1 prints each
-input's family and scalar status). The target's cursor reader decodes the bytes after the
-family into shapes, strides, flags, positions, parameters and data (past the end: zeros,
-and PRNG data). Usage: fuzz/make_corpus.py <fuzz_api binary> [out-dir]"""
+5 alibi bias, 6 learned, 7 alibi softmax f32, 8 alibi softmax bf16, 9 rope bf16, 10 rope
+f16, 11-13 sinusoid fill / timesteps / add and 14-15 alibi add / bias on bf16 or f16 rows
+(the byte after misc picks the type)), three inputs the
+library accepts and three it rejects (one of those a NULL tensor or a misaligned pointer),
+chosen among deterministic pseudo-random candidates by running them through the built
+target (POSENC_FUZZ_VERBOSE=1 prints each input's family and scalar status). The target's
+cursor reader decodes the bytes after the family into shapes, strides, flags, positions,
+parameters and data (past the end: zeros, and PRNG data). Usage: fuzz/make_corpus.py <fuzz_api binary> [out-dir]"""
 import os
 import random
 import re
@@ -16,7 +18,9 @@ import tempfile
 
 binary = sys.argv[1]
 out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "corpus")
-names = ["rope", "sin_fill", "sin_timesteps", "sin_add", "alibi_add", "alibi_bias", "learned"]
+names = ["rope", "sin_fill", "sin_timesteps", "sin_add", "alibi_add", "alibi_bias", "learned",
+         "alibi_softmax", "alibi_softmax_bf16", "rope_bf16", "rope_f16", "sin_fill16",
+         "sin_timesteps16", "sin_add16", "alibi_add16", "alibi_bias16"]
 rng = random.Random(20261129)
 
 

@@ -1,4 +1,5 @@
-/* alibi f32 for avx512: the shared SIMD source over the avx512 vector layer (first). */
+/* alibi for avx512: the shared SIMD source over the avx512 vector layer (first), for f32,
+ * bf16 and f16 scores. */
 #include "simd/vec_avx512.h"
 
 #include "alibi_simd.h"

@@ -1,4 +1,5 @@
-/* alibi f32 for sse4: the shared SIMD source over the sse4 vector layer (first). */
+/* alibi for sse4: the shared SIMD source over the sse4 vector layer (first), for f32,
+ * bf16 and f16 scores. */
 #include "simd/vec_sse4.h"
 
 #include "alibi_simd.h"

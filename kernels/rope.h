@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "half.h"
 #include "posenc.h"
 
 /* Plan arrays are padded with zero frequencies to a multiple of this many pairs, so that
@@ -38,14 +39,16 @@ struct posenc_rope_plan {
   const double *sin_w;       /* from one token's cos/sin to the next (rope_driver.h) */
 };
 
+/* Strides in elements; data points to float, or to uint16_t holding bf16 / f16 bits: the
+ * kernel entry point (posenc_rope_<type>_<isa>) knows which. */
 typedef struct rope_view {
-  float *data;
+  void *data;
   size_t n_heads;
   size_t token_stride;
   size_t head_stride;
 } rope_view;
 
-typedef struct rope_f32_args {
+typedef struct rope_args {
   const struct posenc_rope_plan *plan;
   size_t n_tokens;
   const int32_t *positions; /* NULL: start_pos + t */
@@ -53,11 +56,11 @@ typedef struct rope_f32_args {
   size_t n_views; /* 1 (q) or 2 (q, k); views with no heads are dropped */
   rope_view views[2];
   unsigned flags;
-} rope_f32_args;
+} rope_args;
 
-typedef void (*rope_f32_fn)(const rope_f32_args *args);
+typedef void (*rope_fn)(const rope_args *args);
 
-static inline int32_t rope_position(const rope_f32_args *a, size_t t) {
+static inline int32_t rope_position(const rope_args *a, size_t t) {
   return a->positions ? a->positions[t] : (int32_t)(a->start_pos + (int64_t)t);
 }
 

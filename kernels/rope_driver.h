@@ -8,7 +8,8 @@
  *   rotate(view, row, p0, n, c, s, flags): rotates pairs [p0, p0 + n) of every head vector
  *       of one token's row of a view (the row's first head at `row`, R/2 = the plan's
  *       n_pairs), touching no other element. Taking all heads at once lets a SIMD variant
- *       keep a block of cos/sin in registers across heads.
+ *       keep a block of cos/sin in registers across heads. Each storage type (f32, bf16,
+ *       f16) has its own rotate; cos/sin are floats for all of them.
  *   advance (optional; NULL in the scalar reference): for a single-chunk plan and a token
  *       whose position is the previous token's plus one, steps the double-precision
  *       cos/sin that prepare() saved in `state` by one position (angle addition with the
@@ -36,10 +37,11 @@ typedef void (*rope_prepare_fn)(const struct posenc_rope_plan *plan, int32_t pos
                                 size_t p0, size_t n, float *c, float *s, rope_state *state);
 typedef void (*rope_advance_fn)(const struct posenc_rope_plan *plan, unsigned flags, size_t n,
                                 rope_state *state, float *c, float *s);
-typedef void (*rope_rotate_fn)(const rope_view *view, float *row, size_t half, size_t p0, size_t n,
+typedef void (*rope_rotate_fn)(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
                                const float *c, const float *s, unsigned flags);
 
-static inline __attribute__((always_inline)) void rope_drive(const rope_f32_args *a,
+/* elem: the storage type of the views, which `rotate` is written for. */
+static inline __attribute__((always_inline)) void rope_drive(const rope_args *a, posenc_elem elem,
                                                              rope_prepare_fn prepare,
                                                              rope_advance_fn advance,
                                                              rope_rotate_fn rotate) {
@@ -64,7 +66,8 @@ static inline __attribute__((always_inline)) void rope_drive(const rope_f32_args
       }
       for (size_t v = 0; v < a->n_views; ++v) {
         const rope_view *view = &a->views[v];
-        rotate(view, view->data + t * view->token_stride, n_pairs, p0, n, c, s, a->flags);
+        char *row = (char *)view->data + t * view->token_stride * posenc_elem_size(elem);
+        rotate(view, row, n_pairs, p0, n, c, s, a->flags);
       }
     }
     prev = pos;

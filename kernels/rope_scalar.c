@@ -1,5 +1,6 @@
 /* The scalar reference RoPE kernel: plain C, double-precision rotation, SLEEF's scalar
- * u10 sincosf. Every other variant is tested against this one. */
+ * u10 sincosf, for f32, bf16 and f16 storage (kernels/half.h's exact conversions). Every
+ * other variant is tested against this one. */
 #include <sleef.h>
 
 #include "rope_driver.h"
@@ -35,31 +36,41 @@ static void prepare_scalar(const struct posenc_rope_plan *plan, int32_t pos, uns
   }
 }
 
-static void rotate_pairs(float *x, size_t half, size_t p0, size_t n, const float *c, const float *s,
-                         unsigned flags) {
+/* One head vector's pairs [p0, p0 + n), written once for every storage type e (a constant
+ * at every call): elements widened to float exactly, rotated in double, rounded to float
+ * and then (bf16, f16) to the storage type, so a 16-bit result is the f32 result rounded. */
+static inline __attribute__((always_inline)) void rotate_pairs(void *x, size_t half, size_t p0,
+                                                               size_t n, const float *c,
+                                                               const float *s, unsigned flags,
+                                                               posenc_elem e) {
   if (flags & POSENC_ROPE_GPTJ) {
-    float *xp = x + 2 * p0;
     for (size_t i = 0; i < n; ++i) {
-      const double u = xp[2 * i], v = xp[2 * i + 1];
-      xp[2 * i] = (float)(u * c[2 * i] + v * s[2 * i]);
-      xp[2 * i + 1] = (float)(v * c[2 * i + 1] + u * s[2 * i + 1]);
+      const size_t iu = 2 * (p0 + i), iv = iu + 1;
+      const double u = posenc_elem_load(x, iu, e), v = posenc_elem_load(x, iv, e);
+      posenc_elem_store(x, iu, (float)(u * c[2 * i] + v * s[2 * i]), e);
+      posenc_elem_store(x, iv, (float)(v * c[2 * i + 1] + u * s[2 * i + 1]), e);
     }
   } else {
-    float *xu = x + p0, *xv = x + half + p0;
     for (size_t i = 0; i < n; ++i) {
-      const double u = xu[i], v = xv[i];
-      xu[i] = (float)(u * c[i] - v * s[i]);
-      xv[i] = (float)(v * c[i] + u * s[i]);
+      const size_t iu = p0 + i, iv = half + p0 + i;
+      const double u = posenc_elem_load(x, iu, e), v = posenc_elem_load(x, iv, e);
+      posenc_elem_store(x, iu, (float)(u * c[i] - v * s[i]), e);
+      posenc_elem_store(x, iv, (float)(v * c[i] + u * s[i]), e);
     }
   }
 }
 
-static void rotate_scalar(const rope_view *view, float *row, size_t half, size_t p0, size_t n,
-                          const float *c, const float *s, unsigned flags) {
-  for (size_t h = 0; h < view->n_heads; ++h)
-    rotate_pairs(row + h * view->head_stride, half, p0, n, c, s, flags);
-}
+#define ROPE_DEFINE_STORAGE(type, elem)                                                         \
+  static void rotate_##type(const rope_view *view, void *row, size_t half, size_t p0, size_t n, \
+                            const float *c, const float *s, unsigned flags) {                   \
+    const size_t stride = view->head_stride * posenc_elem_size(elem);                           \
+    for (size_t h = 0; h < view->n_heads; ++h)                                                  \
+      rotate_pairs((char *)row + h * stride, half, p0, n, c, s, flags, elem);                   \
+  }                                                                                             \
+  void posenc_rope_##type##_scalar(const rope_args *args) {                                     \
+    rope_drive(args, elem, prepare_scalar, NULL, rotate_##type);                                \
+  }
 
-void posenc_rope_f32_scalar(const rope_f32_args *args) {
-  rope_drive(args, prepare_scalar, NULL, rotate_scalar);
-}
+ROPE_DEFINE_STORAGE(f32, POSENC_ELEM_F32)
+ROPE_DEFINE_STORAGE(bf16, POSENC_ELEM_BF16)
+ROPE_DEFINE_STORAGE(f16, POSENC_ELEM_F16)

@@ -1,9 +1,11 @@
 /* The SIMD RoPE kernel, written once against the vector layer (kernels/simd/vec_<isa>.h)
  * and compiled once per ISA by rope_<isa>.c, which includes that layer first. Defines
- * posenc_rope_f32_<isa>. Same operations as the scalar reference (rope_scalar.c): the
- * angle reduction is bit-identical; sincos and the rotation may differ by a few ulp. */
+ * posenc_rope_f32_<isa>, posenc_rope_bf16_<isa> and posenc_rope_f16_<isa>. Same operations
+ * as the scalar reference (rope_scalar.c): the angle reduction is bit-identical; sincos and
+ * the rotation may differ by a few ulp. */
 #include "angle_simd.h"
 #include "rope_driver.h"
+#include "simd/vec_elem.h"
 
 #define ROPE_FN(name) VFN(name)
 
@@ -70,29 +72,37 @@ static void ROPE_FN(advance_)(const struct posenc_rope_plan *plan, unsigned flag
  * block, which measured faster than the head-by-head order. */
 #define ROPE_BLOCK (64 / VF_W)
 
-/* NEOX: u' = u*c - v*s, v' = v*c + u*s on one vector of pairs (xu[j], xv[j]); the _part_
- * form touches only the first m lanes. */
-static inline void ROPE_FN(neox_vec_)(float *xu, float *xv, vf c, vf s) {
-  const vf u = vf_load(xu), v = vf_load(xv);
-  vf_store(xu, vf_fnmadd(v, s, vf_mul(u, c)));
-  vf_store(xv, vf_fmadd(u, s, vf_mul(v, c)));
+/* The rotation below is written once for every storage type e (vec_elem.h): elements are
+ * widened to float exactly, rotated in float, and rounded to the storage type on store, so
+ * a bf16 or f16 result is the f32 kernel's result rounded once. e is a constant at every
+ * call (one rotate_<type>_ per type), so each loop is compiled for one type. Element
+ * indices are relative to the row. */
+#define ROPE_INLINE static inline __attribute__((always_inline))
+
+/* NEOX: u' = u*c - v*s, v' = v*c + u*s on one vector of pairs (x[iu + j], x[iv + j]); the
+ * _part_ form touches only the first m lanes. */
+ROPE_INLINE void ROPE_FN(neox_vec_)(void *x, size_t iu, size_t iv, vf c, vf s, posenc_elem e) {
+  const vf u = ve_load(x, iu, e), v = ve_load(x, iv, e);
+  ve_store(x, iu, vf_fnmadd(v, s, vf_mul(u, c)), e);
+  ve_store(x, iv, vf_fmadd(u, s, vf_mul(v, c)), e);
 }
 
-static inline void ROPE_FN(neox_part_)(float *xu, float *xv, vf c, vf s, size_t m) {
-  const vf u = vf_load_n(xu, m), v = vf_load_n(xv, m);
-  vf_store_n(xu, vf_fnmadd(v, s, vf_mul(u, c)), m);
-  vf_store_n(xv, vf_fmadd(u, s, vf_mul(v, c)), m);
+ROPE_INLINE void ROPE_FN(neox_part_)(void *x, size_t iu, size_t iv, vf c, vf s, size_t m,
+                                     posenc_elem e) {
+  const vf u = ve_load_n(x, iu, m, e), v = ve_load_n(x, iv, m, e);
+  ve_store_n(x, iu, vf_fnmadd(v, s, vf_mul(u, c)), m, e);
+  ve_store_n(x, iv, vf_fmadd(u, s, vf_mul(v, c)), m, e);
 }
 
 /* GPTJ: x' = x * (c, c) + swap(x) * (-s, s). */
-static inline void ROPE_FN(gptj_vec_)(float *x, vf c, vf s) {
-  const vf v = vf_load(x);
-  vf_store(x, vf_fmadd(vf_swap_pairs(v), s, vf_mul(v, c)));
+ROPE_INLINE void ROPE_FN(gptj_vec_)(void *x, size_t i, vf c, vf s, posenc_elem e) {
+  const vf v = ve_load(x, i, e);
+  ve_store(x, i, vf_fmadd(vf_swap_pairs(v), s, vf_mul(v, c)), e);
 }
 
-static inline void ROPE_FN(gptj_part_)(float *x, vf c, vf s, size_t m) {
-  const vf v = vf_load_n(x, m);
-  vf_store_n(x, vf_fmadd(vf_swap_pairs(v), s, vf_mul(v, c)), m);
+ROPE_INLINE void ROPE_FN(gptj_part_)(void *x, size_t i, vf c, vf s, size_t m, posenc_elem e) {
+  const vf v = ve_load_n(x, i, m, e);
+  ve_store_n(x, i, vf_fmadd(vf_swap_pairs(v), s, vf_mul(v, c)), m, e);
 }
 
 /* Two loop orders over the heads of one token's row (measured: see README):
@@ -103,10 +113,9 @@ static inline void ROPE_FN(gptj_part_)(float *x, vf c, vf s, size_t m) {
  *    halved the throughput of rows streamed from DRAM on SSE4/AVX2, so they are not used. */
 
 /* NEOX pairs [p0, p0 + n) of every head. */
-static void ROPE_FN(rotate_neox_)(const rope_view *view, float *row, size_t half, size_t p0,
-                                  size_t n, const float *c, const float *s) {
+ROPE_INLINE void ROPE_FN(rotate_neox_)(const rope_view *view, void *row, size_t half, size_t p0,
+                                       size_t n, const float *c, const float *s, posenc_elem e) {
   const size_t nh = view->n_heads, hs = view->head_stride;
-  float *base = row + p0;
   if (n == ROPE_BLOCK * VF_W) {
     vf cb[ROPE_BLOCK], sb[ROPE_BLOCK];
     for (int b = 0; b < ROPE_BLOCK; ++b) {
@@ -114,26 +123,25 @@ static void ROPE_FN(rotate_neox_)(const rope_view *view, float *row, size_t half
       sb[b] = vf_load(s + b * VF_W);
     }
     for (size_t h = 0; h < nh; ++h) {
-      float *xu = base + h * hs;
+      const size_t u = h * hs + p0;
       for (int b = 0; b < ROPE_BLOCK; ++b)
-        ROPE_FN(neox_vec_)(xu + b * VF_W, xu + half + b * VF_W, cb[b], sb[b]);
+        ROPE_FN(neox_vec_)(row, u + b * VF_W, u + half + b * VF_W, cb[b], sb[b], e);
     }
     return;
   }
   for (size_t h = 0; h < nh; ++h) {
-    float *xu = base + h * hs, *xv = xu + half;
+    const size_t u = h * hs + p0, v = u + half;
     size_t i = 0;
     for (; i + VF_W <= n; i += VF_W)
-      ROPE_FN(neox_vec_)(xu + i, xv + i, vf_load(c + i), vf_load(s + i));
-    if (i < n) ROPE_FN(neox_part_)(xu + i, xv + i, vf_load(c + i), vf_load(s + i), n - i);
+      ROPE_FN(neox_vec_)(row, u + i, v + i, vf_load(c + i), vf_load(s + i), e);
+    if (i < n) ROPE_FN(neox_part_)(row, u + i, v + i, vf_load(c + i), vf_load(s + i), n - i, e);
   }
 }
 
 /* GPTJ: the 2n interleaved elements from 2*p0, in the same two orders. */
-static void ROPE_FN(rotate_gptj_)(const rope_view *view, float *row, size_t p0, size_t n,
-                                  const float *c, const float *s) {
+ROPE_INLINE void ROPE_FN(rotate_gptj_)(const rope_view *view, void *row, size_t p0, size_t n,
+                                       const float *c, const float *s, posenc_elem e) {
   const size_t nh = view->n_heads, hs = view->head_stride, m = 2 * n;
-  float *base = row + 2 * p0;
   if (m == 2 * ROPE_BLOCK * VF_W) {
     vf cb[2 * ROPE_BLOCK], sb[2 * ROPE_BLOCK];
     for (int b = 0; b < 2 * ROPE_BLOCK; ++b) {
@@ -142,25 +150,38 @@ static void ROPE_FN(rotate_gptj_)(const rope_view *view, float *row, size_t p0, 
     }
     for (size_t h = 0; h < nh; ++h)
       for (int b = 0; b < 2 * ROPE_BLOCK; ++b)
-        ROPE_FN(gptj_vec_)(base + h * hs + b * VF_W, cb[b], sb[b]);
+        ROPE_FN(gptj_vec_)(row, h * hs + 2 * p0 + b * VF_W, cb[b], sb[b], e);
     return;
   }
   for (size_t h = 0; h < nh; ++h) {
-    float *x = base + h * hs;
+    const size_t x = h * hs + 2 * p0;
     size_t i = 0;
-    for (; i + VF_W <= m; i += VF_W) ROPE_FN(gptj_vec_)(x + i, vf_load(c + i), vf_load(s + i));
-    if (i < m) ROPE_FN(gptj_part_)(x + i, vf_load(c + i), vf_load(s + i), m - i);
+    for (; i + VF_W <= m; i += VF_W)
+      ROPE_FN(gptj_vec_)(row, x + i, vf_load(c + i), vf_load(s + i), e);
+    if (i < m) ROPE_FN(gptj_part_)(row, x + i, vf_load(c + i), vf_load(s + i), m - i, e);
   }
 }
 
-static void ROPE_FN(rotate_)(const rope_view *view, float *row, size_t half, size_t p0, size_t n,
-                             const float *c, const float *s, unsigned flags) {
+ROPE_INLINE void ROPE_FN(rotate_)(const rope_view *view, void *row, size_t half, size_t p0,
+                                  size_t n, const float *c, const float *s, unsigned flags,
+                                  posenc_elem e) {
   if (flags & POSENC_ROPE_GPTJ)
-    ROPE_FN(rotate_gptj_)(view, row, p0, n, c, s);
+    ROPE_FN(rotate_gptj_)(view, row, p0, n, c, s, e);
   else
-    ROPE_FN(rotate_neox_)(view, row, half, p0, n, c, s);
+    ROPE_FN(rotate_neox_)(view, row, half, p0, n, c, s, e);
 }
 
-void ROPE_FN(posenc_rope_f32_)(const rope_f32_args *args) {
-  rope_drive(args, ROPE_FN(prepare_), ROPE_FN(advance_), ROPE_FN(rotate_));
-}
+/* One rotate and one entry point per storage type. */
+#define ROPE_DEFINE_STORAGE(type, elem)                                                           \
+  static void ROPE_FN(rotate_##type##_)(const rope_view *view, void *row, size_t half, size_t p0, \
+                                        size_t n, const float *c, const float *s,                 \
+                                        unsigned flags) {                                         \
+    ROPE_FN(rotate_)(view, row, half, p0, n, c, s, flags, elem);                                  \
+  }                                                                                               \
+  void ROPE_FN(posenc_rope_##type##_)(const rope_args *args) {                                    \
+    rope_drive(args, elem, ROPE_FN(prepare_), ROPE_FN(advance_), ROPE_FN(rotate_##type##_));      \
+  }
+
+ROPE_DEFINE_STORAGE(f32, POSENC_ELEM_F32)
+ROPE_DEFINE_STORAGE(bf16, POSENC_ELEM_BF16)
+ROPE_DEFINE_STORAGE(f16, POSENC_ELEM_F16)

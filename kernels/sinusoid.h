@@ -3,6 +3,7 @@
 #ifndef POSENC_KERNELS_SINUSOID_H
 #define POSENC_KERNELS_SINUSOID_H
 
+#include "half.h"
 #include "rope.h"
 
 /* The frequencies live in a RoPE plan of ceil(dim/2) pairs (attention factor 1): the same
@@ -16,27 +17,29 @@ struct posenc_sinusoid_plan {
 #define POSENC_SINUSOID_ADD_ 0x100u
 #define POSENC_SINUSOID_LAYOUT_MASK_ 3u
 
-typedef struct sinusoid_f32_args {
+/* The same block for every storage type of the rows (float arithmetic inside); the kernel
+ * entry point (posenc_sinusoid_<type>_<isa>) knows which type out points to. */
+typedef struct sinusoid_args {
   const struct posenc_rope_plan *freq;
   size_t dim;
   size_t n_rows;
   const int32_t *positions; /* NULL: timesteps, or start_pos + r */
   const float *timesteps;
   int32_t start_pos;
-  float *out;
-  size_t row_stride;
-  unsigned flags; /* layout | F32_ANGLES | ADD_ */
-} sinusoid_f32_args;
+  void *out;         /* float *, or uint16_t * holding bf16 / f16 bits */
+  size_t row_stride; /* in elements */
+  unsigned flags;    /* layout | F32_ANGLES | ADD_ */
+} sinusoid_args;
 
-typedef void (*sinusoid_f32_fn)(const sinusoid_f32_args *args);
+typedef void (*sinusoid_fn)(const sinusoid_args *args);
 
 /* Row r's position, and whether it is the integer one after row r - 1's. */
-static inline double sinusoid_position(const sinusoid_f32_args *a, size_t r) {
+static inline double sinusoid_position(const sinusoid_args *a, size_t r) {
   if (a->timesteps) return (double)a->timesteps[r];
   return a->positions ? (double)a->positions[r] : (double)a->start_pos + (double)r;
 }
 
-static inline int sinusoid_follows(const sinusoid_f32_args *a, size_t r) {
+static inline int sinusoid_follows(const sinusoid_args *a, size_t r) {
   if (a->timesteps || r == 0) return 0;
   return !a->positions || (int64_t)a->positions[r] == (int64_t)a->positions[r - 1] + 1;
 }

@@ -1,4 +1,5 @@
-/* sinusoid f32 for avx512: the shared SIMD source over the avx512 vector layer (first). */
+/* sinusoid for avx512: the shared SIMD source over the avx512 vector layer (first), for f32,
+ * bf16 and f16 rows. */
 #include "simd/vec_avx512.h"
 
 #include "sinusoid_simd.h"

@@ -1,6 +1,7 @@
-// posenc_rope_f32 argument checks: every invalid call returns POSENC_ERR_INVALID_ARGUMENT
-// and leaves every buffer bit for bit untouched; valid no-ops and unusual valid layouts
-// are accepted. Runs with the active ISA (ctest runs it once per ISA).
+// posenc_rope_f32, _bf16 and _f16 argument checks (one table, run for each storage type):
+// every invalid call returns POSENC_ERR_INVALID_ARGUMENT and leaves every buffer bit for
+// bit untouched; valid no-ops and unusual valid layouts are accepted. Runs with the active
+// ISA (ctest runs it once per ISA).
 #include <posenc.h>
 
 #include <climits>
@@ -18,8 +19,20 @@ constexpr size_t kRotaryDim = 8;
 constexpr size_t kHeadDim = 8;
 constexpr size_t kTokens = 3;
 
-// Everything posenc_rope_f32 takes; null q or k when has_q / has_k is false.
+// The entry point of one storage type, and its element size.
+struct RopeStorage {
+  const char* name;
+  posenc_status (*rotate)(const posenc_rope_plan*, size_t, size_t, const int32_t*, int32_t,
+                          const posenc_rope_tensor*, const posenc_rope_tensor*, unsigned);
+  size_t elem;
+};
+const RopeStorage kStorages[] = {{"f32", posenc_rope_f32, sizeof(float)},
+                                 {"bf16", posenc_rope_bf16, sizeof(uint16_t)},
+                                 {"f16", posenc_rope_f16, sizeof(uint16_t)}};
+
+// Everything posenc_rope_<type> takes; null q or k when has_q / has_k is false.
 struct RopeCall {
+  RopeStorage storage;
   const posenc_rope_plan* plan;
   size_t head_dim;
   size_t n_tokens;
@@ -32,23 +45,30 @@ struct RopeCall {
   unsigned flags;
 
   posenc_status Invoke() const {
-    return posenc_rope_f32(plan, head_dim, n_tokens, positions, start_pos, has_q ? &q : nullptr,
-                           has_k ? &k : nullptr, flags);
+    return storage.rotate(plan, head_dim, n_tokens, positions, start_pos, has_q ? &q : nullptr,
+                          has_k ? &k : nullptr, flags);
+  }
+  // n elements of the call's type after p.
+  void* At(void* p, ptrdiff_t n) const {
+    return static_cast<char*>(p) + n * static_cast<ptrdiff_t>(storage.elem);
   }
 };
 
-class RopeArgumentsTest : public testing::Test {
+class RopeArgumentsTest : public testing::TestWithParam<RopeStorage> {
  protected:
-  // Q: [3 tokens, 2 heads, 8] at buffer + 16; K: [3 tokens, 1 head, 8] right after it.
+  // Q: [3 tokens, 2 heads, 8] at element 16 of the buffer; K: [3 tokens, 1 head, 8] right
+  // after it. The buffer holds 128 floats, or the same bytes as 16-bit elements.
   RopeArgumentsTest() : plan_(MakePlan(kRotaryDim, 10000.0, 1.0)), buffer_(128) {
     for (size_t i = 0; i < buffer_.size(); ++i) buffer_[i] = 0.5f + static_cast<float>(i);
   }
 
-  float* q_data() { return buffer_.data() + 16; }
-  float* k_data() { return q_data() + kTokens * 2 * kHeadDim; }
+  void* q_data() { return static_cast<char*>(static_cast<void*>(buffer_.data())) + 16 * elem(); }
+  void* k_data() { return static_cast<char*>(q_data()) + kTokens * 2 * kHeadDim * elem(); }
+  size_t elem() const { return GetParam().elem; }
 
   RopeCall ValidCall() {
-    return RopeCall{plan_.get(),
+    return RopeCall{GetParam(),
+                    plan_.get(),
                     kHeadDim,
                     kTokens,
                     positions_,
@@ -70,7 +90,7 @@ class RopeArgumentsTest : public testing::Test {
   const int32_t positions_[kTokens] = {3, -1, 70000};
 };
 
-TEST_F(RopeArgumentsTest, BaselineCallIsValidAndRotates) {
+TEST_P(RopeArgumentsTest, BaselineCallIsValidAndRotates) {
   const AlignedFloats before = buffer_;
   ASSERT_EQ(ValidCall().Invoke(), POSENC_OK);
   EXPECT_NE(FirstBitwiseDifference(before, buffer_), -1);
@@ -107,10 +127,10 @@ std::vector<InvalidCase> InvalidCases() {
        }},
       {"K is the Q buffer", [](RopeCall& c) { c.k.data = c.q.data; }},
       {"K overlaps Q's last head",
-       [](RopeCall& c) { c.k.data = static_cast<float*>(c.q.data) + 5 * kHeadDim - 3; }},
+       [](RopeCall& c) { c.k.data = c.At(c.q.data, 5 * kHeadDim - 3); }},
       {"K heads interleave Q's elements",
        [](RopeCall& c) {
-         c.k.data = static_cast<float*>(c.q.data) + 4;
+         c.k.data = c.At(c.q.data, 4);
          c.k.token_stride = c.q.token_stride;
        }},
       {"start_pos + n_tokens - 1 > INT32_MAX",
@@ -138,22 +158,22 @@ std::vector<InvalidCase> InvalidCases() {
          c.q.head_stride = SIZE_MAX / 3;
        }},
       {"extent in bytes overflows ptrdiff_t",
-       [](RopeCall& c) { c.k.token_stride = PTRDIFF_MAX / 8; }},
+       [](RopeCall& c) { c.k.token_stride = PTRDIFF_MAX / (2 * c.storage.elem); }},
       {"K head extent overflows, 1 token",
        [](RopeCall& c) {
          c.n_tokens = 1;
          c.k.n_heads = 3;
          c.k.head_stride = SIZE_MAX / 2;
        }},
-      {"q data not float-aligned",
+      {"q data not element-aligned",
        [](RopeCall& c) { c.q.data = static_cast<char*>(c.q.data) + 1; }},
-      {"k data not float-aligned",
-       [](RopeCall& c) { c.k.data = static_cast<char*>(c.k.data) + 2; }},
+      {"k data not element-aligned",
+       [](RopeCall& c) { c.k.data = static_cast<char*>(c.k.data) + c.storage.elem / 2; }},
   };
 }
 
 // Every invalid call, in every mode (pair layout, direction, angle mode).
-TEST_F(RopeArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
+TEST_P(RopeArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
   for (unsigned flags : {0u, 1u, 2u, 3u, 4u, 5u, 6u, 7u}) {
     for (const InvalidCase& bad : InvalidCases()) {
       RopeCall call = ValidCall();
@@ -164,7 +184,7 @@ TEST_F(RopeArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
   }
 }
 
-TEST_F(RopeArgumentsTest, EmptyWorkIsAValidNoOp) {
+TEST_P(RopeArgumentsTest, EmptyWorkIsAValidNoOp) {
   const CallChanges<RopeCall> no_ops = {
       {"n_tokens 0, NULL data",
        [](RopeCall& c) {
@@ -190,19 +210,19 @@ TEST_F(RopeArgumentsTest, EmptyWorkIsAValidNoOp) {
   ExpectChangedCallsReturnAndWriteNothing(ValidCall(), no_ops, POSENC_OK, buffer_);
 }
 
-TEST_F(RopeArgumentsTest, ValidUnusualCallsAreAccepted) {
+TEST_P(RopeArgumentsTest, ValidUnusualCallsAreAccepted) {
   const CallChanges<RopeCall> valid = {
       {"packed QKV rows: K heads after Q heads in the same rows",
        [this](RopeCall& c) {
          const size_t row = (2 + 2 * 1) * kHeadDim;  // Hq = 2, Hk = 1
          c.q = {q_data(), 2, row, kHeadDim};
-         c.k = {q_data() + 2 * kHeadDim, 1, row, kHeadDim};
+         c.k = {c.At(q_data(), 2 * kHeadDim), 1, row, kHeadDim};
        }},
       {"K rows before Q rows in shared packed rows",
        [this](RopeCall& c) {
          const size_t row = 4 * kHeadDim;
          c.k = {q_data(), 1, row, kHeadDim};
-         c.q = {q_data() + kHeadDim, 2, row, kHeadDim};
+         c.q = {c.At(q_data(), kHeadDim), 2, row, kHeadDim};
        }},
       {"[H,L,D] layout",
        [](RopeCall& c) {
@@ -230,7 +250,7 @@ TEST_F(RopeArgumentsTest, ValidUnusualCallsAreAccepted) {
          c.head_dim = kHeadDim + 1;
          c.q.head_stride = c.head_dim;
          c.q.token_stride = 2 * c.head_dim;
-         c.k.data = static_cast<float*>(c.q.data) + kTokens * c.q.token_stride;
+         c.k.data = c.At(c.q.data, static_cast<ptrdiff_t>(kTokens * c.q.token_stride));
          c.k.head_stride = c.k.token_stride = c.head_dim;
        }},
       {"one token, head_stride < head_dim with one head",
@@ -241,6 +261,11 @@ TEST_F(RopeArgumentsTest, ValidUnusualCallsAreAccepted) {
   };
   ExpectChangedCallsReturn(ValidCall(), valid, POSENC_OK);
 }
+
+INSTANTIATE_TEST_SUITE_P(Storage, RopeArgumentsTest, testing::ValuesIn(kStorages),
+                         [](const testing::TestParamInfo<RopeStorage>& info) {
+                           return std::string(info.param.name);
+                         });
 
 }  // namespace
 }  // namespace posenc_test

@@ -18,6 +18,8 @@ typedef __m256d vd;
 
 static inline vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
 static inline void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
+/* A store that a vf_load of the same vector reads back soon (vec_avx512.h). */
+static inline void vf_store_reload(float *p, vf v) { vf_store(p, v); }
 /* Non-temporal store (p aligned to the vector), and the fence that orders such stores. */
 static inline void vf_stream(float *p, vf v) { _mm256_stream_ps(p, v); }
 static inline void vf_stream_fence(void) { _mm_sfence(); }
@@ -67,6 +69,76 @@ static inline vf vf_from_vi(vi x) { return _mm256_cvtepi32_ps(x); }
 
 static inline vf vf_from_vd(vd lo, vd hi) {
   return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
+}
+
+/* For the ALiBi softmax: max, exp, selections, the double sum, bf16 storage. */
+/* max(a, b); a NaN in b gives NaN (VMAXPS returns its second operand if either is NaN). */
+static inline vf vf_max(vf a, vf b) { return _mm256_max_ps(a, b); }
+static inline float vf_hmax(vf v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+static inline vf vf_exp(vf x) {
+  vf r = Sleef_expf8_u10avx2(x);
+  POSENC_MSAN_UNPOISON(&r, sizeof r);
+  return r;
+}
+/* v, with `with` in the lanes where v < lo (ordered: a NaN lane keeps its NaN). */
+static inline vf vf_replace_lt(vf v, vf lo, vf with) {
+  return _mm256_blendv_ps(v, with, _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
+}
+/* 1 if a < b in every lane (ordered: a NaN lane makes it 0). */
+static inline int vf_all_lt(vf a, vf b) {
+  return _mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ)) == 0xff;
+}
+/* v in lanes [0, n), fill in the others (n <= VF_W). */
+static inline vf vf_first_n(vf v, size_t n, float fill) {
+  const __m256i in =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_blendv_ps(_mm256_set1_ps(fill), v, _mm256_castsi256_ps(in));
+}
+static inline double vd_hsum(vd v) {
+  const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+/* bf16 (the upper half of a float) to float, exactly. */
+static inline vf vf_load_bf16(const uint16_t *p) {
+  const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+}
+/* float to bf16, rounded to nearest even; a NaN stays a (quiet) NaN. */
+static inline void vf_store_bf16(uint16_t *p, vf v) {
+  const __m256i b = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  const __m256i rne = _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)), lsb);
+  const __m256i quiet = _mm256_or_si256(b, _mm256_set1_epi32(0x400000));
+  const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+  const __m256i r =
+      _mm256_srli_epi32(_mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(rne),
+                                                             _mm256_castsi256_ps(quiet), nan)),
+                        16);
+  _mm_storeu_si128((__m128i *)p,
+                   _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+}
+#include "vec_partial_bf16.h"
+/* IEEE binary16 (f16) to float, exactly, and float to f16 rounded to nearest even (IEEE
+ * overflow to infinity, subnormals, a NaN stays a quiet NaN): F16C. */
+static inline vf vf_load_f16(const uint16_t *p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+static inline void vf_store_f16(uint16_t *p, vf v) {
+  _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+#include "vec_partial_f16.h"
+/* vf_store_bf16 / vf_store_f16 as non-temporal stores (p aligned to 16 bytes). */
+static inline void vf_stream_bf16(uint16_t *p, vf v) {
+  __m128i bits;
+  vf_store_bf16((uint16_t *)&bits, v);
+  _mm_stream_si128((__m128i *)p, bits);
+}
+static inline void vf_stream_f16(uint16_t *p, vf v) {
+  _mm_stream_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
 #endif /* POSENC_VEC_AVX2_H */

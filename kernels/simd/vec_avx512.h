@@ -25,6 +25,10 @@ static inline void vf_store(float *p, vf v) {
   _mm256_storeu_ps(p, _mm512_castps512_ps256(v));
   _mm256_storeu_ps(p + 8, _mm512_extractf32x8_ps(v, 1));
 }
+/* A store that a vf_load of the same vector reads back soon (the ALiBi softmax's passes
+ * over a row in cache): one 512-bit store, since a 512-bit load that spans two 256-bit
+ * stores cannot take its data from them (store-to-load forwarding) and waits for them. */
+static inline void vf_store_reload(float *p, vf v) { _mm512_storeu_ps(p, v); }
 /* Non-temporal store (p aligned to the vector), and the fence that orders such stores. */
 static inline void vf_stream(float *p, vf v) { _mm512_stream_ps(p, v); }
 static inline void vf_stream_fence(void) { _mm_sfence(); }
@@ -85,6 +89,105 @@ static inline vf vf_from_vi(vi x) { return _mm512_cvtepi32_ps(x); }
 
 static inline vf vf_from_vd(vd lo, vd hi) {
   return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
+}
+
+/* For the ALiBi softmax: max, exp, selections, the double sum, bf16 storage. */
+/* max(a, b); a NaN in b gives NaN (VMAXPS returns its second operand if either is NaN). */
+static inline vf vf_max(vf a, vf b) { return _mm512_max_ps(a, b); }
+static inline float vf_hmax(vf v) {
+  __m256 m = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 q = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  q = _mm_max_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_max_ss(q, _mm_shuffle_ps(q, q, 1)));
+}
+static inline vf vf_exp(vf x) {
+  vf r = Sleef_expf16_u10avx512f(x);
+  POSENC_MSAN_UNPOISON(&r, sizeof r);
+  return r;
+}
+/* v, with `with` in the lanes where v < lo (ordered: a NaN lane keeps its NaN). */
+static inline vf vf_replace_lt(vf v, vf lo, vf with) {
+  return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), with);
+}
+/* 1 if a < b in every lane (ordered: a NaN lane makes it 0). */
+static inline int vf_all_lt(vf a, vf b) {
+  return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ) == (__mmask16)0xffff;
+}
+/* v in lanes [0, n), fill in the others (n <= VF_W). */
+static inline vf vf_first_n(vf v, size_t n, float fill) {
+  return _mm512_mask_mov_ps(_mm512_set1_ps(fill), (__mmask16)((1u << n) - 1u), v);
+}
+static inline double vd_hsum(vd v) {
+  const __m256d h = _mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1));
+  const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+/* bf16 (the upper half of a float) to float, exactly; the _n forms neither read nor write
+ * past the n-th element (masked). */
+static inline vf vf_from_bf16_bits(__m256i h) {
+  /* One VPERMW: word i to the upper half of lane i, the lower halves zeroed by the mask. */
+  const __m512i idx = _mm512_setr_epi32(0 << 16, 1 << 16, 2 << 16, 3 << 16, 4 << 16, 5 << 16,
+                                        6 << 16, 7 << 16, 8 << 16, 9 << 16, 10 << 16, 11 << 16,
+                                        12 << 16, 13 << 16, 14 << 16, 15 << 16);
+  return _mm512_castsi512_ps(
+      _mm512_maskz_permutexvar_epi16(0xAAAAAAAAu, idx, _mm512_zextsi256_si512(h)));
+}
+static inline vf vf_load_bf16(const uint16_t *p) {
+  return vf_from_bf16_bits(_mm256_loadu_si256((const __m256i *)p));
+}
+static inline vf vf_load_bf16_n(const uint16_t *p, size_t n) {
+  return vf_from_bf16_bits(_mm256_maskz_loadu_epi16((__mmask16)((1u << n) - 1u), p));
+}
+/* float to bf16 in the upper halves of the 32-bit lanes, rounded to nearest even; a NaN
+ * becomes the default quiet NaN (0xffc0: payload not kept, posenc.h leaves it unspecified).
+ * Four operations, as bf16 RoPE rows streamed from DRAM are bound by them (4096 tokens on
+ * Zen 5: 0.71x of limit_rmw with compare, blend, shifts and VPMOVDW; 0.85x with these and
+ * VPERMW): VFIXUPIMMPS turns a NaN into 0xffc00000 (whose rounding cannot carry into the
+ * exponent) and keeps the rest; the bias, 0x7fff or 0x8000 where the bf16's lowest bit is
+ * 1, is one masked move. */
+static inline __m512i vf_bf16_upper(vf v) {
+  const __m512i b = _mm512_castps_si512(_mm512_fixupimm_ps(v, v, _mm512_set1_epi32(0x11111133), 0));
+  const __mmask16 odd = _mm512_test_epi32_mask(b, _mm512_set1_epi32(0x10000));
+  const __m512i bias =
+      _mm512_mask_mov_epi32(_mm512_set1_epi32(0x7fff), odd, _mm512_set1_epi32(0x8000));
+  return _mm512_add_epi32(b, bias);
+}
+/* The same in the lower halves. */
+static inline __m512i vf_bf16_bits(vf v) { return _mm512_srli_epi32(vf_bf16_upper(v), 16); }
+static inline void vf_store_bf16(uint16_t *p, vf v) {
+  /* One VPERMW: the upper words of the 16 lanes to the lower 256 bits. */
+  const __m512i idx =
+      _mm512_setr_epi32(1 | 3 << 16, 5 | 7 << 16, 9 | 11 << 16, 13 | 15 << 16, 17 | 19 << 16,
+                        21 | 23 << 16, 25 | 27 << 16, 29 | 31 << 16, 0, 0, 0, 0, 0, 0, 0, 0);
+  _mm256_storeu_si256((__m256i *)p,
+                      _mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, vf_bf16_upper(v))));
+}
+static inline void vf_store_bf16_n(uint16_t *p, vf v, size_t n) {
+  _mm512_mask_cvtepi32_storeu_epi16(p, (__mmask16)((1u << n) - 1u), vf_bf16_bits(v));
+}
+/* IEEE binary16 (f16) to float, exactly, and float to f16 rounded to nearest even (IEEE
+ * overflow to infinity, subnormals, a NaN stays a quiet NaN); the _n forms are masked. */
+static inline vf vf_load_f16(const uint16_t *p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+static inline vf vf_load_f16_n(const uint16_t *p, size_t n) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16((__mmask16)((1u << n) - 1u), p));
+}
+static inline __m256i vf_f16_bits(vf v) {
+  return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+static inline void vf_store_f16(uint16_t *p, vf v) {
+  _mm256_storeu_si256((__m256i *)p, vf_f16_bits(v));
+}
+static inline void vf_store_f16_n(uint16_t *p, vf v, size_t n) {
+  _mm256_mask_storeu_epi16(p, (__mmask16)((1u << n) - 1u), vf_f16_bits(v));
+}
+/* vf_store_bf16 / vf_store_f16 as non-temporal stores (p aligned to 32 bytes). */
+static inline void vf_stream_bf16(uint16_t *p, vf v) {
+  _mm256_stream_si256((__m256i *)p, _mm512_cvtepi32_epi16(vf_bf16_bits(v)));
+}
+static inline void vf_stream_f16(uint16_t *p, vf v) {
+  _mm256_stream_si256((__m256i *)p, vf_f16_bits(v));
 }
 
 #endif /* POSENC_VEC_AVX512_H */

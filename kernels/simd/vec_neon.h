@@ -18,6 +18,8 @@ typedef float64x2_t vd;
 
 static inline vf vf_load(const float *p) { return vld1q_f32(p); }
 static inline void vf_store(float *p, vf v) { vst1q_f32(p, v); }
+/* A store that a vf_load of the same vector reads back soon (vec_avx512.h). */
+static inline void vf_store_reload(float *p, vf v) { vf_store(p, v); }
 /* No non-temporal vector store here: ordinary stores (the fence is then a no-op). */
 static inline void vf_stream(float *p, vf v) { vst1q_f32(p, v); }
 static inline void vf_stream_fence(void) {}
@@ -68,5 +70,54 @@ static inline vd vd_mul(vd a, vd b) { return vmulq_f64(a, b); }
 static inline vd vd_round(vd x) { return vrndnq_f64(x); }
 /* Two double vectors to one float vector: (lo..., hi...). */
 static inline vf vf_from_vd(vd lo, vd hi) { return vcvt_high_f32_f64(vcvt_f32_f64(lo), hi); }
+
+/* For the ALiBi softmax: max, exp, selections, the double sum, bf16 storage. */
+/* max(a, b); a NaN in either gives NaN (FMAX). */
+static inline vf vf_max(vf a, vf b) { return vmaxq_f32(a, b); }
+static inline float vf_hmax(vf v) { return vmaxvq_f32(v); }
+static inline vf vf_exp(vf x) {
+  vf r = Sleef_expf4_u10advsimd(x);
+  POSENC_MSAN_UNPOISON(&r, sizeof r);
+  return r;
+}
+/* v, with `with` in the lanes where v < lo (ordered: a NaN lane keeps its NaN). */
+static inline vf vf_replace_lt(vf v, vf lo, vf with) {
+  return vbslq_f32(vcltq_f32(v, lo), with, v);
+}
+/* 1 if a < b in every lane (ordered: a NaN lane makes it 0). */
+static inline int vf_all_lt(vf a, vf b) { return vminvq_u32(vcltq_f32(a, b)) != 0; }
+/* v in lanes [0, n), fill in the others (n <= VF_W). */
+static inline vf vf_first_n(vf v, size_t n, float fill) {
+  static const uint32_t iota[4] = {0, 1, 2, 3};
+  return vbslq_f32(vcltq_u32(vld1q_u32(iota), vdupq_n_u32((uint32_t)n)), v, vdupq_n_f32(fill));
+}
+static inline double vd_hsum(vd v) { return vaddvq_f64(v); }
+/* bf16 (the upper half of a float) to float, exactly. */
+static inline vf vf_load_bf16(const uint16_t *p) {
+  return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
+}
+/* float to bf16, rounded to nearest even; a NaN stays a (quiet) NaN. */
+static inline void vf_store_bf16(uint16_t *p, vf v) {
+  const uint32x4_t b = vreinterpretq_u32_f32(v);
+  const uint32x4_t lsb = vandq_u32(vshrq_n_u32(b, 16), vdupq_n_u32(1));
+  const uint32x4_t rne = vaddq_u32(vaddq_u32(b, vdupq_n_u32(0x7fff)), lsb);
+  const uint32x4_t quiet = vorrq_u32(b, vdupq_n_u32(0x400000));
+  const uint32x4_t nan = vmvnq_u32(vceqq_f32(v, v));
+  vst1_u16(p, vshrn_n_u32(vbslq_u32(nan, quiet, rne), 16));
+}
+#include "vec_partial_bf16.h"
+/* IEEE binary16 (f16) to float, exactly, and float to f16 rounded to nearest even (FPCR's
+ * default mode; IEEE overflow to infinity, subnormals, a NaN stays a NaN): FCVTL / FCVTN,
+ * baseline ARMv8. */
+static inline vf vf_load_f16(const uint16_t *p) {
+  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+}
+static inline void vf_store_f16(uint16_t *p, vf v) {
+  vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v)));
+}
+#include "vec_partial_f16.h"
+/* No non-temporal vector store here (vf_stream): the 16-bit forms are stored normally. */
+static inline void vf_stream_bf16(uint16_t *p, vf v) { vf_store_bf16(p, v); }
+static inline void vf_stream_f16(uint16_t *p, vf v) { vf_store_f16(p, v); }
 
 #endif /* POSENC_VEC_NEON_H */

@@ -18,6 +18,8 @@ typedef __m128d vd;
 
 static inline vf vf_load(const float *p) { return _mm_loadu_ps(p); }
 static inline void vf_store(float *p, vf v) { _mm_storeu_ps(p, v); }
+/* A store that a vf_load of the same vector reads back soon (vec_avx512.h). */
+static inline void vf_store_reload(float *p, vf v) { vf_store(p, v); }
 /* Non-temporal store (p aligned to the vector), and the fence that orders such stores. */
 static inline void vf_stream(float *p, vf v) { _mm_stream_ps(p, v); }
 static inline void vf_stream_fence(void) { _mm_sfence(); }
@@ -67,5 +69,97 @@ static inline vf vf_from_vi(vi x) { return _mm_cvtepi32_ps(x); }
 static inline vf vf_from_vd(vd lo, vd hi) {
   return _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi));
 }
+
+/* For the ALiBi softmax: max, exp, selections, the double sum, bf16 storage. */
+/* max(a, b); a NaN in b gives NaN (MAXPS returns its second operand if either is NaN). */
+static inline vf vf_max(vf a, vf b) { return _mm_max_ps(a, b); }
+static inline float vf_hmax(vf v) {
+  const vf m = _mm_max_ps(v, _mm_movehl_ps(v, v));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+static inline vf vf_exp(vf x) {
+  vf r = Sleef_expf4_u10sse4(x);
+  POSENC_MSAN_UNPOISON(&r, sizeof r);
+  return r;
+}
+/* v, with `with` in the lanes where v < lo (ordered: a NaN lane keeps its NaN). */
+static inline vf vf_replace_lt(vf v, vf lo, vf with) {
+  return _mm_blendv_ps(v, with, _mm_cmplt_ps(v, lo));
+}
+/* 1 if a < b in every lane (ordered: a NaN lane makes it 0). */
+static inline int vf_all_lt(vf a, vf b) { return _mm_movemask_ps(_mm_cmplt_ps(a, b)) == 0xf; }
+/* v in lanes [0, n), fill in the others (n <= VF_W). */
+static inline vf vf_first_n(vf v, size_t n, float fill) {
+  const __m128i in = _mm_cmplt_epi32(_mm_setr_epi32(0, 1, 2, 3), _mm_set1_epi32((int)n));
+  return _mm_blendv_ps(_mm_set1_ps(fill), v, _mm_castsi128_ps(in));
+}
+static inline double vd_hsum(vd v) { return _mm_cvtsd_f64(_mm_add_sd(v, _mm_unpackhi_pd(v, v))); }
+/* bf16 (the upper half of a float) to float, exactly. */
+static inline vf vf_load_bf16(const uint16_t *p) {
+  const __m128i h = _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *)p));
+  return _mm_castsi128_ps(_mm_slli_epi32(h, 16));
+}
+/* float to bf16, rounded to nearest even; a NaN stays a (quiet) NaN. */
+static inline void vf_store_bf16(uint16_t *p, vf v) {
+  const __m128i b = _mm_castps_si128(v);
+  const __m128i lsb = _mm_and_si128(_mm_srli_epi32(b, 16), _mm_set1_epi32(1));
+  const __m128i rne = _mm_add_epi32(_mm_add_epi32(b, _mm_set1_epi32(0x7fff)), lsb);
+  const __m128i quiet = _mm_or_si128(b, _mm_set1_epi32(0x400000));
+  const __m128 nan = _mm_cmpunord_ps(v, v);
+  const __m128i r = _mm_srli_epi32(
+      _mm_castps_si128(_mm_blendv_ps(_mm_castsi128_ps(rne), _mm_castsi128_ps(quiet), nan)), 16);
+  _mm_storel_epi64((__m128i *)p, _mm_packus_epi32(r, r));
+}
+#include "vec_partial_bf16.h"
+/* IEEE binary16 (f16) to float, exactly, and float to f16 rounded to nearest even (IEEE
+ * overflow to infinity, subnormals, a NaN stays a quiet NaN with its leading payload bits,
+ * as F16C does): the sse4 tier does not require F16C, so integer operations do it, as
+ * kernels/half.h does for one element. The lanes hold f16 bits in their low 16 bits. */
+static inline vf vf_from_f16_bits(__m128i h) {
+  const __m128i sign = _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x8000)), 16);
+  const __m128i o = _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x7fff)), 13);
+  const __m128i exp = _mm_and_si128(o, _mm_set1_epi32(0x0f800000));
+  /* Rebias the exponent by 127 - 15; infinity and NaN by twice that, to 255. */
+  const __m128i inf_nan = _mm_cmpeq_epi32(exp, _mm_set1_epi32(0x0f800000));
+  __m128i r = _mm_add_epi32(o, _mm_set1_epi32(112 << 23));
+  r = _mm_add_epi32(r, _mm_and_si128(inf_nan, _mm_set1_epi32(112 << 23)));
+  /* Zero and subnormals (mant * 2^-24): 2^-14 * (1 + mant/1024) - 2^-14, exact in float. */
+  const __m128 sub = _mm_sub_ps(_mm_castsi128_ps(_mm_add_epi32(r, _mm_set1_epi32(1 << 23))),
+                                _mm_castsi128_ps(_mm_set1_epi32(113 << 23)));
+  const __m128 zero_sub = _mm_castsi128_ps(_mm_cmpeq_epi32(exp, _mm_setzero_si128()));
+  return _mm_or_ps(_mm_blendv_ps(_mm_castsi128_ps(r), sub, zero_sub), _mm_castsi128_ps(sign));
+}
+static inline __m128i vf_f16_bits(vf v) {
+  const __m128i b = _mm_castps_si128(v);
+  const __m128i sign = _mm_and_si128(_mm_srli_epi32(b, 16), _mm_set1_epi32(0x8000));
+  const __m128i a = _mm_and_si128(b, _mm_set1_epi32(0x7fffffff));
+  /* Normal (a >= 2^-14): rebias by 15 - 127, then drop 13 bits to nearest even. */
+  const __m128i odd = _mm_and_si128(_mm_srli_epi32(a, 13), _mm_set1_epi32(1));
+  const __m128i normal =
+      _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(a, _mm_set1_epi32(0xfff - (112 << 23))), odd), 13);
+  /* Below 2^-14: adding 0.5 rounds the value to a multiple of 2^-24 (the ulp of 0.5), the
+   * f16 subnormal step; the bits above 0.5's are the result (0x400: the smallest normal). */
+  const __m128i sub =
+      _mm_sub_epi32(_mm_castps_si128(_mm_add_ps(_mm_castsi128_ps(a), _mm_set1_ps(0.5f))),
+                    _mm_set1_epi32(126 << 23));
+  const __m128i nan = _mm_or_si128(_mm_set1_epi32(0x7e00),
+                                   _mm_and_si128(_mm_srli_epi32(a, 13), _mm_set1_epi32(0x3ff)));
+  __m128i r = _mm_blendv_epi8(normal, sub, _mm_cmplt_epi32(a, _mm_set1_epi32(0x38800000)));
+  /* >= 65520 (halfway past the largest finite 65504) and infinity: infinity. */
+  r = _mm_blendv_epi8(r, _mm_set1_epi32(0x7c00), _mm_cmpgt_epi32(a, _mm_set1_epi32(0x477fefff)));
+  r = _mm_blendv_epi8(r, nan, _mm_cmpgt_epi32(a, _mm_set1_epi32(0x7f800000)));
+  return _mm_or_si128(r, sign);
+}
+static inline vf vf_load_f16(const uint16_t *p) {
+  return vf_from_f16_bits(_mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *)p)));
+}
+static inline void vf_store_f16(uint16_t *p, vf v) {
+  const __m128i r = vf_f16_bits(v);
+  _mm_storel_epi64((__m128i *)p, _mm_packus_epi32(r, r));
+}
+#include "vec_partial_f16.h"
+/* No 8-byte non-temporal vector store: the 16-bit forms are stored normally. */
+static inline void vf_stream_bf16(uint16_t *p, vf v) { vf_store_bf16(p, v); }
+static inline void vf_stream_f16(uint16_t *p, vf v) { vf_store_f16(p, v); }
 
 #endif /* POSENC_VEC_SSE4_H */

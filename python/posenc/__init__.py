@@ -289,6 +289,51 @@ class RopePlan(_Plan):
                     _float("attention_factor", attention_factor))
         return plan
 
+    @classmethod
+    def scaled(cls, rotary_dim, base=10000.0, rope_scaling=None, *, max_position_embeddings=0,
+               original_max_position_embeddings=0, seq_len=0):
+        """A plan for a HuggingFace `rope_scaling` (or `rope_parameters`) dict:
+        posenc_rope_plan_create_scaled, with the dict's keys as the posenc_rope_scaling
+        fields of the same names. rope_scaling: None or a dict whose "rope_type" (or "type")
+        is "default", "linear", "dynamic", "yarn", "longrope" ("su"), "llama3", or posenc's
+        own "ntk_alpha" (key "alpha") and "pair_factors" (key "pair_factors"); "truncate":
+        False sets no_truncate; "rope_theta" and "partial_rotary_factor" are ignored (pass
+        base and rotary_dim). The keyword arguments come from the model config rather than
+        the dict (Phi-3 keeps original_max_position_embeddings outside it) or from the
+        sequence: seq_len = largest position + 1 for "dynamic" and "longrope"."""
+        scaling = dict(rope_scaling or {})
+        kind = scaling.pop("rope_type", scaling.pop("type", "default"))
+        if kind not in _lib.ROPE_SCALING_TYPES:
+            raise ValueError(f"unknown rope_type {kind!r}")
+        c = _lib.RopeScaling(type=_lib.ROPE_SCALING_TYPES[kind])
+        c.max_position_embeddings = _size("max_position_embeddings", max_position_embeddings)
+        c.original_max_position_embeddings = _size("original_max_position_embeddings",
+                                                   original_max_position_embeddings)
+        c.seq_len = _size("seq_len", seq_len)
+        keep = []  # factor arrays, alive until the call returns
+        for key, value in scaling.items():
+            if key in ("rope_theta", "partial_rotary_factor"):
+                continue
+            if key == "truncate":
+                c.no_truncate = 0 if value else 1
+            elif key in ("short_factor", "long_factor", "pair_factors"):
+                array = _real_vector(key, value, np.float64)
+                keep.append(array)
+                setattr(c, key, _address(array))
+                setattr(c, key + "_len", array.shape[0])
+            elif key in ("original_max_position_embeddings", "max_position_embeddings"):
+                setattr(c, key, _size(key, value))
+            elif key in ("factor", "attention_factor", "beta_fast", "beta_slow", "mscale",
+                         "mscale_all_dim", "low_freq_factor", "high_freq_factor", "alpha"):
+                setattr(c, key, 0.0 if value is None else _float(key, value))
+            else:
+                raise ValueError(f"unknown rope_scaling key {key!r}")
+        plan = cls.__new__(cls)
+        _Plan.__init__(plan)
+        plan._adopt(lib.posenc_rope_plan_create_scaled, "posenc_rope_plan_create_scaled",
+                    _size("rotary_dim", rotary_dim), _float("base", base), ctypes.byref(c))
+        return plan
+
     @property
     def rotary_dim(self):
         """R, the number of rotated elements of each head vector (posenc_rope_plan_rotary_dim)."""

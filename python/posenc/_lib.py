@@ -61,6 +61,25 @@ class RopeTensor(ctypes.Structure):
                 ("head_stride", c_size)]
 
 
+class RopeScaling(ctypes.Structure):
+    """posenc_rope_scaling."""
+    _fields_ = [("type", ctypes.c_int), ("factor", ctypes.c_double),
+                ("attention_factor", ctypes.c_double),
+                ("original_max_position_embeddings", c_size),
+                ("max_position_embeddings", c_size), ("seq_len", c_size),
+                ("beta_fast", ctypes.c_double), ("beta_slow", ctypes.c_double),
+                ("mscale", ctypes.c_double), ("mscale_all_dim", ctypes.c_double),
+                ("no_truncate", ctypes.c_int), ("low_freq_factor", ctypes.c_double),
+                ("high_freq_factor", ctypes.c_double), ("short_factor", ctypes.c_void_p),
+                ("short_factor_len", c_size), ("long_factor", ctypes.c_void_p),
+                ("long_factor_len", c_size), ("alpha", ctypes.c_double),
+                ("pair_factors", ctypes.c_void_p), ("pair_factors_len", c_size)]
+
+
+ROPE_SCALING_TYPES = {"default": 0, "linear": 1, "dynamic": 2, "yarn": 3, "longrope": 4,
+                      "su": 4, "llama3": 5, "ntk_alpha": 6, "pair_factors": 7}
+
+
 def _declare(name, restype, *argtypes):
     function = getattr(lib, name)
     function.restype = restype
@@ -83,6 +102,8 @@ _declare("posenc_rope_plan_create", c_status, ctypes.POINTER(ctypes.c_void_p), c
          ctypes.c_double, ctypes.c_double)
 _declare("posenc_rope_plan_create_from_freqs", c_status, ctypes.POINTER(ctypes.c_void_p),
          c_size, c_double_p, ctypes.c_double)
+_declare("posenc_rope_plan_create_scaled", c_status, ctypes.POINTER(ctypes.c_void_p), c_size,
+         ctypes.c_double, ctypes.POINTER(RopeScaling))
 _declare("posenc_rope_plan_destroy", None, ctypes.c_void_p)
 _declare("posenc_rope_plan_rotary_dim", c_size, ctypes.c_void_p)
 _declare("posenc_rope_plan_attention_factor", ctypes.c_double, ctypes.c_void_p)

@@ -140,12 +140,19 @@ void RopeProblem::FillHeadVectors(const ViewPlacement& view, char name, std::mt1
 
 posenc_status RopeProblem::Rotate(const posenc_rope_plan* plan, AlignedFloats& buffer,
                                   unsigned flags) const {
-  float* data = buffer.data() + data_offset_;
-  posenc_rope_tensor q = {data + q_.offset, q_.n_heads, q_.token_stride, q_.head_stride};
-  posenc_rope_tensor k = {data + k_.offset, k_.n_heads, k_.token_stride, k_.head_stride};
-  return posenc_rope_f32(plan, shape_.head_dim, shape_.n_tokens,
-                         shape_.explicit_positions ? positions_.data() : nullptr, shape_.start_pos,
-                         &q, shape_.k_heads ? &k : nullptr, flags);
+  return RotateWith(posenc_rope_f32, plan, buffer.data(), sizeof(float), flags);
+}
+
+posenc_status RopeProblem::RotateWith(RotateFn rotate, const posenc_rope_plan* plan, void* buffer,
+                                      size_t elem_size, unsigned flags) const {
+  char* data = static_cast<char*>(buffer) + data_offset_ * elem_size;
+  posenc_rope_tensor q = {data + q_.offset * elem_size, q_.n_heads, q_.token_stride,
+                          q_.head_stride};
+  posenc_rope_tensor k = {data + k_.offset * elem_size, k_.n_heads, k_.token_stride,
+                          k_.head_stride};
+  return rotate(plan, shape_.head_dim, shape_.n_tokens,
+                shape_.explicit_positions ? positions_.data() : nullptr, shape_.start_pos, &q,
+                shape_.k_heads ? &k : nullptr, flags);
 }
 
 AlignedFloats RunWithIsa(const RopeProblem& problem, const posenc_rope_plan* plan, posenc_isa isa) {

@@ -79,6 +79,14 @@ class RopeProblem {
   // posenc_rope_f32 on `buffer` (a copy of input()) with the active ISA.
   posenc_status Rotate(const posenc_rope_plan* plan, AlignedFloats& buffer, unsigned flags) const;
 
+  // posenc_rope_f32, _bf16 or _f16 (`rotate`) with the active ISA on `buffer`, which holds
+  // elements of elem_size bytes placed as input()'s are (element i is input()[i] stored).
+  using RotateFn = posenc_status (*)(const posenc_rope_plan*, size_t, size_t, const int32_t*,
+                                     int32_t, const posenc_rope_tensor*, const posenc_rope_tensor*,
+                                     unsigned);
+  posenc_status RotateWith(RotateFn rotate, const posenc_rope_plan* plan, void* buffer,
+                           size_t elem_size, unsigned flags) const;
+
  private:
   void FillHeadVectors(const ViewPlacement& view, char name, std::mt19937& rng);
 

@@ -1,0 +1,81 @@
+/* Tensor elements of any storage type (kernels/half.h) through the vector layer, which is
+ * included first: VF_W floats loaded from, or stored to, f32, bf16 or f16 storage at element
+ * i of base. Loads are exact; stores round to nearest even (the layer's vf_store_bf16 and
+ * vf_store_f16, and their non-temporal forms). The _n forms touch only elements [i, i + n), n <
+ * VF_W. The type is a constant at every call of an always-inline kernel, so each loop is compiled
+ * for one type and the switch disappears. */
+#ifndef POSENC_VEC_ELEM_H
+#define POSENC_VEC_ELEM_H
+
+#include "../half.h"
+
+#define VE_INLINE static inline __attribute__((always_inline))
+
+VE_INLINE vf ve_load(const void *base, size_t i, posenc_elem e) {
+  switch (e) {
+    case POSENC_ELEM_BF16:
+      return vf_load_bf16((const uint16_t *)base + i);
+    case POSENC_ELEM_F16:
+      return vf_load_f16((const uint16_t *)base + i);
+    default:
+      return vf_load((const float *)base + i);
+  }
+}
+
+VE_INLINE vf ve_load_n(const void *base, size_t i, size_t n, posenc_elem e) {
+  switch (e) {
+    case POSENC_ELEM_BF16:
+      return vf_load_bf16_n((const uint16_t *)base + i, n);
+    case POSENC_ELEM_F16:
+      return vf_load_f16_n((const uint16_t *)base + i, n);
+    default:
+      return vf_load_n((const float *)base + i, n);
+  }
+}
+
+VE_INLINE void ve_store(void *base, size_t i, vf v, posenc_elem e) {
+  switch (e) {
+    case POSENC_ELEM_BF16:
+      vf_store_bf16((uint16_t *)base + i, v);
+      break;
+    case POSENC_ELEM_F16:
+      vf_store_f16((uint16_t *)base + i, v);
+      break;
+    default:
+      vf_store((float *)base + i, v);
+  }
+}
+
+VE_INLINE void ve_store_n(void *base, size_t i, vf v, size_t n, posenc_elem e) {
+  switch (e) {
+    case POSENC_ELEM_BF16:
+      vf_store_bf16_n((uint16_t *)base + i, v, n);
+      break;
+    case POSENC_ELEM_F16:
+      vf_store_f16_n((uint16_t *)base + i, v, n);
+      break;
+    default:
+      vf_store_n((float *)base + i, v, n);
+  }
+}
+
+/* Non-temporal store of VF_W elements at i (vf_stream, vf_stream_bf16, vf_stream_f16), where
+ * ve_stream_aligned: base + i aligned to VF_W elements (a float vector, or half of one). */
+VE_INLINE int ve_stream_aligned(const void *base, size_t i, posenc_elem e) {
+  return ((uintptr_t)base + i * posenc_elem_size(e)) % (VF_W * posenc_elem_size(e)) == 0;
+}
+
+VE_INLINE void ve_stream(void *base, size_t i, vf v, posenc_elem e) {
+  switch (e) {
+    case POSENC_ELEM_BF16:
+      vf_stream_bf16((uint16_t *)base + i, v);
+      break;
+    case POSENC_ELEM_F16:
+      vf_stream_f16((uint16_t *)base + i, v);
+      break;
+    default:
+      vf_stream((float *)base + i, v);
+  }
+}
+
+#endif /* POSENC_VEC_ELEM_H */
