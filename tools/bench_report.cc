@@ -6,10 +6,12 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "posenc_bench_cases.h"
+#include "report_progress.h"
 
 namespace posenc_report {
 namespace {
@@ -20,17 +22,25 @@ struct RowResult {
 };
 using Results = std::map<std::string, RowResult>;
 
-// Prints Google Benchmark's usual lines (to stderr: progress) and keeps, per row, the
-// median when there are repetitions, else the single run.
+// Keeps, per row, the median when there are repetitions, else the single run. Verbose:
+// prints Google Benchmark's usual lines to stderr; otherwise only the rows that failed.
 class CollectingReporter : public benchmark::ConsoleReporter {
  public:
-  explicit CollectingReporter(Results& results) : ConsoleReporter(OO_None), results_(results) {
+  CollectingReporter(Results& results, bool verbose)
+      : ConsoleReporter(OO_None), results_(results), verbose_(verbose) {
     SetOutputStream(&std::cerr);
+    SetErrorStream(&std::cerr);
+  }
+  bool ReportContext(const Context& context) override {
+    return verbose_ ? ConsoleReporter::ReportContext(context) : true;
   }
   void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
+    if (verbose_) ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {
       const bool wanted = run.run_type == Run::RT_Iteration || run.aggregate_name == "median";
+      if (run.error_occurred && !verbose_ && run.run_type == Run::RT_Iteration)
+        std::cerr << "\nposenc-report: " << run.benchmark_name() << ": " << run.error_message
+                  << "\n";
       if (run.error_occurred || !wanted) continue;
       const auto bytes = run.counters.find("bytes_per_second");
       if (bytes == run.counters.end()) continue;
@@ -40,7 +50,43 @@ class CollectingReporter : public benchmark::ConsoleReporter {
 
  private:
   Results& results_;
+  bool verbose_;
 };
+
+// Every row name RegisterAll() registers, in its order.
+std::vector<std::string> AllRowNames() {
+  std::vector<std::string> names;
+  for (const posenc_bench::RowGroup& group : posenc_bench::RowGroups())
+    for (const std::string& variant : posenc_bench::Variants())
+      names.push_back(posenc_bench::RowName(group.kernel, variant, group.shape));
+  for (size_t bytes : posenc_bench::LimitSizes())
+    for (bool rmw : {true, false}) names.push_back(posenc_bench::LimitRowName(rmw, bytes));
+  return names;
+}
+
+// The runs Google Benchmark will make: rows matching the filter as it matches them (POSIX
+// extended regex searched in the name; a leading '-' negates) x repetitions; 0 if the
+// filter does not compile here.
+size_t ExpectedRuns(const BenchOptions& o) {
+  std::string spec = o.filter.empty() || o.filter == "all" ? "." : o.filter;
+  const bool negative = spec[0] == '-';
+  if (negative) spec.erase(0, 1);
+  size_t rows = 0;
+  try {
+    const std::regex re(spec, std::regex::extended);
+    for (const std::string& name : AllRowNames())
+      if (std::regex_search(name, re) != negative) ++rows;
+  } catch (const std::regex_error&) {
+    return 0;
+  }
+  return rows * static_cast<size_t>(o.repetitions);
+}
+
+Progress* g_progress = nullptr;
+
+void OnRowEnter(const std::string& row, int64_t max_iterations) {
+  if (g_progress) g_progress->Enter(row, max_iterations);
+}
 
 std::vector<std::string> GoogleBenchmarkArgs(const BenchOptions& o) {
   std::vector<std::string> args = {"posenc-report",
@@ -155,13 +201,34 @@ bool RunBenchmarks(const BenchOptions& options, std::ostream& out) {
   posenc_bench::RegisterAll();
   posenc_bench::AddCpuContext();
   Results results;
-  CollectingReporter reporter(results);
+  CollectingReporter reporter(results, options.verbose);
   out << "\nRunning benchmarks (min_time " << options.min_time << " s, " << options.repetitions
       << " repetition(s); progress on stderr)..." << std::endl;
+  Progress progress(ExpectedRuns(options), stderr);
+  if (!options.verbose) {
+    g_progress = &progress;
+    posenc_bench::SetRowEnterHook(OnRowEnter);
+  }
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
+  posenc_bench::SetRowEnterHook(nullptr);
+  g_progress = nullptr;
+  if (!options.verbose) progress.Finish();
   PrintTables(results, out);
   return !results.empty();
+}
+
+JsonValue RowGroupsJson() {
+  JsonValue groups = JsonValue::Array();
+  for (const posenc_bench::RowGroup& g : posenc_bench::RowGroups()) {
+    JsonValue& group = groups.Push(JsonValue::Object());
+    group.Set("kernel", JsonValue::String(g.kernel));
+    group.Set("shape", JsonValue::String(g.shape));
+    group.Set("limit", JsonValue::String(posenc_bench::LimitRowName(g.limit_rmw, g.limit_bytes)));
+    group.Set("buffer_bytes", JsonValue::Number(static_cast<double>(g.limit_bytes)));
+    group.Set("about", JsonValue::String(g.about));
+  }
+  return groups;
 }
 
 }  // namespace posenc_report

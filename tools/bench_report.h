@@ -1,11 +1,13 @@
-// posenc-report's benchmark part: runs the posenc_bench rows in this process and prints
-// one table per kernel and shape (each ISA and naive against the limit of the same bytes),
-// then the limit rows.
+// posenc-report's benchmark part: runs the posenc_bench rows in this process (a progress
+// line on stderr) and prints one table per kernel and shape (each ISA and naive against the
+// limit of the same bytes), then the limit rows.
 #ifndef POSENC_TOOLS_BENCH_REPORT_H
 #define POSENC_TOOLS_BENCH_REPORT_H
 
 #include <ostream>
 #include <string>
+
+#include "report_json.h"
 
 namespace posenc_report {
 
@@ -14,11 +16,16 @@ struct BenchOptions {
   int repetitions = 3;      // > 1: tables use the median of the repetitions
   std::string filter = "";  // --benchmark_filter; empty: every row
   std::string json_path;    // non-empty: also write Google Benchmark's JSON there
+  bool verbose = false;     // Google Benchmark's own lines on stderr, not the progress line
 };
 
-// Runs the rows (Google Benchmark's own lines go to stderr as progress) and prints the
-// tables to `out`. Returns false if Google Benchmark could not run or no row ran.
+// Runs the rows and prints the tables to `out`. Returns false if Google Benchmark could not
+// run or no row ran.
 bool RunBenchmarks(const BenchOptions& options, std::ostream& out);
+
+// Every row group (kernel, shape, the limit row it is compared with and its bytes, what the
+// buffers are), in registration order: what plots need beside Google Benchmark's JSON.
+JsonValue RowGroupsJson();
 
 }  // namespace posenc_report
 

@@ -1,0 +1,420 @@
+#!/usr/bin/env python3
+"""Plots of posenc-report's JSON files (matplotlib); posenc-report runs this script itself.
+
+  posenc_plot.py report REPORT.json OUTDIR      OUTDIR/<kernel>.png and .svg for every kernel,
+                                                and OUTDIR/overview.png and .svg (all of them)
+  posenc_plot.py compare OUTDIR A.json B.json   OUTDIR/compare.png and .svg
+  posenc_plot.py --check                        exit 0 if matplotlib can be imported, else 3
+
+Each panel is one kernel (split by a 0/1 mode argument such as causal:1): throughput in GB/s
+(bytes read + written) against the size of the kernel's buffer, one line per ISA and the naive
+loop, with the machine's limit (the limit_rmw or limit_write row the kernel is compared with,
+on the same bytes) as a thick grey line and the CPU's caches as dotted verticals. compare
+draws, per file, the ISA the dispatcher picked there and that file's limit.
+
+Row names follow DESIGN.md: <kernel>/<variant>/<arg>:<value>/..., limit_rmw/bytes:<n>. Buffer
+sizes come from the report's "posenc" object (its row groups); for a plain posenc_bench JSON
+file they are estimated as 4 bytes per item and snapped to the nearest limit row.
+"""
+
+import json
+import math
+import os
+import sys
+
+VARIANT_ORDER = ["scalar", "sse4", "avx2", "avx512", "neon", "naive"]
+VARIANT_COLOR = {
+    "scalar": "#7f7f7f",
+    "sse4": "#1f77b4",
+    "avx2": "#2ca02c",
+    "avx512": "#d62728",
+    "neon": "#9467bd",
+    "naive": "#ff7f0e",
+}
+FILE_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
+               "#17becf", "#7f7f7f", "#bcbd22"]
+TIME_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+EXIT_NO_MATPLOTLIB = 3
+
+
+def human_bytes(n):
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            value = n / size
+            return ("%.0f %s" if value == int(value) else "%.1f %s") % (value, unit)
+    return "%d B" % n
+
+
+def median(values):
+    values = sorted(values)
+    n = len(values)
+    return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
+
+
+def shape_args(shape):
+    args = {}
+    for part in shape.split("/"):
+        key, _, value = part.partition(":")
+        args[key] = value
+    return args
+
+
+class Report:
+    """One JSON file: bytes/s per row (median of its repetitions), groups, CPU."""
+
+    def __init__(self, path):
+        with open(path) as f:
+            doc = json.load(f)
+        self.path = path
+        context = doc.get("context", {})
+        posenc = doc.get("posenc", {})
+        cpu = posenc.get("cpu", {})
+        self.cpu = cpu.get("model") or context.get("posenc_cpu") or "unknown CPU"
+        available = context.get("posenc_isas_available", "").split()
+        self.active = (cpu.get("isa", {}).get("active") or context.get("posenc_isa_active")
+                       or (available[-1] if available else "?"))
+        self.caches = cpu.get("caches") or context.get("caches") or []
+        options = posenc.get("options", {})
+        self.quick = options.get("quick", False)
+        self.runs = ""
+        if "repetitions" in options:
+            n = options["repetitions"]
+            self.runs = "min_time %g s, %d %s" % (
+                options.get("min_time", 0), n,
+                "interleaved repetitions, medians" if n > 1 else "repetition")
+        self.rates, self.bytes_per_pass = read_rates(doc.get("benchmarks", []))
+        self.groups = posenc.get("groups") or self.derive_groups()
+
+    def derive_groups(self):
+        limit_sizes = sorted({int(n.rsplit(":", 1)[1]) for n in self.rates
+                              if n.startswith("limit_")})
+        groups, seen = [], set()
+        for name in self.rates:
+            parts = name.split("/", 2)
+            if name.startswith("limit_") or len(parts) < 3 or (parts[0], parts[2]) in seen:
+                continue
+            seen.add((parts[0], parts[2]))
+            estimate = self.bytes_per_pass.get(name, 0)
+            if limit_sizes and estimate > 0:
+                estimate = min(limit_sizes, key=lambda s: abs(math.log(s / estimate)))
+            if estimate <= 0:
+                continue
+            kind = "limit_write" if "_fill" in parts[0] else "limit_rmw"
+            groups.append({"kernel": parts[0], "shape": parts[2], "buffer_bytes": estimate,
+                           "limit": "%s/bytes:%d" % (kind, estimate)})
+        return groups
+
+    def rate(self, name):
+        value = self.rates.get(name)
+        return None if value is None else value / 1e9
+
+
+def read_rates(benchmarks):
+    medians, runs, buffer_bytes = {}, {}, {}
+    for b in benchmarks:
+        rate = b.get("bytes_per_second")
+        if rate is None or b.get("error_occurred"):
+            continue
+        name = b.get("run_name", b.get("name", ""))
+        kind = b.get("run_type", "iteration")
+        if kind == "aggregate" and b.get("aggregate_name") == "median":
+            medians[name] = rate
+        elif kind == "iteration":
+            runs.setdefault(name, []).append(rate)
+            seconds = b.get("real_time", 0) * TIME_UNIT_SECONDS.get(b.get("time_unit", "ns"), 1e-9)
+            buffer_bytes[name] = 4 * b.get("items_per_second", 0) * seconds
+    rates = {name: median(values) for name, values in runs.items()}
+    rates.update(medians)
+    return rates, buffer_bytes
+
+
+class Panel:
+    """One kernel at one mode: its groups, sorted by buffer size."""
+
+    def __init__(self, kernel, mode, groups):
+        self.kernel = kernel
+        self.mode = mode
+        self.groups = sorted(groups, key=lambda g: g["buffer_bytes"])
+        self.limit_kind = self.groups[0]["limit"].split("/")[0]
+
+    @property
+    def key(self):
+        return (self.kernel, self.mode)
+
+    @property
+    def title(self):
+        return self.kernel + ("  " + self.mode if self.mode else "")
+
+    def sizes(self):
+        return [g["buffer_bytes"] for g in self.groups]
+
+    def tick_labels(self):
+        """Buffer size -> "320 KiB\ntokens:16": the size and the arguments that vary."""
+        args = [shape_args(g["shape"]) for g in self.groups]
+        varying = [k for k in args[0] if len({a.get(k) for a in args}) > 1] if args else []
+        labels = {}
+        for g, a in zip(self.groups, args):
+            shape = "/".join("%s:%s" % (k, a[k]) for k in varying if k in a)
+            previous = labels.get(g["buffer_bytes"])
+            labels[g["buffer_bytes"]] = shape if previous is None else previous + ",\n" + shape
+        return {size: human_bytes(size) + ("\n" + shape if shape else "")
+                for size, shape in labels.items()}
+
+    def series(self, report, variant):
+        """(bytes, GB/s) of `variant` where the report has it."""
+        points = []
+        for g in self.groups:
+            rate = report.rate("%s/%s/%s" % (self.kernel, variant, g["shape"]))
+            if rate is not None:
+                points.append((g["buffer_bytes"], rate))
+        return points
+
+    def limit_series(self, report):
+        points = []
+        for g in self.groups:
+            rate = report.rate(g["limit"])
+            if rate is not None:
+                points.append((g["buffer_bytes"], rate))
+        return points
+
+
+def panels_of(groups):
+    """Panels in the groups' order: a kernel's groups split by its 0/1 arguments (modes)."""
+    by_kernel = {}
+    for g in groups:
+        by_kernel.setdefault(g["kernel"], []).append(g)
+    panels = []
+    for kernel, kernel_groups in by_kernel.items():
+        values = {}
+        for g in kernel_groups:
+            for key, value in shape_args(g["shape"]).items():
+                values.setdefault(key, set()).add(value)
+        modes = [k for k, v in values.items() if len(v) > 1 and v <= {"0", "1"}]
+        by_mode = {}
+        for g in kernel_groups:
+            args = shape_args(g["shape"])
+            mode = "/".join("%s:%s" % (k, args[k]) for k in modes if k in args)
+            by_mode.setdefault(mode, []).append(g)
+        panels.extend(Panel(kernel, mode, gs) for mode, gs in by_mode.items())
+    return panels
+
+
+def variants_of(report, panel):
+    found = set()
+    for name in report.rates:
+        parts = name.split("/", 2)
+        if len(parts) == 3 and parts[0] == panel.kernel and any(
+                parts[2] == g["shape"] for g in panel.groups):
+            found.add(parts[1])
+    rank = {v: i for i, v in enumerate(VARIANT_ORDER)}
+    return sorted(found, key=lambda v: (rank.get(v, len(rank)), v))
+
+
+LIMIT_STYLE = {  # label, colour of the thick translucent line
+    "limit_rmw": ("limit_rmw (in-place stream)", "#404040"),
+    "limit_write": ("limit_write (store-only stream)", "#8b6914"),
+}
+
+
+def limit_style(kind):
+    return LIMIT_STYLE.get(kind, (kind, "#404040"))
+
+
+def setup_axes(ax, panel, sizes, all_rates, caches):
+    from matplotlib import ticker
+    lo, hi = min(sizes), max(sizes)
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(lo / 2.5, hi * 2.5)
+    labels = panel.tick_labels()
+    ax.set_xticks(sorted(set(sizes)))
+    ax.xaxis.set_major_formatter(
+        ticker.FuncFormatter(lambda x, _: labels.get(int(round(x)), human_bytes(x))))
+    ax.xaxis.set_minor_locator(ticker.NullLocator())
+    ax.tick_params(axis="x", labelsize=8)
+    rates = [r for r in all_rates if r > 0]
+    if rates and max(rates) / min(rates) > 8:
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_minor_locator(ticker.NullLocator())
+        ax.set_ylim(min(rates) / 1.6, max(rates) * 1.6)
+    else:
+        ax.set_ylim(0, max(rates + [1]) * 1.15)
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: "%g" % y))
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_title(panel.title, fontsize=11)
+    ax.set_xlabel("buffer size")
+    ax.set_ylabel("GB/s (read + written)")
+    x_lo, x_hi = ax.get_xlim()
+    for cache in caches:
+        if cache.get("type") == "Instruction":
+            continue
+        size = cache.get("size", 0)
+        if x_lo < size < x_hi:
+            ax.axvline(size, color="#999999", linestyle=":", linewidth=1)
+            ax.annotate("L%d %s" % (cache.get("level", 0), human_bytes(size)), (size, 1.0),
+                        xycoords=("data", "axes fraction"), xytext=(2, -10),
+                        textcoords="offset points", fontsize=7, color="#666666")
+
+
+def draw_report_panel(ax, report, panel, title):
+    lines = []
+    limit = panel.limit_series(report)
+    if limit:
+        xs, ys = zip(*limit)
+        lines += ys
+        label, color = limit_style(panel.limit_kind)
+        ax.plot(xs, ys, color=color, alpha=0.35, linewidth=6, solid_capstyle="round",
+                marker="s", markersize=7, label=label)
+    for variant in variants_of(report, panel):
+        points = panel.series(report, variant)
+        if not points:
+            continue
+        xs, ys = zip(*points)
+        lines += ys
+        active = variant == report.active
+        ax.plot(xs, ys, marker="o", markersize=5 if active else 4,
+                linewidth=2.4 if active else 1.4, linestyle="--" if variant == "naive" else "-",
+                color=VARIANT_COLOR.get(variant, "black"),
+                label=variant + (" (active)" if active else ""))
+    setup_axes(ax, panel, panel.sizes(), list(lines), report.caches)
+    ax.set_title(title, fontsize=11)
+
+
+def legend_handles(axes):
+    """One legend entry per label over several panels, in order of appearance."""
+    handles = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    return handles
+
+
+def save(fig, out_dir, stem):
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(out_dir, stem + "." + ext), dpi=110)
+
+
+def plot_report(json_path, out_dir):
+    import matplotlib.pyplot as plt
+    report = Report(json_path)
+    panels = [p for p in panels_of(report.groups) if variants_of(report, p)]
+    if not panels:
+        print("posenc_plot: no kernel rows in %s" % json_path, file=sys.stderr)
+        return 1
+    os.makedirs(out_dir, exist_ok=True)
+    subtitle = "%s, active ISA %s%s" % (report.cpu, report.active,
+                                        " (%s)" % report.runs if report.runs else "")
+    if report.quick:
+        subtitle += ", --quick"
+    kernels = []
+    for p in panels:
+        if p.kernel not in kernels:
+            kernels.append(p.kernel)
+    for kernel in kernels:
+        mine = [p for p in panels if p.kernel == kernel]
+        fig, axes = plt.subplots(1, len(mine), figsize=(6.5 * len(mine) + 2.2, 5.2),
+                                 squeeze=False)
+        for ax, panel in zip(axes[0], mine):
+            draw_report_panel(ax, report, panel, panel.mode)
+        handles = legend_handles(axes[0])
+        fig.legend(list(handles.values()), list(handles.keys()), loc="center right",
+                   fontsize=9, frameon=False)
+        fig.suptitle("%s: throughput against buffer size\n%s" % (kernel, subtitle), fontsize=11)
+        fig.tight_layout(rect=(0, 0, 1 - 2.1 / (6.5 * len(mine) + 2.2), 1))
+        save(fig, out_dir, kernel)
+        plt.close(fig)
+    columns = min(4, len(panels))
+    rows = (len(panels) + columns - 1) // columns
+    fig, axes = plt.subplots(rows, columns, figsize=(5.2 * columns, 4.2 * rows + 1.1),
+                             squeeze=False)
+    for ax, panel in zip(axes.flat, panels):
+        draw_report_panel(ax, report, panel, panel.title)
+    handles = legend_handles(axes.flat[:len(panels)])
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    fig.suptitle("posenc: GB/s against buffer size per ISA, with the machine's limit\n" +
+                 subtitle, fontsize=12)
+    fig.legend(list(handles.values()), list(handles.keys()), loc="lower center",
+               ncol=min(8, len(handles)), fontsize=9, frameon=False)
+    height = fig.get_size_inches()[1]  # room in inches: title above, legend below
+    fig.tight_layout(rect=(0, 0.45 / height, 1, 1 - 0.65 / height))
+    save(fig, out_dir, "overview")
+    plt.close(fig)
+    return 0
+
+
+def plot_compare(out_dir, json_paths):
+    import matplotlib.pyplot as plt
+    reports = [Report(p) for p in json_paths]
+    panels, seen = [], set()
+    for report in reports:
+        for panel in panels_of(report.groups):
+            if panel.key not in seen and any(panel.series(r, r.active) for r in reports):
+                seen.add(panel.key)
+                panels.append(panel)
+    if not panels:
+        print("posenc_plot: no common kernel rows to plot", file=sys.stderr)
+        return 1
+    os.makedirs(out_dir, exist_ok=True)
+    columns = min(4, len(panels))
+    rows = (len(panels) + columns - 1) // columns
+    legend_rows = len(reports)  # each file: its ISA and its limit, side by side
+    fig, axes = plt.subplots(rows, columns,
+                             figsize=(5.2 * columns, 4.2 * rows + 0.9 + 0.25 * legend_rows),
+                             squeeze=False)
+    for ax, panel in zip(axes.flat, panels):
+        rates = []
+        for i, report in enumerate(reports):
+            color = FILE_COLORS[i % len(FILE_COLORS)]
+            label = "[%d] %s, %s: %s" % (i + 1, report.cpu, report.active, report.path)
+            points = panel.series(report, report.active)
+            if points:
+                xs, ys = zip(*points)
+                rates += ys
+                ax.plot(xs, ys, marker="o", linewidth=2, color=color, label=label)
+            limit = panel.limit_series(report)
+            if limit:
+                xs, ys = zip(*limit)
+                rates += ys
+                ax.plot(xs, ys, linestyle=":", marker="x", linewidth=1.2, color=color,
+                        label="[%d] limit" % (i + 1))
+        setup_axes(ax, panel, panel.sizes(), rates, [])
+    handles = legend_handles(axes.flat[:len(panels)])
+    # Two columns, filled column by column: each file's ISA on the left, its limit on the right.
+    labels = sorted(handles, key=lambda label: (label.endswith(" limit"), label))
+    handles = {label: handles[label] for label in labels}
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    fig.suptitle("posenc compare: GB/s against buffer size of the ISA each file's dispatcher "
+                 "picked (solid), and of that machine's limit on the same bytes (dotted:\n"
+                 "limit_rmw, or limit_write for table fills)", fontsize=12)
+    fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", ncol=2,
+               fontsize=9, frameon=False)
+    legend_inches = 0.25 * legend_rows + 0.2
+    height = fig.get_size_inches()[1]
+    fig.tight_layout(rect=(0, legend_inches / height, 1, 1 - 0.7 / height))
+    save(fig, out_dir, "compare")
+    plt.close(fig)
+    return 0
+
+
+def main(argv):
+    try:
+        import matplotlib
+    except ImportError:
+        print("posenc_plot: matplotlib is not installed for %s" % sys.executable,
+              file=sys.stderr)
+        return EXIT_NO_MATPLOTLIB
+    if argv[:1] == ["--check"]:
+        return 0
+    matplotlib.use("Agg")
+    if len(argv) == 3 and argv[0] == "report":
+        return plot_report(argv[1], argv[2])
+    if len(argv) >= 3 and argv[0] == "compare":
+        return plot_compare(argv[1], argv[2:])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,128 @@
+# ctest posenc_report: two quick posenc-report runs on a few rows, then compare on their JSON.
+# Checks what is saved (text, JSON with the CPU description and the self-check, plots where
+# Python has matplotlib), not timings.
+#   cmake -DREPORT=<posenc-report> -DWORK_DIR=<scratch dir> [-DEMULATOR=<runner>] -P this
+cmake_minimum_required(VERSION 3.25)
+
+# Under scripts/test-emulated-x86.sh the report would run natively all the same: nothing new.
+if(NOT "$ENV{POSENC_TEST_EMULATOR}" STREQUAL "")
+  message(STATUS "posenc-report test skipped: it does not run under POSENC_TEST_EMULATOR")
+  return()
+endif()
+
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+
+# Runs posenc-report with ARGN (after `env` settings: VAR=value ...), fails the test unless it
+# exits 0, and leaves its stdout in ${out_var}.
+function(run_report out_var env)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env ${env} ${EMULATOR} ${REPORT} ${ARGN}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr
+                  WORKING_DIRECTORY "${WORK_DIR}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "posenc-report ${ARGN}: exit ${rc}\n${stdout}\n${stderr}")
+  endif()
+  set(${out_var} "${stdout}" PARENT_SCOPE)
+endfunction()
+
+function(expect_contains text what)
+  string(FIND "${text}" "${what}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "expected to find \"${what}\" in:\n${text}")
+  endif()
+endfunction()
+
+# Reads a JSON value (string(JSON GET) path) of `file`, failing the test if it is absent.
+function(json_get out_var file)
+  file(READ "${file}" doc)
+  string(JSON value ERROR_VARIABLE error GET "${doc}" ${ARGN})
+  if(error)
+    message(FATAL_ERROR "${file}: ${ARGN}: ${error}")
+  endif()
+  set(${out_var} "${value}" PARENT_SCOPE)
+endfunction()
+
+function(expect_equal actual expected what)
+  if(NOT "${actual}" STREQUAL "${expected}")
+    message(FATAL_ERROR "${what}: \"${actual}\", expected \"${expected}\"")
+  endif()
+endfunction()
+
+function(expect_png file)
+  if(NOT EXISTS "${file}")
+    message(FATAL_ERROR "missing plot ${file}")
+  endif()
+  file(READ "${file}" magic LIMIT 8 HEX)
+  expect_equal("${magic}" "89504e470d0a1a0a" "PNG signature of ${file}")
+endfunction()
+
+# a: the ISA the dispatcher picks, two rope rows, naive and their limit; with plots.
+set(rows_a "^rope_f32_neox/(scalar|naive)/tokens:16/|^limit_rmw/bytes:327680$")
+run_report(out_a "POSENC_ISA=" --quick --filter "${rows_a}" --out a)
+# b: forced to scalar, without the naive row (compare shows it as missing); no plots.
+set(rows_b "^rope_f32_neox/scalar/tokens:16/|^limit_rmw/bytes:327680$")
+run_report(out_b "POSENC_ISA=scalar" --quick --filter "${rows_b}" --out b --no-plots)
+
+foreach(run a b)
+  set(json "${WORK_DIR}/${run}/posenc-report.json")
+  json_get(model "${json}" posenc cpu model)
+  json_get(features "${json}" posenc cpu features)
+  json_get(active "${json}" posenc cpu isa active)
+  json_get(check "${json}" posenc self_check result)
+  expect_equal("${check}" "PASS" "${run}: self-check")
+  json_get(check_rows "${json}" posenc self_check tables 0 rows)
+  string(JSON isa_rows LENGTH "${check_rows}")
+  if(isa_rows LESS 1)
+    message(FATAL_ERROR "${run}: the self-check's table was not read back")
+  endif()
+  json_get(groups "${json}" posenc groups)
+  json_get(context_cpu "${json}" context posenc_cpu)
+  json_get(rows "${json}" benchmarks)
+  string(JSON n LENGTH "${rows}")
+  if(n LESS 2)
+    message(FATAL_ERROR "${run}: ${n} benchmark rows in ${json}")
+  endif()
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE ${last})
+    string(JSON name GET "${rows}" ${i} name)
+    string(JSON rate GET "${rows}" ${i} bytes_per_second)
+    if(NOT name MATCHES "^(rope_f32_neox/|limit_rmw/)" OR NOT rate GREATER 0)
+      message(FATAL_ERROR "${run}: unexpected row ${name}: ${rate} bytes/s")
+    endif()
+  endforeach()
+  if(NOT EXISTS "${WORK_DIR}/${run}/posenc-report.txt")
+    message(FATAL_ERROR "${run}: no posenc-report.txt")
+  endif()
+  file(READ "${WORK_DIR}/${run}/posenc-report.txt" text)
+  expect_contains("${text}" "rope_f32_neox tokens:16/heads:40/dim:128")
+  expect_contains("${text}" "Self-check: PASS")
+endforeach()
+json_get(forced "${WORK_DIR}/b/posenc-report.json" posenc cpu isa active)
+expect_equal("${forced}" "scalar" "b: active ISA under POSENC_ISA=scalar")
+expect_contains("${out_a}" "rope_f32_neox tokens:16/heads:40/dim:128")
+
+run_report(out_c "" compare a/posenc-report.json b/posenc-report.json --out c)
+expect_contains("${out_c}" "[2]/[1]")
+expect_contains("${out_c}" "(scalar)")
+# The naive row is in a only: '-' in b's columns.
+string(REGEX MATCH "rope_f32_neox/naive/tokens:16/heads:40/dim:128 +[0-9.]+ +- +-" naive_row
+       "${out_c}")
+if(NOT naive_row)
+  message(FATAL_ERROR "compare: the naive row, missing from b, is not shown as '-':\n${out_c}")
+endif()
+file(READ "${WORK_DIR}/c/compare.txt" compare_text)
+expect_contains("${compare_text}" "limit_rmw/bytes:327680")
+
+# Plots: where posenc-report found no Python with matplotlib it says so, and that is a skip.
+string(FIND "${out_a}" "no Python with matplotlib" no_plots)
+if(NOT no_plots EQUAL -1)
+  message(STATUS "matplotlib not installed: plots not checked")
+else()
+  foreach(png a/plots/rope_f32_neox.png a/plots/overview.png c/compare.png)
+    expect_png("${WORK_DIR}/${png}")
+    string(REGEX REPLACE "png$" "svg" svg "${WORK_DIR}/${png}")
+    file(READ "${svg}" svg_text LIMIT 400)
+    expect_contains("${svg_text}" "<svg")
+  endforeach()
+endif()
+message(STATUS "posenc-report: report, JSON and compare OK")
