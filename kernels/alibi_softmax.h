@@ -39,20 +39,4 @@ static inline size_t alibi_softmax_visible(const alibi_softmax_args *a, int32_t 
   return upto < a->n_k ? upto : a->n_k;
 }
 
-/* bf16 <-> float: the bf16 is the float's upper half. Rounding to nearest, ties to even;
- * a NaN stays a NaN (quiet), whatever its payload. */
-static inline float alibi_bf16_to_float(uint16_t h) {
-  const uint32_t bits = (uint32_t)h << 16;
-  float f;
-  __builtin_memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-static inline uint16_t alibi_float_to_bf16(float f) {
-  uint32_t bits;
-  __builtin_memcpy(&bits, &f, sizeof bits);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x0040u);
-  return (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
-
 #endif /* POSENC_KERNELS_ALIBI_SOFTMAX_H */

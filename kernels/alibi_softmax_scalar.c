@@ -9,6 +9,7 @@
 #include <sleef.h>
 
 #include "alibi_softmax.h"
+#include "half.h"
 #include "simd/msan.h"
 
 static float biased(float s, float scale, float m, int32_t qpos, size_t j) {
@@ -25,12 +26,12 @@ static float softmax_exp(float t) {
 }
 
 static float load(const void *row, size_t j, int bf16) {
-  return bf16 ? alibi_bf16_to_float(((const uint16_t *)row)[j]) : ((const float *)row)[j];
+  return bf16 ? posenc_bf16_to_f32(((const uint16_t *)row)[j]) : ((const float *)row)[j];
 }
 
 static void store(void *row, size_t j, float v, int bf16) {
   if (bf16)
-    ((uint16_t *)row)[j] = alibi_float_to_bf16(v);
+    ((uint16_t *)row)[j] = posenc_f32_to_bf16(v);
   else
     ((float *)row)[j] = v;
 }
