@@ -1,7 +1,8 @@
 // posenc-report's self-check: every available ISA against the scalar variant on random
 // shapes, and every variant's cos/sin against a long double reference at |p| = 2^31 - 1,
 // for RoPE (self_check.cc) and for the sinusoidal, ALiBi and learned kernels
-// (encoding_check.cc).
+// (encoding_check.cc); the fused ALiBi softmax against a long double softmax, and the
+// bf16/f16 storage kernels bit for bit against the same ISA's f32 results (storage_check.cc).
 #ifndef POSENC_TOOLS_SELF_CHECK_H
 #define POSENC_TOOLS_SELF_CHECK_H
 
