@@ -26,6 +26,10 @@ struct RopeStorage {
                           const posenc_rope_tensor*, const posenc_rope_tensor*, unsigned);
   size_t elem;
 };
+// GoogleTest prints a parameter; without this it dumps the struct's bytes through
+// libstdc++'s numeric output (uninstrumented, so MSan reports it).
+void PrintTo(const RopeStorage& storage, std::ostream* os) { *os << storage.name; }
+
 const RopeStorage kStorages[] = {{"f32", posenc_rope_f32, sizeof(float)},
                                  {"bf16", posenc_rope_bf16, sizeof(uint16_t)},
                                  {"f16", posenc_rope_f16, sizeof(uint16_t)}};
