@@ -165,24 +165,12 @@ static int views_disjoint(const posenc_rope_tensor *q, const view_span *qs,
   return off >= first_span && off + second_span <= stride;
 }
 
-/* Every check of posenc_rope_f32, for elements of any storage type; then one call of the
- * active ISA's kernel for that type. */
-static posenc_status rope_run(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
-                              const int32_t *positions, int32_t start_pos,
-                              const posenc_rope_tensor *q, const posenc_rope_tensor *k,
-                              unsigned flags, posenc_elem elem) {
-  const unsigned known = POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES;
-  if (!plan || !q || (flags & ~known) || head_dim < plan->rotary_dim)
-    return POSENC_ERR_INVALID_ARGUMENT;
-  if (!positions && n_tokens > 0 && !posenc_run_fits_int32(start_pos, n_tokens))
-    return POSENC_ERR_INVALID_ARGUMENT;
-
-  const size_t size = posenc_elem_size(elem);
-  rope_args args = {.plan = plan,
-                    .n_tokens = n_tokens,
-                    .positions = positions,
-                    .start_pos = start_pos,
-                    .flags = flags};
+/* The view checks of posenc_rope_f32 for q and k (k may be NULL), for elements of any
+ * storage type, then one call of the active ISA's kernel for that type with `args` (whose
+ * other fields the caller has checked and set). */
+static posenc_status rope_run(rope_args *args, size_t head_dim, const posenc_rope_tensor *q,
+                              const posenc_rope_tensor *k, posenc_elem elem) {
+  const size_t n_tokens = args->n_tokens, size = posenc_elem_size(elem);
   const posenc_rope_tensor *views[2] = {q, k};
   view_span spans[2];
   int used[2] = {0, 0};
@@ -196,37 +184,123 @@ static posenc_status rope_run(const posenc_rope_plan *plan, size_t head_dim, siz
     return POSENC_ERR_INVALID_ARGUMENT;
   for (int i = 0; i < 2; ++i) {
     if (!used[i]) continue;
-    args.views[args.n_views++] = (rope_view){.data = views[i]->data,
-                                             .n_heads = views[i]->n_heads,
-                                             .token_stride = views[i]->token_stride,
-                                             .head_stride = views[i]->head_stride};
+    args->views[args->n_views++] = (rope_view){.data = views[i]->data,
+                                               .n_heads = views[i]->n_heads,
+                                               .token_stride = views[i]->token_stride,
+                                               .head_stride = views[i]->head_stride};
   }
-  if (args.n_views == 0) return POSENC_OK;
+  if (args->n_views == 0) return POSENC_OK;
   const posenc_kernel_table *table = posenc_active_table();
   const rope_fn kernel = elem == POSENC_ELEM_BF16  ? table->rope_bf16
                          : elem == POSENC_ELEM_F16 ? table->rope_f16
                                                    : table->rope_f32;
-  kernel(&args);
+  kernel(args);
   return POSENC_OK;
 }
 
-posenc_status posenc_rope_f32(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
-                              const int32_t *positions, int32_t start_pos,
-                              const posenc_rope_tensor *q, const posenc_rope_tensor *k,
-                              unsigned flags) {
-  return rope_run(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, POSENC_ELEM_F32);
+static const unsigned ROPE_FLAGS = POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES;
+
+static posenc_status rope_plain(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
+                                const int32_t *positions, int32_t start_pos,
+                                const posenc_rope_tensor *q, const posenc_rope_tensor *k,
+                                unsigned flags, posenc_elem elem) {
+  if (!plan || !q || (flags & ~ROPE_FLAGS) || head_dim < plan->rotary_dim)
+    return POSENC_ERR_INVALID_ARGUMENT;
+  if (!positions && n_tokens > 0 && !posenc_run_fits_int32(start_pos, n_tokens))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  rope_args args = {.plan = plan,
+                    .n_tokens = n_tokens,
+                    .positions = positions,
+                    .start_pos = start_pos,
+                    .flags = flags,
+                    .att = plan->attention_factor,
+                    .kind = ROPE_PLAIN};
+  return rope_run(&args, head_dim, q, k, elem);
 }
 
-posenc_status posenc_rope_bf16(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
-                               const int32_t *positions, int32_t start_pos,
-                               const posenc_rope_tensor *q, const posenc_rope_tensor *k,
-                               unsigned flags) {
-  return rope_run(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, POSENC_ELEM_BF16);
+/* 1 if sections[3] assign the plan's n pairs as posenc_mrope_f32 requires. */
+static int mrope_sections_valid(const size_t *sections, size_t n, int interleaved) {
+  if (!sections || sections[0] > n || sections[1] > n || sections[2] > n ||
+      sections[0] + sections[1] + sections[2] != n)
+    return 0;
+  if (!interleaved) return 1;
+  return (sections[1] == 0 || 3 * sections[1] - 2 < n) &&
+         (sections[2] == 0 || 3 * sections[2] - 1 < n);
 }
 
-posenc_status posenc_rope_f16(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
-                              const int32_t *positions, int32_t start_pos,
-                              const posenc_rope_tensor *q, const posenc_rope_tensor *k,
-                              unsigned flags) {
-  return rope_run(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, POSENC_ELEM_F16);
+static posenc_status mrope(const posenc_rope_plan *plan, const size_t sections[3],
+                           size_t head_dim, size_t n_tokens, const int32_t *positions,
+                           const posenc_rope_tensor *q, const posenc_rope_tensor *k,
+                           unsigned flags, posenc_elem elem) {
+  const int interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0;
+  if (!plan || !q || (flags & ~(ROPE_FLAGS | POSENC_ROPE_MROPE_INTERLEAVED)) ||
+      head_dim < plan->rotary_dim || !mrope_sections_valid(sections, plan->n_pairs, interleaved))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  if (!positions && n_tokens > 0) return POSENC_ERR_INVALID_ARGUMENT;
+  /* 3 * n_tokens positions must be addressable. */
+  if (n_tokens > SIZE_MAX / 3 / sizeof(int32_t)) return POSENC_ERR_INVALID_ARGUMENT;
+  rope_args args = {.plan = plan,
+                    .n_tokens = n_tokens,
+                    .positions = positions,
+                    .flags = flags & ~POSENC_ROPE_MROPE_INTERLEAVED,
+                    .att = plan->attention_factor,
+                    .kind = ROPE_MROPE,
+                    .sections = {sections[0], sections[1], sections[2]},
+                    .interleaved = interleaved};
+  return rope_run(&args, head_dim, q, k, elem);
 }
+
+static posenc_status rerotate(const posenc_rope_plan *from, const int32_t *from_positions,
+                              int32_t from_start, const posenc_rope_plan *to,
+                              const int32_t *to_positions, int32_t to_start, size_t head_dim,
+                              size_t n_tokens, const posenc_rope_tensor *keys, unsigned flags,
+                              posenc_elem elem) {
+  if (!from || !to || !keys || from->rotary_dim != to->rotary_dim ||
+      (flags & ~(POSENC_ROPE_GPTJ | POSENC_ROPE_F32_ANGLES)) || head_dim < to->rotary_dim)
+    return POSENC_ERR_INVALID_ARGUMENT;
+  const double ratio = to->attention_factor / from->attention_factor;
+  if (!(ratio >= FLT_MIN && ratio <= FLT_MAX)) return POSENC_ERR_INVALID_ARGUMENT;
+  if (n_tokens > 0 && ((!from_positions && !posenc_run_fits_int32(from_start, n_tokens)) ||
+                       (!to_positions && !posenc_run_fits_int32(to_start, n_tokens))))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  const int same_freqs =
+      from == to || memcmp(from->freqs, to->freqs, from->n_pairs * sizeof *from->freqs) == 0;
+  rope_args args = {.plan = to,
+                    .n_tokens = n_tokens,
+                    .positions = to_positions,
+                    .start_pos = to_start,
+                    .flags = flags,
+                    .att = ratio,
+                    .kind = ROPE_REROTATE,
+                    .from_plan = from,
+                    .from_positions = from_positions,
+                    .from_start = from_start,
+                    .same_freqs = same_freqs};
+  return rope_run(&args, head_dim, keys, NULL, elem);
+}
+
+/* The public entry points: one per operation and storage type. */
+#define ROPE_ENTRY_POINTS(type, elem)                                                              \
+  posenc_status posenc_rope_##type(const posenc_rope_plan *plan, size_t head_dim,                  \
+                                   size_t n_tokens, const int32_t *positions, int32_t start_pos,  \
+                                   const posenc_rope_tensor *q, const posenc_rope_tensor *k,      \
+                                   unsigned flags) {                                              \
+    return rope_plain(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, elem);         \
+  }                                                                                                \
+  posenc_status posenc_mrope_##type(const posenc_rope_plan *plan, const size_t sections[3],       \
+                                    size_t head_dim, size_t n_tokens, const int32_t *positions,   \
+                                    const posenc_rope_tensor *q, const posenc_rope_tensor *k,     \
+                                    unsigned flags) {                                             \
+    return mrope(plan, sections, head_dim, n_tokens, positions, q, k, flags, elem);               \
+  }                                                                                                \
+  posenc_status posenc_rope_rerotate_##type(                                                       \
+      const posenc_rope_plan *from, const int32_t *from_positions, int32_t from_start,            \
+      const posenc_rope_plan *to, const int32_t *to_positions, int32_t to_start,                  \
+      size_t head_dim, size_t n_tokens, const posenc_rope_tensor *keys, unsigned flags) {         \
+    return rerotate(from, from_positions, from_start, to, to_positions, to_start, head_dim,       \
+                    n_tokens, keys, flags, elem);                                                 \
+  }
+
+ROPE_ENTRY_POINTS(f32, POSENC_ELEM_F32)
+ROPE_ENTRY_POINTS(bf16, POSENC_ELEM_BF16)
+ROPE_ENTRY_POINTS(f16, POSENC_ELEM_F16)

@@ -191,11 +191,12 @@ POSENC_API posenc_status posenc_set_isa(posenc_isa isa);
 #define POSENC_ROPE_SIMD_TOLERANCE 9.5367431640625e-07 /**< 2^-20 */
 
 enum {
-  POSENC_ROPE_NEOX = 0u,      /**< rotate-half pairs (default) */
-  POSENC_ROPE_GPTJ = 1u,      /**< interleaved pairs */
-  POSENC_ROPE_INVERSE = 2u,   /**< rotate by -angle */
-  POSENC_ROPE_ACCURATE = 0u,  /**< accurate angles (default) */
-  POSENC_ROPE_F32_ANGLES = 4u /**< float32-compatible angles */
+  POSENC_ROPE_NEOX = 0u,             /**< rotate-half pairs (default) */
+  POSENC_ROPE_GPTJ = 1u,             /**< interleaved pairs */
+  POSENC_ROPE_INVERSE = 2u,          /**< rotate by -angle */
+  POSENC_ROPE_ACCURATE = 0u,         /**< accurate angles (default) */
+  POSENC_ROPE_F32_ANGLES = 4u,       /**< float32-compatible angles */
+  POSENC_ROPE_MROPE_INTERLEAVED = 8u /**< posenc_mrope_*: Qwen3-VL's interleaved sections */
 };
 
 /** A frequency plan: R/2 frequencies (double) and an attention factor. Immutable once
@@ -409,6 +410,91 @@ POSENC_API posenc_status posenc_rope_f16(const posenc_rope_plan *plan, size_t he
                                          size_t n_tokens, const int32_t *positions,
                                          int32_t start_pos, const posenc_rope_tensor *q,
                                          const posenc_rope_tensor *k, unsigned flags);
+/**@}*/
+
+/**@{*/
+/** Multimodal RoPE (M-RoPE) of Qwen2-VL / Qwen2.5-VL and, with
+ * POSENC_ROPE_MROPE_INTERLEAVED, Qwen3-VL: every token has three positions (temporal,
+ * height, width; equal for text tokens) and each pair takes its angle from one of them.
+ * sections[3] = HF's `mrope_section` (pairs per position; their sum must be R/2):
+ *  - contiguous (default, Qwen2-VL): pairs [0, s0) take the temporal position,
+ *    [s0, s0 + s1) the height, [s0 + s1, R/2) the width;
+ *  - POSENC_ROPE_MROPE_INTERLEAVED (Qwen3-VL): pair i takes the height if i % 3 == 1 and
+ *    i < 3 s1, the width if i % 3 == 2 and i < 3 s2, else the temporal position (so
+ *    3 s1 - 2 and 3 s2 - 1 must be < R/2 where s1, s2 > 0, which gives each its s pairs).
+ * positions: 3 rows of n_tokens, HF's position_ids (3, batch, seq) for one sequence:
+ * token t is at positions[t] (temporal), positions[n_tokens + t] (height) and
+ * positions[2 * n_tokens + t] (width). Pair i at its position p is then rotated exactly as
+ * by posenc_rope_f32 / _bf16 / _f16 at p (the same flags, attention factor, views, storage
+ * types, accuracy and variant bounds); a token whose three positions are equal costs what
+ * a posenc_rope token costs, one with distinct positions computes cos/sin for each.
+ * flags: those of posenc_rope_f32 | POSENC_ROPE_MROPE_INTERLEAVED.
+ * Errors (nothing written): those of posenc_rope_f32, plus NULL sections, NULL positions
+ * with n_tokens > 0, sections that do not sum to R/2 or (interleaved) do not fit. */
+POSENC_API posenc_status posenc_mrope_f32(const posenc_rope_plan *plan, const size_t sections[3],
+                                          size_t head_dim, size_t n_tokens,
+                                          const int32_t *positions, const posenc_rope_tensor *q,
+                                          const posenc_rope_tensor *k, unsigned flags);
+POSENC_API posenc_status posenc_mrope_bf16(const posenc_rope_plan *plan, const size_t sections[3],
+                                           size_t head_dim, size_t n_tokens,
+                                           const int32_t *positions, const posenc_rope_tensor *q,
+                                           const posenc_rope_tensor *k, unsigned flags);
+POSENC_API posenc_status posenc_mrope_f16(const posenc_rope_plan *plan, const size_t sections[3],
+                                          size_t head_dim, size_t n_tokens,
+                                          const int32_t *positions, const posenc_rope_tensor *q,
+                                          const posenc_rope_tensor *k, unsigned flags);
+/**@}*/
+
+/**@{*/
+/** Re-rotates cached keys (any rotated head vectors) in one pass: a head vector of token t
+ * that holds x rotated by (plan `from`, position p_t) afterwards holds the same x rotated by
+ * (plan `to`, position p'_t). Pair i is rotated by the angle
+ *      a = p'_t * w'_i - p_t * w_i      (w, w': the two plans' frequencies)
+ * with c = r cos(a), s = r sin(a), r = att' / att (the plans' attention factors), as in
+ * posenc_rope_f32's forward formula. Uses:
+ *  - a context shift (StreamingLLM, llama.cpp's K-shift): from = to, p' = p - n_discarded;
+ *  - a new frequency set for the same positions: LongRoPE's short factors to its long ones
+ *    when the sequence passes original_max_position_embeddings, a dynamic-NTK plan for a
+ *    new sequence length (any two plans with the same rotary_dim).
+ * One pass reads and writes each element once and forms one sincos per token and pair
+ * (shared by every head; reused while p' - p stays constant under one plan), where undoing
+ * and redoing the rotation would take two passes (and, for 16-bit storage, two roundings).
+ *
+ * Positions: token t moves from from_positions[t] (NULL: from_start + t) to
+ * to_positions[t] (NULL: to_start + t). flags: POSENC_ROPE_NEOX or POSENC_ROPE_GPTJ,
+ * optionally | POSENC_ROPE_F32_ANGLES (each plan's float32-recipe angle, as posenc_rope_f32
+ * would use; their difference formed in double). POSENC_ROPE_INVERSE is refused: swap the
+ * plans and positions instead.
+ * Accuracy (accurate angles): where both plans have the same frequencies and
+ * |p' - p| < 2^31, a is the angle of position p' - p, formed exactly; otherwise both angles
+ * are reduced exactly as posenc_rope_f32 reduces them and their difference reduced again
+ * (adding < 2^-50 rad). Either way c and s are within 2^-22 * r of r cos(a) and r sin(a) of
+ * the exact a, the contract of posenc_rope_f32 with att replaced by r, and every SIMD
+ * variant is within POSENC_ROPE_SIMD_TOLERANCE * r * (|u| + |v|) + 2^-147 of the scalar
+ * one. 16-bit storage: the f32 result of the same ISA rounded once, as for posenc_rope_bf16.
+ * Errors (nothing written): POSENC_ERR_INVALID_ARGUMENT for a NULL plan, plans of different
+ * rotary_dim, r outside [FLT_MIN, FLT_MAX], unknown flags or POSENC_ROPE_INVERSE, a run
+ * (NULL positions) passing INT32_MAX, and every error of posenc_rope_f32 for `keys` (NULL
+ * keys, or NULL data with work to do, R > head_dim, overlapping head vectors, overflow).
+ * n_tokens = 0 or keys->n_heads = 0 is a valid no-op. */
+POSENC_API posenc_status posenc_rope_rerotate_f32(const posenc_rope_plan *from,
+                                                  const int32_t *from_positions, int32_t from_start,
+                                                  const posenc_rope_plan *to,
+                                                  const int32_t *to_positions, int32_t to_start,
+                                                  size_t head_dim, size_t n_tokens,
+                                                  const posenc_rope_tensor *keys, unsigned flags);
+POSENC_API posenc_status posenc_rope_rerotate_bf16(const posenc_rope_plan *from,
+                                                   const int32_t *from_positions,
+                                                   int32_t from_start, const posenc_rope_plan *to,
+                                                   const int32_t *to_positions, int32_t to_start,
+                                                   size_t head_dim, size_t n_tokens,
+                                                   const posenc_rope_tensor *keys, unsigned flags);
+POSENC_API posenc_status posenc_rope_rerotate_f16(const posenc_rope_plan *from,
+                                                  const int32_t *from_positions, int32_t from_start,
+                                                  const posenc_rope_plan *to,
+                                                  const int32_t *to_positions, int32_t to_start,
+                                                  size_t head_dim, size_t n_tokens,
+                                                  const posenc_rope_tensor *keys, unsigned flags);
 /**@}*/
 
 /** @} */

@@ -50,6 +50,30 @@ static inline void VFN(sincos_pairs_)(const struct posenc_rope_plan *plan, angle
   vf_sincos(angle, sv, cv);
 }
 
+/* The angles of the VF_W pairs starting at k as two double vectors (F32: the float32
+ * recipe's float angles, widened exactly), for a re-rotation's difference. */
+static inline void VFN(angles_vd_)(const struct posenc_rope_plan *plan, angle_mode mode, vd pd,
+                                   vf pf, size_t k, vd *lo, vd *hi) {
+  if (mode == ANGLE_F32) {
+    const vf angle = vf_mul(pf, vf_load(plan->inv_freq_f32 + k));
+    *lo = vd_from_vf_lo(angle);
+    *hi = vd_from_vf_hi(angle);
+  } else if (mode == ANGLE_SMALL) {
+    *lo = VFN(angle_small_)(pd, plan, k);
+    *hi = VFN(angle_small_)(pd, plan, k + VD_W);
+  } else {
+    *lo = VFN(angle_)(pd, plan, k);
+    *hi = VFN(angle_)(pd, plan, k + VD_W);
+  }
+}
+
+/* rope_angle_difference(b, a), lane by lane. */
+static inline vd VFN(angle_difference_)(vd b, vd a) {
+  const vd d = vd_sub(b, a);
+  return vd_sub(d, vd_mul(vd_round(vd_mul(d, vd_set1(POSENC_INV_TWO_PI))),
+                          vd_set1(POSENC_TWO_PI)));
+}
+
 /* Saves float cos/sin of VF_W pairs as doubles at state index i, for stepping. */
 static inline void VFN(save_state_)(rope_state *state, size_t i, vf cv, vf sv) {
   vd_store(state->c + i, vd_from_vf_lo(cv));

@@ -48,20 +48,52 @@ typedef struct rope_view {
   size_t head_stride;
 } rope_view;
 
+/* What one call computes (rope_drive): a plain rotation (posenc_rope_*), multimodal RoPE
+ * (posenc_mrope_*) or a re-rotation (posenc_rope_rerotate_*). */
+typedef enum { ROPE_PLAIN, ROPE_MROPE, ROPE_REROTATE } rope_kind;
+
 typedef struct rope_args {
-  const struct posenc_rope_plan *plan;
+  const struct posenc_rope_plan *plan; /* REROTATE: the plan rotated to */
   size_t n_tokens;
-  const int32_t *positions; /* NULL: start_pos + t */
+  /* PLAIN, REROTATE (the positions rotated to): NULL: start_pos + t. MROPE: 3 rows of
+   * n_tokens (temporal, height, width), never NULL. */
+  const int32_t *positions;
   int32_t start_pos;
   size_t n_views; /* 1 (q) or 2 (q, k); views with no heads are dropped */
   rope_view views[2];
   unsigned flags;
+  double att; /* cos/sin are multiplied by (float)att: the plan's attention factor, or for
+                 REROTATE the ratio of the two plans' */
+  rope_kind kind;
+  /* MROPE: pairs per section (sum n_pairs); interleaved: the Qwen3-VL assignment. */
+  size_t sections[3];
+  int interleaved;
+  /* REROTATE: the plan and positions rotated from (NULL: from_start + t); same_freqs: the
+   * two plans' frequencies are identical. */
+  const struct posenc_rope_plan *from_plan;
+  const int32_t *from_positions;
+  int32_t from_start;
+  int same_freqs;
 } rope_args;
+
+/* MROPE: the row of positions (0 temporal, 1 height, 2 width) that pair i takes. */
+static inline int rope_mrope_row(const rope_args *a, size_t i) {
+  if (a->interleaved) {
+    if (i % 3 == 1 && i < 3 * a->sections[1]) return 1;
+    if (i % 3 == 2 && i < 3 * a->sections[2]) return 2;
+    return 0;
+  }
+  return i < a->sections[0] ? 0 : i < a->sections[0] + a->sections[1] ? 1 : 2;
+}
 
 typedef void (*rope_fn)(const rope_args *args);
 
 static inline int32_t rope_position(const rope_args *a, size_t t) {
   return a->positions ? a->positions[t] : (int32_t)(a->start_pos + (int64_t)t);
+}
+
+static inline int32_t rope_from_position(const rope_args *a, size_t t) {
+  return a->from_positions ? a->from_positions[t] : (int32_t)(a->from_start + (int64_t)t);
 }
 
 /* The angle of pair i at position p reduced to [-pi, pi], in double. The product p * w_i
@@ -94,6 +126,15 @@ static inline double rope_reduced_angle_small(double p, double turn) {
   double t = p * turn;
   t = t - rope_round_nearest(t);
   return t * POSENC_TWO_PI;
+}
+
+/* REROTATE: the difference b - a of two angles (reduced, or float32-recipe angles as
+ * doubles) reduced to [-pi, pi]. Every variant performs exactly these operations. */
+#define POSENC_INV_TWO_PI 0.15915494309189533576888376337251
+
+static inline double rope_angle_difference(double b, double a) {
+  const double d = b - a;
+  return d - rope_round_nearest(d * POSENC_INV_TWO_PI) * POSENC_TWO_PI;
 }
 
 #endif /* POSENC_KERNELS_ROPE_H */

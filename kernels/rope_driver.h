@@ -1,8 +1,8 @@
 /* Internal: the token / chunk / head loop shared by every RoPE variant.
  *
- * A variant supplies two functions and this driver does the rest:
- *   prepare(plan, pos, flags, p0, n, c, s): cos/sin (times the attention factor, sign set
- *       for the direction) of pairs [p0, p0 + n) at position pos, in the layout that
+ * A variant supplies these functions and this driver does the rest:
+ *   prepare(plan, pos, flags, att, p0, n, c, s): cos/sin (times att, sign set for the
+ *       direction) of pairs [p0, p0 + n) at position pos, in the layout that
  *       rotate() reads: NEOX c[i], s[i]; GPTJ c[2i] = c[2i+1] = c_i, s[2i] = -s_i,
  *       s[2i+1] = s_i. It may write up to POSENC_ROPE_CHUNK pairs' worth of each buffer.
  *   rotate(view, row, p0, n, c, s, flags): rotates pairs [p0, p0 + n) of every head vector
@@ -17,6 +17,11 @@
  *       isometry, so the error of the saved values carries over unchanged while each step
  *       adds ~2^-52; re-anchoring every POSENC_ROPE_RUN tokens keeps the sum far below the
  *       2^-22 budget. It replaces the sincos, the largest cost of a prefill token.
+ *   prepare_delta(from, pos, to, pos', flags, att, p0, n, c, s): as prepare, for the angle
+ *       rope_angle_difference(angle of `to` at pos', angle of `from` at pos) (re-rotation).
+ * M-RoPE tokens take each pair's cos/sin from the prepare() of its row's position; a token
+ * whose inputs equal the previous token's (a context shift's constant p' - p, repeated
+ * positions) reuses its cos/sin when the plan is one chunk.
  * cos/sin are computed once per token and chunk of pairs, and shared by every head of
  * every view; the driver is inlined into each variant so all calls are direct. */
 #ifndef POSENC_KERNELS_ROPE_DRIVER_H
@@ -34,34 +39,120 @@ typedef struct rope_state {
 #define POSENC_ROPE_RUN 256
 
 typedef void (*rope_prepare_fn)(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
-                                size_t p0, size_t n, float *c, float *s, rope_state *state);
-typedef void (*rope_advance_fn)(const struct posenc_rope_plan *plan, unsigned flags, size_t n,
-                                rope_state *state, float *c, float *s);
+                                float att, size_t p0, size_t n, float *c, float *s,
+                                rope_state *state);
+typedef void (*rope_advance_fn)(const struct posenc_rope_plan *plan, unsigned flags, float att,
+                                size_t n, rope_state *state, float *c, float *s);
+typedef void (*rope_prepare_delta_fn)(const struct posenc_rope_plan *from, int32_t from_pos,
+                                      const struct posenc_rope_plan *to, int32_t to_pos,
+                                      unsigned flags, float att, size_t p0, size_t n, float *c,
+                                      float *s);
 typedef void (*rope_rotate_fn)(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
                                const float *c, const float *s, unsigned flags);
+
+/* The inputs that fix one token's cos/sin: a position (plain rotation, an M-RoPE token
+ * whose three positions are equal, a re-rotation between identical frequency sets by
+ * p' - p), an M-RoPE triple, or a re-rotation's (p, p'). */
+typedef struct rope_token {
+  enum { TOKEN_POSITION, TOKEN_MROPE, TOKEN_DELTA } kind;
+  int64_t p[3];
+} rope_token;
+
+static inline rope_token rope_token_of(const rope_args *a, size_t t) {
+  rope_token k = {TOKEN_POSITION, {rope_position(a, t), 0, 0}};
+  if (a->kind == ROPE_MROPE) {
+    const int32_t *p = a->positions;
+    k.p[1] = p[a->n_tokens + t];
+    k.p[2] = p[2 * a->n_tokens + t];
+    if (k.p[1] != k.p[0] || k.p[2] != k.p[0]) k.kind = TOKEN_MROPE;
+  } else if (a->kind == ROPE_REROTATE) {
+    const int64_t from = rope_from_position(a, t), d = k.p[0] - from;
+    /* Same frequencies: the angle of p' - p is the difference, formed exactly. */
+    if (a->same_freqs && !(a->flags & POSENC_ROPE_F32_ANGLES) && d >= -INT32_MAX &&
+        d <= INT32_MAX) {
+      k.p[0] = d;
+    } else {
+      k.kind = TOKEN_DELTA;
+      k.p[1] = from;
+    }
+  }
+  return k;
+}
+
+static inline int rope_token_equal(const rope_token *x, const rope_token *y) {
+  return x->kind == y->kind && x->p[0] == y->p[0] && x->p[1] == y->p[1] && x->p[2] == y->p[2];
+}
+
+/* MROPE, a token with distinct positions: cos/sin of chunk [p0, p0 + n) at each row's
+ * position into c/s (row 0) and cs[0..1]/ss[0..1] (rows 1, 2 where they differ), then each
+ * pair's entries (one, or two for GPTJ) taken from its row's buffer. */
+static inline __attribute__((always_inline)) void rope_prepare_mrope(
+    const rope_args *a, const rope_token *k, rope_prepare_fn prepare, float att, size_t p0,
+    size_t n, float *c, float *s, float (*cs)[2 * POSENC_ROPE_CHUNK],
+    float (*ss)[2 * POSENC_ROPE_CHUNK]) {
+  const float *cr[3] = {c, c, c}, *sr[3] = {s, s, s};
+  prepare(a->plan, (int32_t)k->p[0], a->flags, att, p0, n, c, s, NULL);
+  for (int r = 1; r < 3; ++r) {
+    if (k->p[r] == k->p[0]) continue;
+    if (r == 2 && k->p[2] == k->p[1]) {
+      cr[2] = cr[1];
+      sr[2] = sr[1];
+      continue;
+    }
+    prepare(a->plan, (int32_t)k->p[r], a->flags, att, p0, n, cs[r - 1], ss[r - 1], NULL);
+    cr[r] = cs[r - 1];
+    sr[r] = ss[r - 1];
+  }
+  const size_t per = (a->flags & POSENC_ROPE_GPTJ) ? 2 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    const int r = rope_mrope_row(a, p0 + i);
+    if (r == 0) continue;
+    for (size_t j = per * i; j < per * (i + 1); ++j) {
+      c[j] = cr[r][j];
+      s[j] = sr[r][j];
+    }
+  }
+}
 
 /* elem: the storage type of the views, which `rotate` is written for. */
 static inline __attribute__((always_inline)) void rope_drive(const rope_args *a, posenc_elem elem,
                                                              rope_prepare_fn prepare,
                                                              rope_advance_fn advance,
+                                                             rope_prepare_delta_fn prepare_delta,
                                                              rope_rotate_fn rotate) {
   _Alignas(64) float c[2 * POSENC_ROPE_CHUNK];
   _Alignas(64) float s[2 * POSENC_ROPE_CHUNK];
+  _Alignas(64) float cs[2][2 * POSENC_ROPE_CHUNK];
+  _Alignas(64) float ss[2][2 * POSENC_ROPE_CHUNK];
   rope_state state;
   const size_t n_pairs = a->plan->n_pairs;
+  const float att = (float)a->att;
+  /* One chunk: a token whose inputs equal the previous token's reuses its cos/sin. */
+  const int single = n_pairs <= POSENC_ROPE_CHUNK;
   /* Stepping would not reproduce the float32 recipe's angles bit for bit. */
-  const int step = advance && n_pairs <= POSENC_ROPE_CHUNK && !(a->flags & POSENC_ROPE_F32_ANGLES);
-  int64_t prev = 0;
+  const int step = advance && single && !(a->flags & POSENC_ROPE_F32_ANGLES);
+  int64_t state_pos = 0; /* the position whose cos/sin `state` holds (step only) */
+  int state_valid = 0;
   size_t run = 0;
+  rope_token prev = {TOKEN_POSITION, {0, 0, 0}};
   for (size_t t = 0; t < a->n_tokens; ++t) {
-    const int32_t pos = rope_position(a, t);
-    for (size_t p0 = 0; p0 < n_pairs; p0 += POSENC_ROPE_CHUNK) {
+    const rope_token k = rope_token_of(a, t);
+    const int reuse = single && t > 0 && rope_token_equal(&k, &prev);
+    for (size_t p0 = 0; p0 < n_pairs && !reuse; p0 += POSENC_ROPE_CHUNK) {
       const size_t n = n_pairs - p0 < POSENC_ROPE_CHUNK ? n_pairs - p0 : POSENC_ROPE_CHUNK;
-      if (step && t > 0 && run < POSENC_ROPE_RUN && (int64_t)pos == prev + 1) {
-        advance(a->plan, a->flags, n, &state, c, s);
+      if (k.kind == TOKEN_DELTA) {
+        prepare_delta(a->from_plan, (int32_t)k.p[1], a->plan, (int32_t)k.p[0], a->flags, att, p0,
+                      n, c, s);
+      } else if (k.kind == TOKEN_MROPE) {
+        rope_prepare_mrope(a, &k, prepare, att, p0, n, c, s, cs, ss);
+      } else if (step && state_valid && run < POSENC_ROPE_RUN && k.p[0] == state_pos + 1) {
+        advance(a->plan, a->flags, att, n, &state, c, s);
+        state_pos = k.p[0];
         ++run;
       } else {
-        prepare(a->plan, pos, a->flags, p0, n, c, s, step ? &state : NULL);
+        prepare(a->plan, (int32_t)k.p[0], a->flags, att, p0, n, c, s, step ? &state : NULL);
+        state_pos = k.p[0];
+        state_valid = step;
         run = 0;
       }
       for (size_t v = 0; v < a->n_views; ++v) {
@@ -70,7 +161,13 @@ static inline __attribute__((always_inline)) void rope_drive(const rope_args *a,
         rotate(view, row, n_pairs, p0, n, c, s, a->flags);
       }
     }
-    prev = pos;
+    if (reuse)
+      for (size_t v = 0; v < a->n_views; ++v) {
+        const rope_view *view = &a->views[v];
+        char *row = (char *)view->data + t * view->token_stride * posenc_elem_size(elem);
+        rotate(view, row, n_pairs, 0, n_pairs, c, s, a->flags);
+      }
+    prev = k;
   }
 }
 

@@ -5,34 +5,45 @@
 
 #include "rope_driver.h"
 
-static void prepare_scalar(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
-                           size_t p0, size_t n, float *c, float *s, rope_state *state) {
-  (void)state; /* the reference computes every token afresh: no stepping */
-  const float att = (float)plan->attention_factor;
+/* The angle of pair k at position pos, as a double (F32_ANGLES: the float angle). */
+static double angle_of(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
+                       size_t k) {
+  if (flags & POSENC_ROPE_F32_ANGLES) return (double)((float)pos * plan->inv_freq_f32[k]);
+  if (rope_small_position(plan, pos)) return rope_reduced_angle_small((double)pos, plan->turn[k]);
+  return rope_reduced_angle((double)pos, plan->turn_hi[k], plan->turn_mid[k], plan->turn_lo[k]);
+}
+
+/* cos/sin of pair i of a chunk from its float angle, in the layout rotate() reads. */
+static void store_cs(float angle, size_t i, float att, unsigned flags, float *c, float *s) {
   const float sign = (flags & POSENC_ROPE_INVERSE) ? -1.0f : 1.0f;
-  const int gptj = (flags & POSENC_ROPE_GPTJ) != 0;
+  const Sleef_float_2 sc = Sleef_sincosf1_u10purec(angle);
+  const float cv = sc.y * att;
+  const float sv = sc.x * att * sign;
+  if (flags & POSENC_ROPE_GPTJ) {
+    c[2 * i] = cv;
+    c[2 * i + 1] = cv;
+    s[2 * i] = -sv;
+    s[2 * i + 1] = sv;
+  } else {
+    c[i] = cv;
+    s[i] = sv;
+  }
+}
+
+static void prepare_scalar(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
+                           float att, size_t p0, size_t n, float *c, float *s, rope_state *state) {
+  (void)state; /* the reference computes every token afresh: no stepping */
+  for (size_t i = 0; i < n; ++i)
+    store_cs((float)angle_of(plan, pos, flags, p0 + i), i, att, flags, c, s);
+}
+
+static void prepare_delta_scalar(const struct posenc_rope_plan *from, int32_t from_pos,
+                                 const struct posenc_rope_plan *to, int32_t to_pos,
+                                 unsigned flags, float att, size_t p0, size_t n, float *c,
+                                 float *s) {
   for (size_t i = 0; i < n; ++i) {
-    const size_t k = p0 + i;
-    float angle;
-    if (flags & POSENC_ROPE_F32_ANGLES)
-      angle = (float)pos * plan->inv_freq_f32[k];
-    else if (rope_small_position(plan, pos))
-      angle = (float)rope_reduced_angle_small((double)pos, plan->turn[k]);
-    else
-      angle = (float)rope_reduced_angle((double)pos, plan->turn_hi[k], plan->turn_mid[k],
-                                        plan->turn_lo[k]);
-    const Sleef_float_2 sc = Sleef_sincosf1_u10purec(angle);
-    const float cv = sc.y * att;
-    const float sv = sc.x * att * sign;
-    if (gptj) {
-      c[2 * i] = cv;
-      c[2 * i + 1] = cv;
-      s[2 * i] = -sv;
-      s[2 * i + 1] = sv;
-    } else {
-      c[i] = cv;
-      s[i] = sv;
-    }
+    const double a = angle_of(from, from_pos, flags, p0 + i), b = angle_of(to, to_pos, flags, p0 + i);
+    store_cs((float)rope_angle_difference(b, a), i, att, flags, c, s);
   }
 }
 
@@ -68,7 +79,7 @@ static inline __attribute__((always_inline)) void rotate_pairs(void *x, size_t h
       rotate_pairs((char *)row + h * stride, half, p0, n, c, s, flags, elem);                   \
   }                                                                                             \
   void posenc_rope_##type##_scalar(const rope_args *args) {                                     \
-    rope_drive(args, elem, prepare_scalar, NULL, rotate_##type);                                \
+    rope_drive(args, elem, prepare_scalar, NULL, prepare_delta_scalar, rotate_##type);          \
   }
 
 ROPE_DEFINE_STORAGE(f32, POSENC_ELEM_F32)

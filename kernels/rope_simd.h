@@ -16,14 +16,13 @@ typedef struct ROPE_FN(cs_format_) {
   int gptj;
 } ROPE_FN(cs_format_);
 
-static inline ROPE_FN(cs_format_)
-    ROPE_FN(format_)(const struct posenc_rope_plan *plan, unsigned flags) {
+static inline ROPE_FN(cs_format_) ROPE_FN(format_)(float att, unsigned flags) {
   const float sign = (flags & POSENC_ROPE_INVERSE) ? -1.0f : 1.0f;
   const int gptj = (flags & POSENC_ROPE_GPTJ) != 0;
   float pattern[VF_W];
   for (int j = 0; j < VF_W; ++j) pattern[j] = (gptj && j % 2 == 0) ? -sign : sign;
-  const vf att = vf_set1((float)plan->attention_factor);
-  return (ROPE_FN(cs_format_)){att, vf_mul(att, vf_load(pattern)), gptj};
+  const vf av = vf_set1(att);
+  return (ROPE_FN(cs_format_)){av, vf_mul(av, vf_load(pattern)), gptj};
 }
 
 static inline void ROPE_FN(store_cs_)(const ROPE_FN(cs_format_) * f, size_t i, vf cv, vf sv,
@@ -43,8 +42,9 @@ static inline void ROPE_FN(store_cs_)(const ROPE_FN(cs_format_) * f, size_t i, v
 /* Plan arrays are padded to POSENC_PLAN_PAD pairs and the buffers hold a whole chunk, so
  * the loops may run to the next multiple of VF_W without a tail. */
 static void ROPE_FN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
-                              size_t p0, size_t n, float *c, float *s, rope_state *state) {
-  const ROPE_FN(cs_format_) format = ROPE_FN(format_)(plan, flags);
+                              float att, size_t p0, size_t n, float *c, float *s,
+                              rope_state *state) {
+  const ROPE_FN(cs_format_) format = ROPE_FN(format_)(att, flags);
   const angle_mode mode = angle_mode_of(plan, pos, (flags & POSENC_ROPE_F32_ANGLES) != 0);
   const vd pd = vd_set1((double)pos);
   const vf pf = vf_set1((float)pos);
@@ -57,12 +57,35 @@ static void ROPE_FN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos, 
 }
 
 /* Stepping runs only for single-chunk plans (p0 = 0): state index i is pair i. */
-static void ROPE_FN(advance_)(const struct posenc_rope_plan *plan, unsigned flags, size_t n,
-                              rope_state *state, float *c, float *s) {
-  const ROPE_FN(cs_format_) format = ROPE_FN(format_)(plan, flags);
+static void ROPE_FN(advance_)(const struct posenc_rope_plan *plan, unsigned flags, float att,
+                              size_t n, rope_state *state, float *c, float *s) {
+  const ROPE_FN(cs_format_) format = ROPE_FN(format_)(att, flags);
   for (size_t i = 0; i < n; i += VF_W) {
     vf cv, sv;
     ROPE_FN(step_)(state, i, plan->cos_w, plan->sin_w, &cv, &sv);
+    ROPE_FN(store_cs_)(&format, i, cv, sv, c, s);
+  }
+}
+
+/* Re-rotation: cos/sin of the difference of the two plans' angles (rope_driver.h). */
+static void ROPE_FN(prepare_delta_)(const struct posenc_rope_plan *from, int32_t from_pos,
+                                    const struct posenc_rope_plan *to, int32_t to_pos,
+                                    unsigned flags, float att, size_t p0, size_t n, float *c,
+                                    float *s) {
+  const ROPE_FN(cs_format_) format = ROPE_FN(format_)(att, flags);
+  const int f32 = (flags & POSENC_ROPE_F32_ANGLES) != 0;
+  const angle_mode from_mode = angle_mode_of(from, from_pos, f32);
+  const angle_mode to_mode = angle_mode_of(to, to_pos, f32);
+  const vd from_pd = vd_set1((double)from_pos), to_pd = vd_set1((double)to_pos);
+  const vf from_pf = vf_set1((float)from_pos), to_pf = vf_set1((float)to_pos);
+  for (size_t i = 0; i < n; i += VF_W) {
+    vd a_lo, a_hi, b_lo, b_hi;
+    ROPE_FN(angles_vd_)(from, from_mode, from_pd, from_pf, p0 + i, &a_lo, &a_hi);
+    ROPE_FN(angles_vd_)(to, to_mode, to_pd, to_pf, p0 + i, &b_lo, &b_hi);
+    const vf angle = vf_from_vd(ROPE_FN(angle_difference_)(b_lo, a_lo),
+                                ROPE_FN(angle_difference_)(b_hi, a_hi));
+    vf sv, cv;
+    vf_sincos(angle, &sv, &cv);
     ROPE_FN(store_cs_)(&format, i, cv, sv, c, s);
   }
 }
@@ -179,7 +202,8 @@ ROPE_INLINE void ROPE_FN(rotate_)(const rope_view *view, void *row, size_t half,
     ROPE_FN(rotate_)(view, row, half, p0, n, c, s, flags, elem);                                  \
   }                                                                                               \
   void ROPE_FN(posenc_rope_##type##_)(const rope_args *args) {                                    \
-    rope_drive(args, elem, ROPE_FN(prepare_), ROPE_FN(advance_), ROPE_FN(rotate_##type##_));      \
+    rope_drive(args, elem, ROPE_FN(prepare_), ROPE_FN(advance_), ROPE_FN(prepare_delta_),         \
+               ROPE_FN(rotate_##type##_));                                                        \
   }
 
 ROPE_DEFINE_STORAGE(f32, POSENC_ELEM_F32)

@@ -10,6 +10,8 @@
 # supports it; SLEEF's vector results are marked initialised in kernels/simd/msan.h).
 # POSENC_FUZZ_STRICT=1 also compares the values of calls hitting the known issues listed in
 # fuzz/fuzz_api.c (frequencies above 2^32, a RoPE attention factor above FLT_MAX).
+# The run uses a fixed libFuzzer seed (POSENC_FUZZ_SEED, default 1), so a CI run is
+# reproducible; set another seed (or 0 for a random one) to explore further.
 # Usage: scripts/test-fuzz.sh [build-dir] [runs] [extra libFuzzer options...]
 #   (default: build-fuzz 1000000)
 set -euo pipefail
@@ -48,8 +50,8 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export MSAN_OPTIONS="halt_on_error=1"
 start=$(date +%s)
 set +e
-"$build/fuzz_api" -runs="$runs" -print_final_stats=1 -artifact_prefix="$work/artifacts/" \
-  "$@" "$work/corpus" >"$work/log" 2>&1
+"$build/fuzz_api" -runs="$runs" -seed="${POSENC_FUZZ_SEED:-1}" -print_final_stats=1 \
+  -artifact_prefix="$work/artifacts/" "$@" "$work/corpus" >"$work/log" 2>&1
 rc=$?
 set -e
 elapsed=$(($(date +%s) - start))
