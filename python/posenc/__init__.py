@@ -24,7 +24,8 @@ from ._lib import lib
 
 __all__ = [
     "PosencError", "version", "active_isa", "set_isa", "available_isas", "compiled_isas",
-    "cpu_name", "cpu_features", "library_path", "RopePlan", "rope", "SinusoidPlan",
+    "cpu_name", "cpu_features", "library_path", "RopePlan", "rope", "mrope", "rope_rerotate",
+    "SinusoidPlan",
     "sinusoid_fill", "sinusoid_fill_timesteps", "sinusoid_add", "alibi_slopes", "alibi_add",
     "alibi_bias", "learned_add",
 ]
@@ -403,6 +404,66 @@ def rope(plan, q, k=None, positions=None, start_pos=0, layout="neox", inverse=Fa
                                ctypes.byref(q_view),
                                None if k_view is None else ctypes.byref(k_view), flags),
            "posenc_rope_f32")
+
+
+def mrope(plan, sections, q, k=None, positions=None, layout="neox", interleaved=False,
+          inverse=False, f32_angles=False):
+    """Multimodal RoPE (Qwen2-VL; Qwen3-VL with interleaved=True) in place: posenc_mrope_f32.
+
+    q, k: as for rope(). positions: integers of shape (3, L), HF's position_ids (3, batch,
+    seq) for one sequence: rows temporal, height, width. sections: HF's mrope_section, three
+    pair counts summing to plan.rotary_dim / 2. Pair i takes its angle from the row its
+    section says (contiguous sections, or interleaved: height if i % 3 == 1 and
+    i < 3 * sections[1], width if i % 3 == 2 and i < 3 * sections[2], else temporal); the
+    rest is rope(). Returns None.
+    """
+    handle = _plan_handle(plan, RopePlan)
+    q_view = _rope_view("q", q)
+    n_tokens, _, head_dim = q.shape
+    k_view = None
+    if k is not None:
+        k_view = _rope_view("k", k)
+        if k.shape[0] != n_tokens or k.shape[2] != head_dim:
+            raise ValueError(f"k {k.shape} must have the tokens and head_dim of q {q.shape}")
+    rows = np.asarray(positions if positions is not None else np.zeros((3, 0), np.int32))
+    if rows.ndim != 2 or rows.shape != (3, n_tokens):
+        raise ValueError(f"positions must have shape (3, {n_tokens}), got {rows.shape}")
+    flat, _ = _positions(rows.reshape(-1), 3 * n_tokens, 0)
+    sec = [int(x) for x in sections]
+    if len(sec) != 3 or min(sec) < 0:
+        raise ValueError(f"sections must be three pair counts >= 0, got {sections!r}")
+    sec_array = (ctypes.c_size_t * 3)(*sec)
+    flags = _layout(layout, _ROPE_LAYOUTS)
+    flags |= _lib.ROPE_MROPE_INTERLEAVED if interleaved else 0
+    flags |= _lib.ROPE_INVERSE if inverse else 0
+    flags |= _lib.ROPE_F32_ANGLES if f32_angles else 0
+    _check(lib.posenc_mrope_f32(handle, sec_array, head_dim, n_tokens, _pointer(flat),
+                                ctypes.byref(q_view),
+                                None if k_view is None else ctypes.byref(k_view), flags),
+           "posenc_mrope_f32")
+
+
+def rope_rerotate(from_plan, to_plan, k, from_positions=None, from_start=0, to_positions=None,
+                  to_start=0, layout="neox", f32_angles=False):
+    """Re-rotates cached keys in place in one pass: posenc_rope_rerotate_f32.
+
+    k: float32 [L, H, D] (as for rope()) holding keys rotated by (from_plan, position p_t);
+    afterwards they are rotated by (to_plan, p'_t): each pair by p'_t w'_i - p_t w_i, scaled
+    by to_plan.attention_factor / from_plan.attention_factor. Positions: L integers, or None
+    for a run from *_start. Returns None.
+    """
+    from_handle = _plan_handle(from_plan, RopePlan)
+    to_handle = _plan_handle(to_plan, RopePlan)
+    k_view = _rope_view("k", k)
+    n_tokens, _, head_dim = k.shape
+    from_pos, from_start = _positions(from_positions, n_tokens, from_start)
+    to_pos, to_start = _positions(to_positions, n_tokens, to_start)
+    flags = _layout(layout, _ROPE_LAYOUTS)
+    flags |= _lib.ROPE_F32_ANGLES if f32_angles else 0
+    _check(lib.posenc_rope_rerotate_f32(from_handle, _pointer(from_pos), from_start, to_handle,
+                                        _pointer(to_pos), to_start, head_dim, n_tokens,
+                                        ctypes.byref(k_view), flags),
+           "posenc_rope_rerotate_f32")
 
 
 # --- sinusoidal ---------------------------------------------------------------------------

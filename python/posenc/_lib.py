@@ -14,6 +14,7 @@ POSENC_ISA_COUNT = 5
 ROPE_GPTJ = 1
 ROPE_INVERSE = 2
 ROPE_F32_ANGLES = 4
+ROPE_MROPE_INTERLEAVED = 8
 SINUSOID_SIN_COS = 1
 SINUSOID_COS_SIN = 2
 SINUSOID_F32_ANGLES = 4
@@ -110,6 +111,12 @@ _declare("posenc_rope_plan_attention_factor", ctypes.c_double, ctypes.c_void_p)
 _declare("posenc_rope_plan_freqs", c_status, ctypes.c_void_p, c_double_p)
 _declare("posenc_rope_f32", c_status, ctypes.c_void_p, c_size, c_size, c_int32_p,
          ctypes.c_int32, ctypes.POINTER(RopeTensor), ctypes.POINTER(RopeTensor), ctypes.c_uint)
+_declare("posenc_mrope_f32", c_status, ctypes.c_void_p, ctypes.POINTER(c_size), c_size,
+         c_size, c_int32_p, ctypes.POINTER(RopeTensor), ctypes.POINTER(RopeTensor),
+         ctypes.c_uint)
+_declare("posenc_rope_rerotate_f32", c_status, ctypes.c_void_p, c_int32_p, ctypes.c_int32,
+         ctypes.c_void_p, c_int32_p, ctypes.c_int32, c_size, c_size,
+         ctypes.POINTER(RopeTensor), ctypes.c_uint)
 
 _declare("posenc_sinusoid_plan_create", c_status, ctypes.POINTER(ctypes.c_void_p), c_size,
          ctypes.c_double)
