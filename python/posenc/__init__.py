@@ -375,6 +375,18 @@ def _rope_view(name, array):
     return _lib.RopeTensor(_address(array), array.shape[1], token_stride, head_stride)
 
 
+def _qk_views(q, k):
+    """The RopeTensor views of q and k (None when k is None); k must match q's tokens and
+    head_dim."""
+    q_view = _rope_view("q", q)
+    if k is None:
+        return q_view, None
+    k_view = _rope_view("k", k)
+    if k.shape[0] != q.shape[0] or k.shape[2] != q.shape[2]:
+        raise ValueError(f"k {k.shape} must have the tokens and head_dim of q {q.shape}")
+    return q_view, k_view
+
+
 def rope(plan, q, k=None, positions=None, start_pos=0, layout="neox", inverse=False,
          f32_angles=False):
     """Rotates q (and k) in place: posenc_rope_f32.
@@ -389,13 +401,8 @@ def rope(plan, q, k=None, positions=None, start_pos=0, layout="neox", inverse=Fa
     angle recipe of most reference code (POSENC_ROPE_F32_ANGLES). Returns None.
     """
     handle = _plan_handle(plan, RopePlan)
-    q_view = _rope_view("q", q)
+    q_view, k_view = _qk_views(q, k)
     n_tokens, _, head_dim = q.shape
-    k_view = None
-    if k is not None:
-        k_view = _rope_view("k", k)
-        if k.shape[0] != n_tokens or k.shape[2] != head_dim:
-            raise ValueError(f"k {k.shape} must have the tokens and head_dim of q {q.shape}")
     positions, start_pos = _positions(positions, n_tokens, start_pos)
     flags = _layout(layout, _ROPE_LAYOUTS)
     flags |= _lib.ROPE_INVERSE if inverse else 0
@@ -418,13 +425,8 @@ def mrope(plan, sections, q, k=None, positions=None, layout="neox", interleaved=
     rest is rope(). Returns None.
     """
     handle = _plan_handle(plan, RopePlan)
-    q_view = _rope_view("q", q)
+    q_view, k_view = _qk_views(q, k)
     n_tokens, _, head_dim = q.shape
-    k_view = None
-    if k is not None:
-        k_view = _rope_view("k", k)
-        if k.shape[0] != n_tokens or k.shape[2] != head_dim:
-            raise ValueError(f"k {k.shape} must have the tokens and head_dim of q {q.shape}")
     rows = np.asarray(positions if positions is not None else np.zeros((3, 0), np.int32))
     if rows.ndim != 2 or rows.shape != (3, n_tokens):
         raise ValueError(f"positions must have shape (3, {n_tokens}), got {rows.shape}")
