@@ -17,7 +17,8 @@ RowEnterHook g_row_enter_hook = nullptr;
 const std::vector<GroupRows>& AllRows() {
   static const std::vector<GroupRows> rows = [] {
     std::vector<GroupRows> all;
-    for (auto family : {RopeRows, SinusoidRows, AlibiRows, AlibiSoftmaxRows, LearnedRows}) {
+    for (auto family : {RopeRows, RopeRerotateRows, MropeRows, SinusoidRows, AlibiRows,
+                        AlibiSoftmaxRows, LearnedRows}) {
       std::vector<GroupRows> groups = family();
       all.insert(all.end(), groups.begin(), groups.end());
     }

@@ -45,6 +45,8 @@ std::vector<GroupRows> GroupPerShape(const Shape (&shapes)[N], GroupRows (*group
 
 // The groups of each family, in registration order.
 std::vector<GroupRows> RopeRows();
+std::vector<GroupRows> RopeRerotateRows();
+std::vector<GroupRows> MropeRows();
 std::vector<GroupRows> SinusoidRows();
 std::vector<GroupRows> AlibiRows();
 std::vector<GroupRows> AlibiSoftmaxRows();

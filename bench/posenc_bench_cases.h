@@ -4,6 +4,9 @@
 // Row names are a contract that reports and plots parse (DESIGN.md, "Benchmarks"):
 //   <kernel>/<variant>/<arg>:<value>/...     variant: an available ISA name, or "naive"
 //     rope_f32_neox/avx512/tokens:512/heads:40/dim:128     (heads: Q + K heads)
+//     rope_rerotate_f32/avx2/tokens:4096/heads:8/dim:128/shift:1024/longrope:0   (K heads;
+//       also _bf16, and rope_rerotate_two_pass_f32: INVERSE then forward posenc_rope_f32)
+//     mrope_f32_neox/avx512/tokens:4096/heads:32/dim:128/vision:1
 //     sinusoid_fill_f32/avx2/rows:4096/dim:4096
 //     sinusoid_add_f32/sse4/rows:512/dim:4096
 //     sinusoid_fill_bf16/avx512/rows:4096/dim:4096           (also _f16: 2-byte elements)
@@ -46,7 +49,8 @@ struct RowGroup {
   std::string about;   // for the report: the buffers, "8388608 bytes in place"
 };
 
-// Every group, in registration order: rope, sinusoid_fill, sinusoid_add, sinusoid_fill_bf16,
+// Every group, in registration order: rope, rope_rerotate (f32, bf16, two_pass_f32),
+// mrope_f32_neox, sinusoid_fill, sinusoid_add, sinusoid_fill_bf16,
 // sinusoid_fill_f16, alibi_add (f32, then bf16 and f16), alibi_softmax_f32,
 // alibi_softmax_bf16, alibi_add_then_softmax_f32, learned_add.
 const std::vector<RowGroup>& RowGroups();

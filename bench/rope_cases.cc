@@ -9,6 +9,7 @@
 #include "bench_buffer.h"
 #include "bench_rows.h"
 #include "posenc.h"
+#include "rope_common.h"
 #include "rope_naive.h"
 
 namespace posenc_bench {
@@ -17,11 +18,9 @@ namespace {
 constexpr double kBase = 10000.0;
 constexpr int32_t kFirstPosition = 1000;  // positions[t] = 1000 + t
 
-enum class Storage { kF32, kBf16, kF16 };
-
-size_t ElementBytes(Storage storage) {
-  return storage == Storage::kF32 ? sizeof(float) : sizeof(uint16_t);
-}
+using rope::ElementBytes;
+using rope::RandomElements;
+using rope::Storage;
 
 struct RopeKernel {
   const char* name;
@@ -60,19 +59,6 @@ std::string ShapeName(const RopeShape& shape) {
 
 size_t Elements(const RopeShape& shape) {
   return shape.tokens * (shape.q_heads + shape.k_heads) * shape.head_dim;
-}
-
-// n random values in [-1, 1] stored as `storage`, 64-byte aligned: floats, or 16-bit
-// elements in an array of half as many floats (allocated as the limit rows' buffers are).
-AlignedFloats RandomElements(size_t n, uint64_t seed, Storage storage) {
-  AlignedFloats values = RandomFloats(n, seed);
-  if (storage == Storage::kF32) return values;
-  AlignedFloats packed = AlignedFloatArray((n + 1) / 2);
-  auto* bits = reinterpret_cast<uint16_t*>(packed.get());
-  for (size_t i = 0; i < n; ++i)
-    bits[i] =
-        storage == Storage::kBf16 ? posenc_f32_to_bf16(values[i]) : posenc_f32_to_f16(values[i]);
-  return packed;
 }
 
 // The Q and K buffers of one shape ([L, Hq, D] and [L, Hk, D]), random in [-1, 1], and the
@@ -157,6 +143,17 @@ GroupRows Group(const RopeKernel& kernel, const RopeShape& shape) {
 }
 
 }  // namespace
+
+AlignedFloats rope::RandomElements(size_t n, uint64_t seed, Storage storage) {
+  AlignedFloats values = RandomFloats(n, seed);
+  if (storage == Storage::kF32) return values;
+  AlignedFloats packed = AlignedFloatArray((n + 1) / 2);
+  auto* bits = reinterpret_cast<uint16_t*>(packed.get());
+  for (size_t i = 0; i < n; ++i)
+    bits[i] =
+        storage == Storage::kBf16 ? posenc_f32_to_bf16(values[i]) : posenc_f32_to_f16(values[i]);
+  return packed;
+}
 
 std::vector<GroupRows> RopeRows() {
   std::vector<GroupRows> rows;

@@ -19,6 +19,34 @@ void naive_rope_table(size_t n_tokens, const int32_t *positions, size_t rotary_d
   }
 }
 
+void naive_rerotate_table(size_t n_tokens, const int32_t *from_positions, const double *from_freqs,
+                          const int32_t *to_positions, const double *to_freqs, size_t rotary_dim,
+                          double scale, float *cos_tab, float *sin_tab) {
+  const size_t half = rotary_dim / 2;
+  for (size_t t = 0; t < n_tokens; ++t) {
+    for (size_t i = 0; i < half; ++i) {
+      const double to = to_positions ? to_positions[t] * to_freqs[i] : 0.0;
+      const double from = from_positions ? from_positions[t] * from_freqs[i] : 0.0;
+      cos_tab[t * half + i] = (float)(scale * cos(to - from));
+      sin_tab[t * half + i] = (float)(scale * sin(to - from));
+    }
+  }
+}
+
+void naive_mrope_table(size_t n_tokens, const int32_t *positions, const size_t sections[3],
+                       size_t rotary_dim, const double *freqs, double scale, float *cos_tab,
+                       float *sin_tab) {
+  const size_t half = rotary_dim / 2;
+  for (size_t t = 0; t < n_tokens; ++t) {
+    for (size_t i = 0; i < half; ++i) {
+      const size_t row = i < sections[0] ? 0 : i < sections[0] + sections[1] ? 1 : 2;
+      const double angle = positions[row * n_tokens + t] * freqs[i];
+      cos_tab[t * half + i] = (float)(scale * cos(angle));
+      sin_tab[t * half + i] = (float)(scale * sin(angle));
+    }
+  }
+}
+
 void naive_rope_neox(float *x, size_t n_tokens, size_t n_heads, size_t head_dim, size_t rotary_dim,
                      const float *cos_tab, const float *sin_tab) {
   const size_t half = rotary_dim / 2;

@@ -16,6 +16,21 @@ extern "C" {
 void naive_rope_table(size_t n_tokens, const int32_t *positions, size_t rotary_dim, double base,
                       float *cos_tab, float *sin_tab);
 
+/* The tables of the re-rotation and M-RoPE rows, from a plan's frequencies (double, as
+ * posenc_rope_plan_freqs gives them): cos_tab[t * R/2 + i] = scale * cos(a), likewise sin_tab,
+ * where
+ *  - naive_rerotate_table: a = to_positions[t] * to_freqs[i] - from_positions[t] *
+ *    from_freqs[i] (a NULL side counts as 0: the table of one rotation, or with
+ *    to_positions NULL of its inverse);
+ *  - naive_mrope_table: a = positions[r * n_tokens + t] * freqs[i], r the row (temporal,
+ *    height, width) of pair i: contiguous sections (Qwen2-VL). */
+void naive_rerotate_table(size_t n_tokens, const int32_t *from_positions, const double *from_freqs,
+                          const int32_t *to_positions, const double *to_freqs, size_t rotary_dim,
+                          double scale, float *cos_tab, float *sin_tab);
+void naive_mrope_table(size_t n_tokens, const int32_t *positions, const size_t sections[3],
+                       size_t rotary_dim, const double *freqs, double scale, float *cos_tab,
+                       float *sin_tab);
+
 typedef void (*naive_rope_fn)(float *x, size_t n_tokens, size_t n_heads, size_t head_dim,
                               size_t rotary_dim, const float *cos_tab, const float *sin_tab);
 

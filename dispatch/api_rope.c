@@ -228,10 +228,9 @@ static int mrope_sections_valid(const size_t *sections, size_t n, int interleave
          (sections[2] == 0 || 3 * sections[2] - 1 < n);
 }
 
-static posenc_status mrope(const posenc_rope_plan *plan, const size_t sections[3],
-                           size_t head_dim, size_t n_tokens, const int32_t *positions,
-                           const posenc_rope_tensor *q, const posenc_rope_tensor *k,
-                           unsigned flags, posenc_elem elem) {
+static posenc_status mrope(const posenc_rope_plan *plan, const size_t sections[3], size_t head_dim,
+                           size_t n_tokens, const int32_t *positions, const posenc_rope_tensor *q,
+                           const posenc_rope_tensor *k, unsigned flags, posenc_elem elem) {
   const int interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0;
   if (!plan || !q || (flags & ~(ROPE_FLAGS | POSENC_ROPE_MROPE_INTERLEAVED)) ||
       head_dim < plan->rotary_dim || !mrope_sections_valid(sections, plan->n_pairs, interleaved))
@@ -281,24 +280,24 @@ static posenc_status rerotate(const posenc_rope_plan *from, const int32_t *from_
 
 /* The public entry points: one per operation and storage type. */
 #define ROPE_ENTRY_POINTS(type, elem)                                                              \
-  posenc_status posenc_rope_##type(const posenc_rope_plan *plan, size_t head_dim,                  \
-                                   size_t n_tokens, const int32_t *positions, int32_t start_pos,  \
-                                   const posenc_rope_tensor *q, const posenc_rope_tensor *k,      \
-                                   unsigned flags) {                                              \
-    return rope_plain(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, elem);         \
+  posenc_status posenc_rope_##type(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens, \
+                                   const int32_t *positions, int32_t start_pos,                    \
+                                   const posenc_rope_tensor *q, const posenc_rope_tensor *k,       \
+                                   unsigned flags) {                                               \
+    return rope_plain(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, elem);          \
   }                                                                                                \
-  posenc_status posenc_mrope_##type(const posenc_rope_plan *plan, const size_t sections[3],       \
-                                    size_t head_dim, size_t n_tokens, const int32_t *positions,   \
-                                    const posenc_rope_tensor *q, const posenc_rope_tensor *k,     \
-                                    unsigned flags) {                                             \
-    return mrope(plan, sections, head_dim, n_tokens, positions, q, k, flags, elem);               \
+  posenc_status posenc_mrope_##type(const posenc_rope_plan *plan, const size_t sections[3],        \
+                                    size_t head_dim, size_t n_tokens, const int32_t *positions,    \
+                                    const posenc_rope_tensor *q, const posenc_rope_tensor *k,      \
+                                    unsigned flags) {                                              \
+    return mrope(plan, sections, head_dim, n_tokens, positions, q, k, flags, elem);                \
   }                                                                                                \
   posenc_status posenc_rope_rerotate_##type(                                                       \
-      const posenc_rope_plan *from, const int32_t *from_positions, int32_t from_start,            \
-      const posenc_rope_plan *to, const int32_t *to_positions, int32_t to_start,                  \
-      size_t head_dim, size_t n_tokens, const posenc_rope_tensor *keys, unsigned flags) {         \
-    return rerotate(from, from_positions, from_start, to, to_positions, to_start, head_dim,       \
-                    n_tokens, keys, flags, elem);                                                 \
+      const posenc_rope_plan *from, const int32_t *from_positions, int32_t from_start,             \
+      const posenc_rope_plan *to, const int32_t *to_positions, int32_t to_start, size_t head_dim,  \
+      size_t n_tokens, const posenc_rope_tensor *keys, unsigned flags) {                           \
+    return rerotate(from, from_positions, from_start, to, to_positions, to_start, head_dim,        \
+                    n_tokens, keys, flags, elem);                                                  \
   }
 
 ROPE_ENTRY_POINTS(f32, POSENC_ELEM_F32)

@@ -469,7 +469,8 @@ POSENC_API posenc_status posenc_mrope_f16(const posenc_rope_plan *plan, const si
  * |p' - p| < 2^31, a is the angle of position p' - p, formed exactly; otherwise both angles
  * are reduced exactly as posenc_rope_f32 reduces them and their difference reduced again
  * (adding < 2^-50 rad). Either way c and s are within 2^-22 * r of r cos(a) and r sin(a) of
- * the exact a, the contract of posenc_rope_f32 with att replaced by r, and every SIMD
+ * the exact a, the contract of posenc_rope_f32 with att replaced by r (with
+ * POSENC_ROPE_F32_ANGLES: of the difference of the two float32 angles), and every SIMD
  * variant is within POSENC_ROPE_SIMD_TOLERANCE * r * (|u| + |v|) + 2^-147 of the scalar
  * one. 16-bit storage: the f32 result of the same ISA rounded once, as for posenc_rope_bf16.
  * Errors (nothing written): POSENC_ERR_INVALID_ARGUMENT for a NULL plan, plans of different

@@ -70,8 +70,10 @@ static inline void VFN(angles_vd_)(const struct posenc_rope_plan *plan, angle_mo
 /* rope_angle_difference(b, a), lane by lane. */
 static inline vd VFN(angle_difference_)(vd b, vd a) {
   const vd d = vd_sub(b, a);
-  return vd_sub(d, vd_mul(vd_round(vd_mul(d, vd_set1(POSENC_INV_TWO_PI))),
-                          vd_set1(POSENC_TWO_PI)));
+  const vd k = vd_round(vd_mul(d, vd_set1(POSENC_INV_TWO_PI)));
+  const vd r =
+      vd_sub(vd_sub(d, vd_mul(k, vd_set1(POSENC_TWO_PI_1))), vd_mul(k, vd_set1(POSENC_TWO_PI_2)));
+  return vd_sub(r, vd_mul(k, vd_set1(POSENC_TWO_PI_3)));
 }
 
 /* Saves float cos/sin of VF_W pairs as doubles at state index i, for stepping. */

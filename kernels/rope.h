@@ -128,13 +128,21 @@ static inline double rope_reduced_angle_small(double p, double turn) {
   return t * POSENC_TWO_PI;
 }
 
-/* REROTATE: the difference b - a of two angles (reduced, or float32-recipe angles as
- * doubles) reduced to [-pi, pi]. Every variant performs exactly these operations. */
+/* REROTATE: the difference d = b - a of two angles (reduced, or float32-recipe angles as
+ * doubles, |d| < 2^33) reduced by k = round(d / 2pi) turns to about [-pi, pi]. 2pi is split
+ * Cody-Waite style: the first two parts carry 22 significant bits, so k * part is exact for
+ * |k| < 2^31 and both subtractions are exact; the rest costs < 2^-50 rad. (One double
+ * product k * 2pi would lose up to 2^-21 rad at |d| ~ 2^32, the float32 recipe's range.)
+ * Every variant performs exactly these operations. */
 #define POSENC_INV_TWO_PI 0.15915494309189533576888376337251
+#define POSENC_TWO_PI_1 0x1.921fbp+2
+#define POSENC_TWO_PI_2 0x1.5110bp-20
+#define POSENC_TWO_PI_3 0x1.18469898cc517p-42
 
 static inline double rope_angle_difference(double b, double a) {
   const double d = b - a;
-  return d - rope_round_nearest(d * POSENC_INV_TWO_PI) * POSENC_TWO_PI;
+  const double k = rope_round_nearest(d * POSENC_INV_TWO_PI);
+  return ((d - k * POSENC_TWO_PI_1) - k * POSENC_TWO_PI_2) - k * POSENC_TWO_PI_3;
 }
 
 #endif /* POSENC_KERNELS_ROPE_H */

@@ -13,12 +13,14 @@
  *   advance (optional; NULL in the scalar reference): for a single-chunk plan and a token
  *       whose position is the previous token's plus one, steps the double-precision
  *       cos/sin that prepare() saved in `state` by one position (angle addition with the
- *       plan's cos(w_i), sin(w_i)) and writes c/s as prepare() would. The rotation is an
+ *       cos(w_i), sin(w_i) it is given: the plan's, or a re-rotation's rope_delta_step) and
+ *       writes c/s as prepare() would. The rotation is an
  *       isometry, so the error of the saved values carries over unchanged while each step
  *       adds ~2^-52; re-anchoring every POSENC_ROPE_RUN tokens keeps the sum far below the
  *       2^-22 budget. It replaces the sincos, the largest cost of a prefill token.
- *   prepare_delta(from, pos, to, pos', flags, att, p0, n, c, s): as prepare, for the angle
- *       rope_angle_difference(angle of `to` at pos', angle of `from` at pos) (re-rotation).
+ *   prepare_delta(from, pos, to, pos', flags, att, p0, n, c, s, state): as prepare, for the
+ *       angle rope_angle_difference(angle of `to` at pos', angle of `from` at pos)
+ *       (re-rotation); the next token with both positions one on is stepped by w'_i - w_i.
  * M-RoPE tokens take each pair's cos/sin from the prepare() of its row's position; a token
  * whose inputs equal the previous token's (a context shift's constant p' - p, repeated
  * positions) reuses its cos/sin when the plan is one chunk.
@@ -41,12 +43,12 @@ typedef struct rope_state {
 typedef void (*rope_prepare_fn)(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
                                 float att, size_t p0, size_t n, float *c, float *s,
                                 rope_state *state);
-typedef void (*rope_advance_fn)(const struct posenc_rope_plan *plan, unsigned flags, float att,
+typedef void (*rope_advance_fn)(const double *cos_w, const double *sin_w, unsigned flags, float att,
                                 size_t n, rope_state *state, float *c, float *s);
 typedef void (*rope_prepare_delta_fn)(const struct posenc_rope_plan *from, int32_t from_pos,
                                       const struct posenc_rope_plan *to, int32_t to_pos,
                                       unsigned flags, float att, size_t p0, size_t n, float *c,
-                                      float *s);
+                                      float *s, rope_state *state);
 typedef void (*rope_rotate_fn)(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
                                const float *c, const float *s, unsigned flags);
 
@@ -83,33 +85,61 @@ static inline int rope_token_equal(const rope_token *x, const rope_token *y) {
   return x->kind == y->kind && x->p[0] == y->p[0] && x->p[1] == y->p[1] && x->p[2] == y->p[2];
 }
 
-/* MROPE, a token with distinct positions: cos/sin of chunk [p0, p0 + n) at each row's
- * position into c/s (row 0) and cs[0..1]/ss[0..1] (rows 1, 2 where they differ), then each
- * pair's entries (one, or two for GPTJ) taken from its row's buffer. */
+/* 1 if token y is token x one position on: a position plus one, or a re-rotation whose
+ * positions both moved on by one (its angle then grows by w'_i - w_i). */
+static inline int rope_token_next(const rope_token *x, const rope_token *y) {
+  if (x->kind != y->kind || y->p[0] != x->p[0] + 1) return 0;
+  return x->kind == TOKEN_POSITION || (x->kind == TOKEN_DELTA && y->p[1] == x->p[1] + 1);
+}
+
+/* One position's rotation of a re-rotation's angle, cos and sin of w'_i - w_i, from the
+ * plans' cos(w), sin(w) by angle subtraction in double (error ~2^-52 per step). Filled to
+ * the padded length, whose plan entries are zero. */
+typedef struct rope_delta_step {
+  _Alignas(64) double c[POSENC_ROPE_CHUNK];
+  _Alignas(64) double s[POSENC_ROPE_CHUNK];
+} rope_delta_step;
+
+static inline void rope_delta_step_init(rope_delta_step *d, const struct posenc_rope_plan *from,
+                                        const struct posenc_rope_plan *to) {
+  const size_t n = (to->n_pairs + POSENC_PLAN_PAD - 1) / POSENC_PLAN_PAD * POSENC_PLAN_PAD;
+  for (size_t i = 0; i < n; ++i) {
+    d->c[i] = to->cos_w[i] * from->cos_w[i] + to->sin_w[i] * from->sin_w[i];
+    d->s[i] = to->sin_w[i] * from->cos_w[i] - to->cos_w[i] * from->sin_w[i];
+  }
+}
+
+/* MROPE, a token with distinct positions: cos/sin of chunk [p0, p0 + n) of each row's
+ * position in that row's buffer, then each pair's entries (one, or two for GPTJ) taken from
+ * its row's buffer into c/s. A row whose position equals an earlier row's shares its
+ * buffer; with a one-chunk plan (`keep`) a buffer still holding its row's position from an
+ * earlier token is kept (an image's temporal and height positions repeat along a row). */
+typedef struct rope_mrope_rows {
+  _Alignas(64) float c[3][2 * POSENC_ROPE_CHUNK];
+  _Alignas(64) float s[3][2 * POSENC_ROPE_CHUNK];
+  int64_t pos[3];
+  int valid[3];
+} rope_mrope_rows;
+
 static inline __attribute__((always_inline)) void rope_prepare_mrope(
     const rope_args *a, const rope_token *k, rope_prepare_fn prepare, float att, size_t p0,
-    size_t n, float *c, float *s, float (*cs)[2 * POSENC_ROPE_CHUNK],
-    float (*ss)[2 * POSENC_ROPE_CHUNK]) {
-  const float *cr[3] = {c, c, c}, *sr[3] = {s, s, s};
-  prepare(a->plan, (int32_t)k->p[0], a->flags, att, p0, n, c, s, NULL);
-  for (int r = 1; r < 3; ++r) {
-    if (k->p[r] == k->p[0]) continue;
-    if (r == 2 && k->p[2] == k->p[1]) {
-      cr[2] = cr[1];
-      sr[2] = sr[1];
-      continue;
-    }
-    prepare(a->plan, (int32_t)k->p[r], a->flags, att, p0, n, cs[r - 1], ss[r - 1], NULL);
-    cr[r] = cs[r - 1];
-    sr[r] = ss[r - 1];
+    size_t n, float *c, float *s, rope_mrope_rows *rows, int keep) {
+  int src[3];
+  for (int r = 0; r < 3; ++r) {
+    src[r] = r;
+    for (int e = 0; e < r; ++e)
+      if (k->p[e] == k->p[r]) src[r] = src[e];
+    if (src[r] != r || (keep && rows->valid[r] && rows->pos[r] == k->p[r])) continue;
+    prepare(a->plan, (int32_t)k->p[r], a->flags, att, p0, n, rows->c[r], rows->s[r], NULL);
+    rows->pos[r] = k->p[r];
+    rows->valid[r] = keep;
   }
   const size_t per = (a->flags & POSENC_ROPE_GPTJ) ? 2 : 1;
   for (size_t i = 0; i < n; ++i) {
-    const int r = rope_mrope_row(a, p0 + i);
-    if (r == 0) continue;
+    const int b = src[rope_mrope_row(a, p0 + i)];
     for (size_t j = per * i; j < per * (i + 1); ++j) {
-      c[j] = cr[r][j];
-      s[j] = sr[r][j];
+      c[j] = rows->c[b][j];
+      s[j] = rows->s[b][j];
     }
   }
 }
@@ -122,8 +152,8 @@ static inline __attribute__((always_inline)) void rope_drive(const rope_args *a,
                                                              rope_rotate_fn rotate) {
   _Alignas(64) float c[2 * POSENC_ROPE_CHUNK];
   _Alignas(64) float s[2 * POSENC_ROPE_CHUNK];
-  _Alignas(64) float cs[2][2 * POSENC_ROPE_CHUNK];
-  _Alignas(64) float ss[2][2 * POSENC_ROPE_CHUNK];
+  rope_mrope_rows mrope_rows;
+  for (int r = 0; r < 3; ++r) mrope_rows.valid[r] = 0;
   rope_state state;
   const size_t n_pairs = a->plan->n_pairs;
   const float att = (float)a->att;
@@ -131,7 +161,9 @@ static inline __attribute__((always_inline)) void rope_drive(const rope_args *a,
   const int single = n_pairs <= POSENC_ROPE_CHUNK;
   /* Stepping would not reproduce the float32 recipe's angles bit for bit. */
   const int step = advance && single && !(a->flags & POSENC_ROPE_F32_ANGLES);
-  int64_t state_pos = 0; /* the position whose cos/sin `state` holds (step only) */
+  rope_delta_step delta_step;
+  if (step && a->kind == ROPE_REROTATE) rope_delta_step_init(&delta_step, a->from_plan, a->plan);
+  rope_token state_token = {TOKEN_POSITION, {0, 0, 0}}; /* whose cos/sin `state` holds */
   int state_valid = 0;
   size_t run = 0;
   rope_token prev = {TOKEN_POSITION, {0, 0, 0}};
@@ -140,18 +172,24 @@ static inline __attribute__((always_inline)) void rope_drive(const rope_args *a,
     const int reuse = single && t > 0 && rope_token_equal(&k, &prev);
     for (size_t p0 = 0; p0 < n_pairs && !reuse; p0 += POSENC_ROPE_CHUNK) {
       const size_t n = n_pairs - p0 < POSENC_ROPE_CHUNK ? n_pairs - p0 : POSENC_ROPE_CHUNK;
-      if (k.kind == TOKEN_DELTA) {
-        prepare_delta(a->from_plan, (int32_t)k.p[1], a->plan, (int32_t)k.p[0], a->flags, att, p0,
-                      n, c, s);
-      } else if (k.kind == TOKEN_MROPE) {
-        rope_prepare_mrope(a, &k, prepare, att, p0, n, c, s, cs, ss);
-      } else if (step && state_valid && run < POSENC_ROPE_RUN && k.p[0] == state_pos + 1) {
-        advance(a->plan, a->flags, att, n, &state, c, s);
-        state_pos = k.p[0];
+      if (k.kind == TOKEN_MROPE) {
+        rope_prepare_mrope(a, &k, prepare, att, p0, n, c, s, &mrope_rows, single);
+      } else if (step && state_valid && run < POSENC_ROPE_RUN &&
+                 rope_token_next(&state_token, &k)) {
+        if (k.kind == TOKEN_DELTA)
+          advance(delta_step.c, delta_step.s, a->flags, att, n, &state, c, s);
+        else
+          advance(a->plan->cos_w, a->plan->sin_w, a->flags, att, n, &state, c, s);
+        state_token = k;
         ++run;
       } else {
-        prepare(a->plan, (int32_t)k.p[0], a->flags, att, p0, n, c, s, step ? &state : NULL);
-        state_pos = k.p[0];
+        rope_state *save = step ? &state : NULL;
+        if (k.kind == TOKEN_DELTA)
+          prepare_delta(a->from_plan, (int32_t)k.p[1], a->plan, (int32_t)k.p[0], a->flags, att, p0,
+                        n, c, s, save);
+        else
+          prepare(a->plan, (int32_t)k.p[0], a->flags, att, p0, n, c, s, save);
+        state_token = k;
         state_valid = step;
         run = 0;
       }

@@ -6,8 +6,7 @@
 #include "rope_driver.h"
 
 /* The angle of pair k at position pos, as a double (F32_ANGLES: the float angle). */
-static double angle_of(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
-                       size_t k) {
+static double angle_of(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags, size_t k) {
   if (flags & POSENC_ROPE_F32_ANGLES) return (double)((float)pos * plan->inv_freq_f32[k]);
   if (rope_small_position(plan, pos)) return rope_reduced_angle_small((double)pos, plan->turn[k]);
   return rope_reduced_angle((double)pos, plan->turn_hi[k], plan->turn_mid[k], plan->turn_lo[k]);
@@ -38,11 +37,13 @@ static void prepare_scalar(const struct posenc_rope_plan *plan, int32_t pos, uns
 }
 
 static void prepare_delta_scalar(const struct posenc_rope_plan *from, int32_t from_pos,
-                                 const struct posenc_rope_plan *to, int32_t to_pos,
-                                 unsigned flags, float att, size_t p0, size_t n, float *c,
-                                 float *s) {
+                                 const struct posenc_rope_plan *to, int32_t to_pos, unsigned flags,
+                                 float att, size_t p0, size_t n, float *c, float *s,
+                                 rope_state *state) {
+  (void)state; /* no stepping in the reference */
   for (size_t i = 0; i < n; ++i) {
-    const double a = angle_of(from, from_pos, flags, p0 + i), b = angle_of(to, to_pos, flags, p0 + i);
+    const double a = angle_of(from, from_pos, flags, p0 + i),
+                 b = angle_of(to, to_pos, flags, p0 + i);
     store_cs((float)rope_angle_difference(b, a), i, att, flags, c, s);
   }
 }

@@ -57,12 +57,12 @@ static void ROPE_FN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos, 
 }
 
 /* Stepping runs only for single-chunk plans (p0 = 0): state index i is pair i. */
-static void ROPE_FN(advance_)(const struct posenc_rope_plan *plan, unsigned flags, float att,
+static void ROPE_FN(advance_)(const double *cos_w, const double *sin_w, unsigned flags, float att,
                               size_t n, rope_state *state, float *c, float *s) {
   const ROPE_FN(cs_format_) format = ROPE_FN(format_)(att, flags);
   for (size_t i = 0; i < n; i += VF_W) {
     vf cv, sv;
-    ROPE_FN(step_)(state, i, plan->cos_w, plan->sin_w, &cv, &sv);
+    ROPE_FN(step_)(state, i, cos_w, sin_w, &cv, &sv);
     ROPE_FN(store_cs_)(&format, i, cv, sv, c, s);
   }
 }
@@ -71,7 +71,7 @@ static void ROPE_FN(advance_)(const struct posenc_rope_plan *plan, unsigned flag
 static void ROPE_FN(prepare_delta_)(const struct posenc_rope_plan *from, int32_t from_pos,
                                     const struct posenc_rope_plan *to, int32_t to_pos,
                                     unsigned flags, float att, size_t p0, size_t n, float *c,
-                                    float *s) {
+                                    float *s, rope_state *state) {
   const ROPE_FN(cs_format_) format = ROPE_FN(format_)(att, flags);
   const int f32 = (flags & POSENC_ROPE_F32_ANGLES) != 0;
   const angle_mode from_mode = angle_mode_of(from, from_pos, f32);
@@ -82,10 +82,11 @@ static void ROPE_FN(prepare_delta_)(const struct posenc_rope_plan *from, int32_t
     vd a_lo, a_hi, b_lo, b_hi;
     ROPE_FN(angles_vd_)(from, from_mode, from_pd, from_pf, p0 + i, &a_lo, &a_hi);
     ROPE_FN(angles_vd_)(to, to_mode, to_pd, to_pf, p0 + i, &b_lo, &b_hi);
-    const vf angle = vf_from_vd(ROPE_FN(angle_difference_)(b_lo, a_lo),
-                                ROPE_FN(angle_difference_)(b_hi, a_hi));
+    const vf angle =
+        vf_from_vd(ROPE_FN(angle_difference_)(b_lo, a_lo), ROPE_FN(angle_difference_)(b_hi, a_hi));
     vf sv, cv;
     vf_sincos(angle, &sv, &cv);
+    if (state) ROPE_FN(save_state_)(state, i, cv, sv);
     ROPE_FN(store_cs_)(&format, i, cv, sv, c, s);
   }
 }
