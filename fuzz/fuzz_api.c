@@ -2,13 +2,15 @@
  *
  * Each input is decoded by a small cursor reader (bytes past the end read as 0; tensor data
  * past the end comes from a PRNG seeded by the input) into one call of one kernel family:
- * RoPE (f32, and bf16 / f16 head vectors stored two to an arena float), sinusoid fill /
+ * RoPE (f32, and bf16 / f16 head vectors stored two to an arena float), M-RoPE
+ * (posenc_mrope_*: sections, 3 rows of positions) and re-rotation (posenc_rope_rerotate_*:
+ * two plans, two sets of positions) in the same three storage types, sinusoid fill /
  * timesteps / add (f32, bf16 and f16 rows), ALiBi add / bias (f32, bf16 and f16 scores) and
  * softmax (f32 and bf16 scores), 16-bit elements stored two to an arena float, learned add;
- * small shapes, strides
- * that are sometimes invalid, overlapping or huge, flags with unknown bits, positions near
- * the int32 limits, plan parameters (base 0, 1, NaN, Inf, huge; given frequencies), slopes
- * and scales incl. NaN, tensor data incl. NaN/Inf/subnormal, misaligned pointers.
+ * small shapes, strides that are sometimes invalid, overlapping or huge, flags with unknown
+ * bits, positions near the int32 limits, plan parameters (base 0, 1, NaN, Inf, huge; given
+ * frequencies), slopes and scales incl. NaN, tensor data incl. NaN/Inf/subnormal,
+ * misaligned pointers.
  *
  * The call is made on a copy of the same buffer with the scalar ISA and with every other
  * available ISA (posenc_set_isa). Every tensor lives in one "arena" with guard regions before
@@ -26,7 +28,13 @@
  *    (POSENC_ALIBI_SOFTMAX_*_TOLERANCE; bf16: plus one bf16 rounding, checked per 16-bit
  *    half); NaN exactly where scalar has NaN;
  *  - an accepted softmax call never has its slopes (sometimes placed in the arena) inside
- *    the scores' address range.
+ *    the scores' address range;
+ *  - M-RoPE and re-rotation (RoPE's checks; re-rotation's bound with r = att_to / att_from in
+ *    place of att): a call with an argument the header lists as an error (sections, plans,
+ *    ratio, flags, runs) fails; the scalar M-RoPE result equals the scalar posenc_rope_*
+ *    result at each pair's row of positions bit for bit (check_mrope_rows); the scalar
+ *    re-rotation is within 2^-19 r (|u| + |v|) of an inverse rotation by `from` followed by
+ *    a rotation by `to` (check_rerotate_composition).
  * The encoder in fuzz/make_corpus.py writes the seed corpus in this format. */
 #include <float.h>
 #include <math.h>
@@ -288,16 +296,36 @@ enum {
   SIN_ADD16,          /* ..., two 16-bit elements to an arena float */
   ALIBI_ADD16,
   ALIBI_BIAS16,
+  /* Appended after the sixteen above, so that the committed seeds (first byte 0-15, the
+   * family index itself) keep their families under the larger modulus. */
+  MROPE,      /* posenc_mrope_f32: ROPE's views and plan, sections[3], 3 rows of positions */
+  MROPE16,    /* posenc_mrope_bf16 / _f16 (c->f16): on 16-bit elements, as ROPE_BF16 */
+  REROTATE,   /* posenc_rope_rerotate_f32: plans from (rope_plan) and to (to_plan), ROPE's */
+  REROTATE16, /* q view as the keys; _bf16 / _f16 (c->f16) on 16-bit elements */
   N_FAMILIES
 };
 
 /* SIN_FILL16 ... ALIBI_BIAS16. */
 static int sin_alibi16(int family) { return family >= SIN_FILL16 && family <= ALIBI_BIAS16; }
 
+/* The families whose byte after misc picks bf16 or f16 storage (c->f16). */
+static int typed16(int family) {
+  return sin_alibi16(family) || family == MROPE16 || family == REROTATE16;
+}
+
+/* RoPE families on 16-bit elements: checked by check_rope16. */
+static int rope16(int family) {
+  return family == ROPE_BF16 || family == ROPE_F16 || family == MROPE16 || family == REROTATE16;
+}
+
+/* Every RoPE family (plain, M-RoPE, re-rotation; any storage): check_rope / check_rope16. */
+static int rope_any(int family) {
+  return family == ROPE || family == MROPE || family == REROTATE || rope16(family);
+}
+
 /* Families whose tensors are 16-bit elements, marked and checked per 16-bit half. */
 static int uses_halves(int family) {
-  return family == ALIBI_SOFTMAX_BF16 || family == ROPE_BF16 || family == ROPE_F16 ||
-         sin_alibi16(family);
+  return family == ALIBI_SOFTMAX_BF16 || rope16(family) || sin_alibi16(family);
 }
 
 /* The f32 family whose call a 16-bit sinusoid or ALiBi family makes (else the family). */
@@ -337,6 +365,19 @@ typedef struct call {
   /* learned */
   size_t max_pos, table_off, table_stride, dim, x_off, x_stride;
   int values_unchecked; /* plan beyond the checked frequency range (see max_checked_freq) */
+  /* MROPE: sections[3] (NULL if sections_null); positions holds 3 rows of n_tokens */
+  size_t sections[3];
+  int sections_null;
+  /* MROPE, REROTATE: pass NULL for the q / keys view itself (misc % 32 == 2) */
+  int null_view;
+  /* REROTATE: rope_plan is `from`, to_plan `to` (the same pointer if to_is_from, else owned);
+   * positions / start_pos are the positions rotated to, these the ones rotated from */
+  posenc_rope_plan *to_plan;
+  int to_is_from;
+  int32_t *from_positions;
+  int32_t from_start;
+  /* MROPE, REROTATE: an argument the header lists as an error (the call must fail) */
+  int must_fail;
   /* ALIBI_SOFTMAX_BF16: touched per 16-bit half of the arena (touched is then unused) */
   uint8_t *touched16;
 } call;
@@ -349,11 +390,16 @@ typedef struct call {
  *    SIMD rows then differ from the scalar ones by up to 2. Checked up to |w| <= 2^32.
  *  - a RoPE attention factor above FLT_MAX (finite in double, accepted by plan creation):
  *    the kernels' float att is infinite, so c and s are Inf or NaN (Inf * sin 0) and the
- *    outputs NaN/Inf, differently in scalar and SIMD. */
-static double max_checked_freq(void) {
+ *    outputs NaN/Inf, differently in scalar and SIMD.
+ * (Fixed, so checked: posenc_rope_rerotate_* with POSENC_ROPE_F32_ANGLES where a float
+ * angle exceeds 2^32 rad lost up to 2^-13 in its difference and reduction; seed
+ * 18-rerotate-hand-f32-angles-beyond-2p32.) */
+static int strict_mode(void) {
   const char *strict = getenv("POSENC_FUZZ_STRICT");
-  return strict && *strict == '1' ? INFINITY : 4294967296.0;
+  return strict && *strict == '1';
 }
+
+static double max_checked_freq(void) { return strict_mode() ? INFINITY : 4294967296.0; }
 
 static int freqs_beyond(const double *w, size_t n, double limit) {
   for (size_t i = 0; i < n; ++i)
@@ -412,6 +458,29 @@ static posenc_status invoke(const call *c, float *arena) {
       return (c->family == ROPE_BF16 ? posenc_rope_bf16 : posenc_rope_f16)(
           c->rope_plan, c->head_dim, c->n_tokens, c->positions, c->start_pos, &q,
           c->with_k ? &k : NULL, c->flags);
+    }
+    case MROPE:
+    case MROPE16: {
+      void *qd = c->family == MROPE ? (void *)ptr(c, arena, c->q_off) : ptr16(c, arena, c->q_off);
+      void *kd = c->family == MROPE ? (void *)ptr(c, arena, c->k_off) : ptr16(c, arena, c->k_off);
+      const posenc_rope_tensor q = {c->null_data ? NULL : qd, c->q_heads, c->q_ts, c->q_hs};
+      const posenc_rope_tensor k = {kd, c->k_heads, c->k_ts, c->k_hs};
+      const size_t *sections = c->sections_null ? NULL : c->sections;
+      return (c->family == MROPE ? posenc_mrope_f32
+              : c->f16           ? posenc_mrope_f16
+                       : posenc_mrope_bf16)(c->rope_plan, sections, c->head_dim, c->n_tokens,
+                                            c->positions, c->null_view ? NULL : &q,
+                                            c->with_k ? &k : NULL, c->flags);
+    }
+    case REROTATE:
+    case REROTATE16: {
+      void *d = c->family == REROTATE ? (void *)ptr(c, arena, c->q_off) : ptr16(c, arena, c->q_off);
+      const posenc_rope_tensor keys = {c->null_data ? NULL : d, c->q_heads, c->q_ts, c->q_hs};
+      return (c->family == REROTATE ? posenc_rope_rerotate_f32
+              : c->f16              ? posenc_rope_rerotate_f16
+                                    : posenc_rope_rerotate_bf16)(
+          c->rope_plan, c->from_positions, c->from_start, c->to_plan, c->positions, c->start_pos,
+          c->head_dim, c->n_tokens, c->null_view ? NULL : &keys, c->flags);
     }
     case SIN_FILL:
       return posenc_sinusoid_fill_f32(c->sin_plan, c->n_rows, c->positions, c->start_pos,
@@ -511,6 +580,65 @@ static posenc_rope_plan *decode_rope_plan(reader *r, size_t *rotary) {
   return plan;
 }
 
+/* The most pairs of a plan decode_rope_plan_new creates. */
+#define MAX_NEW_PAIRS 320
+
+/* MROPE and REROTATE plans: decode_rope_plan's kinds, mostly valid (the seeds' bytes 4-7
+ * give valid plans): rotary_dim up to 200 (1/32 odd, 1/32 too large, 1/101 zero, 1/32 in
+ * [512, 638]: more pairs than POSENC_ROPE_CHUNK, cos/sin in two chunks), base
+ * 10000 or another, given frequencies (1/4) mostly in (0, 1] and sometimes 0, negative,
+ * exactly 1024 (the limit) or past it, NaN; attention factor mostly 1, sometimes a common
+ * one or decode_rope_plan's specials. */
+static posenc_rope_plan *decode_rope_plan_new(reader *r, size_t *rotary) {
+  static const double bases[] = {10000.0, 500000.0, 1e6, 2.0, 10.0, 1e4 + 0.5};
+  static const double atts[] = {1.0, 1.0, 0.7, 1.3, 1e30, 1e-30};
+  size_t rd = 2 * (size_t)(u8(r) % 101);
+  const uint8_t shape = u8(r);
+  if (shape % 32 == 0) rd += 1;                             /* odd: rejected */
+  if (shape % 32 == 1) rd = ((size_t)1 << 20) + 2;          /* too large: rejected */
+  if (shape % 32 == 2) rd = 512 + 2 * (size_t)(u8(r) % 64); /* two chunks of pairs */
+  *rotary = rd;
+  const uint8_t a = u8(r);
+  const double att = a % 8 < 6 ? 1.0 : a % 8 == 6 ? atts[(a >> 3) % 6] : param(r, atts, 6);
+  posenc_rope_plan *plan = NULL;
+  if (shape % 4 == 3 && rd <= 400) {
+    double freqs[200];
+    for (size_t i = 0; i < rd / 2; ++i) {
+      const uint8_t b = u8(r);
+      switch (b % 32) {
+        case 0:
+          freqs[i] = NAN;
+          break;
+        case 1:
+          freqs[i] = nextafter(1024.0, 2048.0); /* past the limit: rejected */
+          break;
+        case 2:
+          freqs[i] = b & 32 ? 1024.0 : -1024.0;
+          break;
+        case 3:
+          freqs[i] = 0.0;
+          break;
+        case 8:
+        case 9:
+          freqs[i] = -(double)u16(r) / 1024.0;
+          break;
+        case 10:
+          freqs[i] = bits_double(u64(r)); /* mostly rejected */
+          break;
+        default:
+          freqs[i] = pow(10000.0, -(double)u8(r) / 128.0);
+          break;
+      }
+    }
+    if (posenc_rope_plan_create_from_freqs(&plan, rd, freqs, att) != POSENC_OK) plan = NULL;
+  } else {
+    const uint8_t b = u8(r);
+    const double base = b % 4 ? 10000.0 : b % 16 < 12 ? bases[(b >> 4) % 6] : param(r, bases, 6);
+    if (posenc_rope_plan_create(&plan, rd, base, att) != POSENC_OK) plan = NULL;
+  }
+  return plan;
+}
+
 static posenc_sinusoid_plan *decode_sin_plan(reader *r, size_t *dim) {
   static const double bases[] = {10000.0, 10000.0, 100.0, 2.0, 1e5, 10000.5};
   size_t d = u8(r) % 201;
@@ -529,6 +657,349 @@ static posenc_sinusoid_plan *decode_sin_plan(reader *r, size_t *dim) {
   return plan;
 }
 
+/* The head dimension and the q and k views of a RoPE call (every RoPE family; for REROTATE
+ * the q view is the keys) for a plan of rotary_dim rd, and the arena size they need. */
+static void decode_rope_views(reader *r, call *c, size_t rd) {
+  const uint8_t dshape = u8(r);
+  if (dshape % 8 == 0)
+    c->head_dim = rd ? rd - 1 - u8(r) % rd : 0; /* D < R: rejected */
+  else if (dshape % 8 == 1)
+    c->head_dim = rd; /* the common R = D */
+  else
+    c->head_dim = rd + dshape % 8 - 1;
+  const size_t D = c->head_dim;
+  c->n_tokens = count(r, 40, 1);
+  c->q_heads = count(r, 6, 1);
+  c->k_heads = count(r, 6, 1);
+  c->with_k = u8(r) % 4 != 0;
+  int huge = 0;
+  const uint8_t layout = u8(r) % 6;
+  const size_t L = c->n_tokens < 64 ? c->n_tokens : 1, hq = c->q_heads < 64 ? c->q_heads : 1,
+               hk = c->k_heads < 64 ? c->k_heads : 1;
+  c->q_off = u8(r) % 4;
+  if (layout == 0 || layout == 1) { /* [L, H, D] or [H, L, D], K after Q */
+    c->q_ts = layout ? D : hq * D;
+    c->q_hs = layout ? L * D : D;
+    c->k_ts = layout ? D : hk * D;
+    c->k_hs = layout ? L * D : D;
+    c->k_off = c->q_off + span(L, c->q_ts, hq, c->q_hs, D) + u8(r) % 3;
+  } else if (layout == 2) { /* packed QKV rows */
+    c->q_ts = c->k_ts = (hq + 2 * hk) * D;
+    c->q_hs = c->k_hs = D;
+    c->k_off = c->q_off + hq * D;
+  } else if (layout == 3) { /* packed rows, K shifted: overlap or interleave */
+    c->q_ts = c->k_ts = (hq + 2 * hk) * D;
+    c->q_hs = c->k_hs = D;
+    c->k_off = c->q_off + u8(r) % (hq * D + 2);
+  } else { /* arbitrary strides */
+    c->q_ts = stride(r, hq * D, &huge);
+    c->q_hs = stride(r, D, &huge);
+    c->k_ts = stride(r, hk * D, &huge);
+    c->k_hs = stride(r, D, &huge);
+    c->k_off = c->q_off + (layout == 4 ? span(L, c->q_ts, hq, c->q_hs, D) : 0) + u8(r) % 5;
+  }
+  c->len = max_size(c->q_off + span(c->n_tokens, c->q_ts, c->q_heads, c->q_hs, D),
+                    c->k_off + span(c->n_tokens, c->k_ts, c->k_heads, c->k_hs, D)) +
+           1;
+  if (uses_halves(c->family)) c->len = (c->len + 1) / 2; /* 16-bit elements, two per float */
+}
+
+/* int32 arithmetic that wraps (positions arrays may hold any int32). */
+static int32_t wrap32(int64_t x) { return (int32_t)(uint32_t)(uint64_t)x; }
+
+/* 1 if a run of n positions from start stays within int32 (posenc.h: "start_pos + n_tokens -
+ * 1 must not exceed INT32_MAX"); n > 0. */
+static int run_fits(int32_t start, size_t n) {
+  return n - 1 <= (size_t)((int64_t)INT32_MAX - (int64_t)start);
+}
+
+/* posenc_mrope_f32: sections[3] summing to n = R/2 (the sum of the values, not modulo
+ * 2^64), and with POSENC_ROPE_MROPE_INTERLEAVED 3 s1 - 2 < n where s1 > 0 and 3 s2 - 1 < n
+ * where s2 > 0. */
+static int sections_valid(const size_t *s, size_t n, int interleaved) {
+  if (s[0] > n || s[1] > n || s[2] > n || s[0] + s[1] + s[2] != n) return 0;
+  return !interleaved || ((s[1] == 0 || 3 * s[1] - 2 < n) && (s[2] == 0 || 3 * s[2] - 1 < n));
+}
+
+/* The row of positions (0 temporal, 1 height, 2 width) that pair i takes (posenc.h). */
+static int mrope_row(const call *c, size_t i) {
+  const size_t *s = c->sections;
+  if (c->flags & POSENC_ROPE_MROPE_INTERLEAVED) {
+    if (i % 3 == 1 && i < 3 * s[1]) return 1;
+    if (i % 3 == 2 && i < 3 * s[2]) return 2;
+    return 0;
+  }
+  return i < s[0] ? 0 : i < s[0] + s[1] ? 1 : 2;
+}
+
+/* MROPE (mrope) and REROTATE flags: bit 0 GPTJ, bit 3 F32_ANGLES (the bytes of the seeds,
+ * mostly 4-7, keep accurate angles); MROPE: bit 1 MROPE_INTERLEAVED, bit 4 INVERSE;
+ * REROTATE: bytes 28-31 mod 32 add INVERSE or MROPE_INTERLEAVED (refused there); 1/16 with
+ * unknown bits as flags_of. */
+static unsigned new_rope_flags(reader *r, int mrope) {
+  const uint8_t b = u8(r);
+  if (b >= 0xF0) return u32(r) | (1u << (b & 31)); /* unknown bits (maybe) */
+  unsigned f = (b & 1 ? POSENC_ROPE_GPTJ : 0u) | (b & 8 ? POSENC_ROPE_F32_ANGLES : 0u);
+  if (mrope)
+    f |= (b & 2 ? POSENC_ROPE_MROPE_INTERLEAVED : 0u) | (b & 16 ? POSENC_ROPE_INVERSE : 0u);
+  else if (b % 32 >= 28)
+    f |= b & 2 ? POSENC_ROPE_INVERSE : POSENC_ROPE_MROPE_INTERLEAVED;
+  return f;
+}
+
+/* sections[3] for n = R/2 pairs: mostly valid for the decoded flags (HF-like proportions
+ * or arbitrary), sometimes invalid: NULL, a sum off by one, a sum that wraps around 2^64 to
+ * n, interleaved sections one past the largest that fits (or the largest). */
+static void decode_sections(reader *r, call *c, size_t n) {
+  const int interleaved = (c->flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0;
+  const size_t max1 = (n + 1) / 3, max2 = n / 3; /* interleaved: largest s1, s2 that fit */
+  size_t *s = c->sections;
+  const uint8_t mode = u8(r);
+  switch (mode % 16) {
+    case 0:
+      c->sections_null = 1;
+      break;
+    case 1: { /* a sum off by one */
+      s[0] = n / 2, s[1] = n / 4, s[2] = n - s[0] - s[1];
+      const size_t j = u8(r) % 3;
+      if ((mode & 16) && s[j] > 0)
+        s[j] -= 1;
+      else
+        s[j] += 1;
+      break;
+    }
+    case 2: { /* wraps around to n */
+      const size_t k = u8(r);
+      s[0] = SIZE_MAX - k, s[1] = k + 1 + n, s[2] = 0;
+      if (mode & 16) s[1] = 0, s[2] = k + 1 + n;
+      break;
+    }
+    case 3: /* at or just past the interleaved limits; contiguous, valid if they sum */
+      s[1] = max1 + (u8(r) & 1);
+      s[2] = max2 + (mode >> 4 & 1);
+      s[0] = n >= s[1] + s[2] ? n - s[1] - s[2] : 0;
+      break;
+    case 4:
+    case 5:
+    case 6:
+    case 12: /* HF proportions: Qwen2-VL [16, 24, 24] of 64, Qwen3-VL [24, 20, 20] of 64 */
+      if (interleaved) {
+        s[1] = s[2] = max2 > 0 ? max2 - (max2 > 1 && (mode & 16)) : 0;
+      } else {
+        s[1] = s[2] = (n - n / 4) / 2;
+      }
+      s[0] = n - s[1] - s[2];
+      break;
+    default: /* arbitrary, valid for the flag */
+      if (interleaved) {
+        s[1] = u8(r) % (max1 + 1);
+        s[2] = u8(r) % (max2 + 1);
+      } else {
+        s[1] = u8(r) % (n + 1);
+        s[2] = u8(r) % (n - s[1] + 1);
+      }
+      s[0] = n - s[1] - s[2];
+      break;
+  }
+}
+
+/* M-RoPE positions: 3 rows of n (temporal, height, width), HF's position_ids. Tokens are
+ * text (three equal positions, consecutive), image or video patches (a T x H x W grid at the
+ * current position: temporal by frame, height by patch row, width by patch column; the text
+ * after it continues at the current position + max(T, H, W), as Qwen2-VL's get_rope_index),
+ * repeats of the previous token, or a special value in one row. NULL (an error with n > 0)
+ * 1/16 of the time; for a huge n, a 3-element array that the call must not read (it must
+ * fail: its positions or its views cannot be addressed) or NULL. */
+static int32_t *mrope_positions_of(reader *r, size_t n) {
+  const uint8_t mode = u8(r);
+  if (mode % 16 == 0) return NULL;
+  if (n > 4096) return (mode & 1) ? calloc(3, sizeof(int32_t)) : NULL;
+  int32_t *p = malloc(3 * (n ? n : 1) * sizeof *p);
+  if (!p) abort();
+  int64_t next = mode % 4 == 1 ? special_position(r) : u8(r);
+  size_t t = 0;
+  while (t < n) {
+    const uint8_t b = u8(r);
+    switch (b % 8) {
+      case 2:
+      case 6: { /* an image (T = 1) or a video (T = 2) */
+        const size_t T = 1 + (b >> 3) % 2, H = 1 + u8(r) % 4, W = 1 + u8(r) % 5;
+        for (size_t k = 0; k < T * H * W && t < n; ++k, ++t) {
+          p[t] = wrap32(next + (int64_t)(k / (H * W)));
+          p[n + t] = wrap32(next + (int64_t)(k / W % H));
+          p[2 * n + t] = wrap32(next + (int64_t)(k % W));
+        }
+        next += (int64_t)max_size(T, max_size(H, W));
+        continue;
+      }
+      case 3: /* a special value in one row */
+        p[t] = p[n + t] = p[2 * n + t] = wrap32(next);
+        p[(u8(r) % 3) * n + t] = special_position(r);
+        break;
+      case 7: /* the previous token again */
+        if (t > 0) {
+          p[t] = p[t - 1], p[n + t] = p[n + t - 1], p[2 * n + t] = p[2 * n + t - 1];
+          ++t;
+          continue;
+        }
+        /* fall through */
+      default: /* text */
+        p[t] = p[n + t] = p[2 * n + t] = wrap32(next);
+        break;
+    }
+    ++next;
+    ++t;
+  }
+  return p;
+}
+
+/* REROTATE: the attention factor of a plan rotated to: from's (r = 1), a common one or an
+ * extreme one (r = 1e-30, 1e30: valid), or param's specials (NaN, 0, 1e300: no plan; 1e-300:
+ * r below FLT_MIN). */
+static double to_att(reader *r, double att_from) {
+  static const double atts[] = {1.0, 0.5, 0.7, 1.3, 2.0, 1e-30, 1e30};
+  const uint8_t a = u8(r);
+  if (a % 8 < 3) return att_from;
+  if (a % 8 == 3) return param(r, atts, 7);
+  return atts[(a + (a >> 3)) % 7];
+}
+
+/* REROTATE: the plan rotated to. Mostly the same plan (a context shift), one with the same
+ * frequencies (another attention factor, or the same one in a distinct plan) or another
+ * frequency set of the same rotary_dim (one frequency an ulp off, scaled, negated, another
+ * base); sometimes an independently decoded plan (often another rotary_dim), an attention
+ * factor that puts r = att_to / att_from at or past [FLT_MIN, FLT_MAX], NULL, or a
+ * rotary_dim two off. */
+static void decode_to_plan(reader *r, call *c, size_t rd) {
+  const posenc_rope_plan *from = c->rope_plan;
+  const uint8_t mode = u8(r);
+  double w[MAX_NEW_PAIRS + 1];
+  const size_t n = rd / 2;
+  const int have = from && n <= MAX_NEW_PAIRS && posenc_rope_plan_freqs(from, w) == POSENC_OK;
+  const double att_from = posenc_rope_plan_attention_factor(from);
+  posenc_rope_plan *to = NULL;
+  if (mode % 8 == 3 || (!have && mode % 8 != 0 && mode % 8 != 4)) {
+    size_t rd2;
+    c->to_plan = decode_rope_plan_new(r, &rd2);
+    return;
+  }
+  switch (mode % 8) {
+    case 0:
+    case 4: /* the same plan: a context shift */
+      c->to_plan = c->rope_plan;
+      c->to_is_from = 1;
+      return;
+    case 1:
+    case 5: { /* the same frequencies in another plan */
+      const double att = to_att(r, att_from);
+      if (posenc_rope_plan_create_from_freqs(&to, rd, w, att) != POSENC_OK) to = NULL;
+      break;
+    }
+    case 2:
+    case 6: { /* other frequencies, the same rotary_dim */
+      const uint8_t how = u8(r);
+      const double att = to_att(r, att_from);
+      if (how % 4 == 3) {
+        static const double bases[] = {10000.0, 500000.0, 1e6, 10.0};
+        if (posenc_rope_plan_create(&to, rd, bases[u8(r) % 4], att) != POSENC_OK) to = NULL;
+        break;
+      }
+      if (n == 0) break;
+      if (how % 4 == 0) { /* one frequency an ulp off: not the same set */
+        const size_t i = u8(r) % n;
+        w[i] = nextafter(w[i], (how & 32) ? 0.0 : 2.0);
+      } else {
+        const double factor = how % 4 == 1 ? 1.0 + u8(r) / 16.0 : -1.0; /* linear; negated */
+        for (size_t i = 0; i < n; ++i) w[i] /= factor;
+      }
+      if (posenc_rope_plan_create_from_freqs(&to, rd, w, att) != POSENC_OK) to = NULL;
+      break;
+    }
+    default: { /* extremes */
+      const uint8_t how = u8(r);
+      double att = att_from;
+      switch (how % 8) {
+        case 0:
+          att = att_from * FLT_MIN;
+          break;
+        case 1:
+          att = nextafter(att_from * FLT_MIN, 0.0);
+          break;
+        case 2:
+          att = att_from * FLT_MAX; /* above FLT_MAX for att_from > 1: no plan */
+          break;
+        case 3:
+          att = FLT_MAX;
+          break;
+        case 4:
+          att = FLT_MIN;
+          break;
+        case 5: /* NULL */
+          return;
+        case 6: { /* rotary_dim two off (a freqs prefix or the last one repeated) */
+          const size_t rd2 = how & 8 ? rd + 2 : rd - 2;
+          if (rd2 / 2 > n) w[n] = n ? w[n - 1] : 1.0;
+          if (posenc_rope_plan_create_from_freqs(&to, rd2, w, att) != POSENC_OK) to = NULL;
+          c->to_plan = to;
+          return;
+        }
+        default:
+          att = how & 8 ? 1e-38 : 3e38;
+          break;
+      }
+      if (posenc_rope_plan_create_from_freqs(&to, rd, w, att) != POSENC_OK) to = NULL;
+      break;
+    }
+  }
+  c->to_plan = to;
+}
+
+/* REROTATE: the positions rotated to, from those rotated from (decoded first): shifted by k
+ * (a context shift; mostly small, sometimes so far that p' - p leaves int32), the same, or
+ * independent; a run or an array (a run sometimes turned into the equivalent array and
+ * back). */
+static void decode_to_positions(reader *r, call *c) {
+  const size_t n = c->n_tokens;
+  const uint8_t mode = u8(r);
+  if (mode % 4 == 2) {
+    c->positions = positions_of(r, n, &c->start_pos);
+    return;
+  }
+  int64_t k = 0;
+  if (mode % 4 != 1) {
+    const uint8_t kb = u8(r);
+    switch (kb % 8) {
+      case 0:
+        k = INT32_MAX;
+        break;
+      case 1:
+        k = (int64_t)INT32_MAX + 1 + u8(r);
+        break;
+      case 2:
+        k = -(int64_t)u16(r);
+        break;
+      case 3:
+        k = (int64_t)UINT32_MAX - u8(r);
+        break;
+      default:
+        k = u8(r) % 64;
+        break;
+    }
+    if (mode % 4 == 3) k = -k;
+  }
+  const int as_array = n > 0 && n <= 4096 && (c->from_positions ? !(mode & 4) : (mode & 4));
+  if (!as_array) { /* a run: from a run, shifted; from an array, its first element */
+    c->start_pos = wrap32((c->from_positions && n ? c->from_positions[0] : c->from_start) - k);
+    return;
+  }
+  c->positions = malloc(n * sizeof *c->positions);
+  if (!c->positions) abort();
+  for (size_t t = 0; t < n; ++t)
+    c->positions[t] = wrap32(
+        (c->from_positions ? c->from_positions[t] : (int64_t)c->from_start + (int64_t)t) - k);
+  c->start_pos = special_position(r); /* unused */
+}
+
 /* Decodes the call's arguments and its arena size, and marks what it may write. Returns 0
  * when the decoded arena is too large for the harness (the input is skipped). */
 static int decode(reader *r, call *c) {
@@ -536,58 +1007,64 @@ static int decode(reader *r, call *c) {
   const uint8_t misc = u8(r);
   c->null_data = misc % 32 == 0;
   c->misalign = misc % 32 == 1 ? 1 + u8(r) % 3 : 0;
-  if (sin_alibi16(c->family)) c->f16 = u8(r) % 2;
+  if (typed16(c->family)) c->f16 = u8(r) % 2;
+  c->null_view = misc % 32 == 2 && c->family >= MROPE; /* new families only: see MROPE */
   switch (c->family) {
     case ROPE:
     case ROPE_BF16:
     case ROPE_F16: {
       size_t rd;
       c->rope_plan = decode_rope_plan(r, &rd);
-      const uint8_t dshape = u8(r);
-      if (dshape % 8 == 0)
-        c->head_dim = rd ? rd - 1 - u8(r) % rd : 0; /* D < R: rejected */
-      else if (dshape % 8 == 1)
-        c->head_dim = rd; /* the common R = D */
-      else
-        c->head_dim = rd + dshape % 8 - 1;
-      const size_t D = c->head_dim;
-      c->n_tokens = count(r, 40, 1);
-      c->q_heads = count(r, 6, 1);
-      c->k_heads = count(r, 6, 1);
-      c->with_k = u8(r) % 4 != 0;
-      int huge = 0;
-      const uint8_t layout = u8(r) % 6;
-      const size_t L = c->n_tokens < 64 ? c->n_tokens : 1, hq = c->q_heads < 64 ? c->q_heads : 1,
-                   hk = c->k_heads < 64 ? c->k_heads : 1;
-      c->q_off = u8(r) % 4;
-      if (layout == 0 || layout == 1) { /* [L, H, D] or [H, L, D], K after Q */
-        c->q_ts = layout ? D : hq * D;
-        c->q_hs = layout ? L * D : D;
-        c->k_ts = layout ? D : hk * D;
-        c->k_hs = layout ? L * D : D;
-        c->k_off = c->q_off + span(L, c->q_ts, hq, c->q_hs, D) + u8(r) % 3;
-      } else if (layout == 2) { /* packed QKV rows */
-        c->q_ts = c->k_ts = (hq + 2 * hk) * D;
-        c->q_hs = c->k_hs = D;
-        c->k_off = c->q_off + hq * D;
-      } else if (layout == 3) { /* packed rows, K shifted: overlap or interleave */
-        c->q_ts = c->k_ts = (hq + 2 * hk) * D;
-        c->q_hs = c->k_hs = D;
-        c->k_off = c->q_off + u8(r) % (hq * D + 2);
-      } else { /* arbitrary strides */
-        c->q_ts = stride(r, hq * D, &huge);
-        c->q_hs = stride(r, D, &huge);
-        c->k_ts = stride(r, hk * D, &huge);
-        c->k_hs = stride(r, D, &huge);
-        c->k_off = c->q_off + (layout == 4 ? span(L, c->q_ts, hq, c->q_hs, D) : 0) + u8(r) % 5;
-      }
-      c->len = max_size(c->q_off + span(c->n_tokens, c->q_ts, c->q_heads, c->q_hs, D),
-                        c->k_off + span(c->n_tokens, c->k_ts, c->k_heads, c->k_hs, D)) +
-               1;
-      if (c->family != ROPE) c->len = (c->len + 1) / 2; /* 16-bit elements, two per float */
+      decode_rope_views(r, c, rd);
       c->flags = flags_of(r, POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES);
       c->n_positions = c->n_tokens;
       c->positions = positions_of(r, c->n_tokens, &c->start_pos);
+      break;
+    }
+    case MROPE:
+    case MROPE16: {
+      size_t rd;
+      c->rope_plan = decode_rope_plan_new(r, &rd);
+      decode_rope_views(r, c, rd);
+      c->flags = new_rope_flags(r, 1);
+      decode_sections(r, c, rd / 2);
+      c->n_positions = 3 * c->n_tokens;
+      c->positions = mrope_positions_of(r, c->n_tokens);
+      /* posenc.h's errors of posenc_mrope_f32 that the decoded arguments show. */
+      const size_t n = c->n_tokens;
+      c->must_fail =
+          !c->rope_plan || c->null_view ||
+          (c->flags & ~(unsigned)(POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES |
+                                  POSENC_ROPE_MROPE_INTERLEAVED)) ||
+          c->head_dim < rd || c->sections_null ||
+          !sections_valid(c->sections, rd / 2, c->flags & POSENC_ROPE_MROPE_INTERLEAVED) ||
+          (!c->positions && n > 0) || (c->null_data && n > 0 && c->q_heads > 0);
+      break;
+    }
+    case REROTATE:
+    case REROTATE16: {
+      size_t rd;
+      c->rope_plan = decode_rope_plan_new(r, &rd);
+      decode_to_plan(r, c, rd);
+      decode_rope_views(r, c, rd);
+      c->with_k = 0; /* the k view's elements stay in the arena: none may change */
+      c->flags = new_rope_flags(r, 0);
+      c->n_positions = c->n_tokens;
+      c->from_positions = positions_of(r, c->n_tokens, &c->from_start);
+      decode_to_positions(r, c);
+      /* posenc.h's errors of posenc_rope_rerotate_f32 that the decoded arguments show. */
+      const posenc_rope_plan *from = c->rope_plan, *to = c->to_plan;
+      const size_t n = c->n_tokens;
+      const double ratio =
+          posenc_rope_plan_attention_factor(to) / posenc_rope_plan_attention_factor(from);
+      c->must_fail = !from || !to || c->null_view ||
+                     posenc_rope_plan_rotary_dim(from) != posenc_rope_plan_rotary_dim(to) ||
+                     !(ratio >= FLT_MIN && ratio <= FLT_MAX) ||
+                     (c->flags & ~(unsigned)(POSENC_ROPE_GPTJ | POSENC_ROPE_F32_ANGLES)) ||
+                     c->head_dim < posenc_rope_plan_rotary_dim(to) ||
+                     (n > 0 && ((!c->from_positions && !run_fits(c->from_start, n)) ||
+                                (!c->positions && !run_fits(c->start_pos, n)))) ||
+                     (c->null_data && n > 0 && c->q_heads > 0);
       break;
     }
     case SIN_FILL:
@@ -765,8 +1242,8 @@ static void touch_pair(void *ctx, size_t t, size_t h, size_t i, size_t u, size_t
   touch(ctx, w);
 }
 
-/* ROPE_BF16 / ROPE_F16: u and w are 16-bit elements from the arena's start, shifted by a
- * misalignment of 2 bytes (an odd one makes the call fail). */
+/* ROPE_BF16, ROPE_F16, MROPE16, REROTATE16: u and w are 16-bit elements from the arena's start,
+ * shifted by a misalignment of 2 bytes (an odd one makes the call fail). */
 static void touch16_pair(void *ctx, size_t t, size_t h, size_t i, size_t u, size_t w) {
   call *c = ctx;
   (void)t, (void)h, (void)i;
@@ -777,12 +1254,15 @@ static void touch16_pair(void *ctx, size_t t, size_t h, size_t i, size_t u, size
 /* Marks the elements a successful call writes (after decode, with c->touched allocated). */
 static void mark_outputs(call *c) {
   switch (c->family) {
-    case ROPE: {
+    case ROPE:
+    case MROPE:
+    case REROTATE:
       each_rope_pair(c, touch_pair, c);
       break;
-    }
     case ROPE_BF16:
     case ROPE_F16:
+    case MROPE16:
+    case REROTATE16:
       each_rope_pair(c, touch16_pair, c);
       break;
     case SIN_FILL:
@@ -955,9 +1435,17 @@ static void check_rope_pair(void *ctx, size_t t, size_t h, size_t i, size_t u, s
   if (!ok_w) violation(c, isa, "rotated v out of tolerance", w, out[w], ref[w]);
 }
 
+/* The factor of the RoPE tolerance: the plan's attention factor; for REROTATE the ratio
+ * r = att_to / att_from (posenc.h: posenc_rope_f32's contract with att replaced by r). */
+static double rope_att(const call *c) {
+  if (c->family == REROTATE || c->family == REROTATE16)
+    return posenc_rope_plan_attention_factor(c->to_plan) /
+           posenc_rope_plan_attention_factor(c->rope_plan);
+  return posenc_rope_plan_attention_factor(c->rope_plan);
+}
+
 static void check_rope(const call *c, const char *isa, const float *out, const float *ref) {
-  const double att = posenc_rope_plan_attention_factor(c->rope_plan);
-  rope_check k = {c, isa, c->input, out, ref, att, 24, FLT_MAX};
+  rope_check k = {c, isa, c->input, out, ref, rope_att(c), 24, FLT_MAX};
   each_rope_pair(c, check_rope_pair, &k);
 }
 
@@ -1038,7 +1526,7 @@ static void check_halves(const call *c, const char *isa, const run_result *res,
         check_value16(c, isa, a / 2, half_of(res->buf, i), half_of(scalar->buf, i));
       continue;
     }
-    if (c->family != ALIBI_SOFTMAX_BF16) continue; /* ROPE_BF16 / ROPE_F16: check_rope16 */
+    if (c->family != ALIBI_SOFTMAX_BF16) continue; /* rope16(): check_rope16 */
     const float want = bf16_float(half_of(scalar->buf, i));
     if (!within(
             got, want,
@@ -1047,10 +1535,15 @@ static void check_halves(const call *c, const char *isa, const run_result *res,
   }
 }
 
-/* ROPE_BF16 / ROPE_F16: every rotated element within check_rope_pair's bound of scalar's,
- * on the 16-bit halves widened to float (exact). */
+/* rope16(): every rotated element within check_rope_pair's bound of scalar's, on the 16-bit
+ * halves widened to float (exact). */
+static int bf16_storage(const call *c) {
+  return c->family == ROPE_BF16 || c->family == ALIBI_SOFTMAX_BF16 ||
+         (typed16(c->family) && !c->f16);
+}
+
 static float widen16(const call *c, uint16_t h) {
-  if (c->family == ROPE_BF16 || (sin_alibi16(c->family) && !c->f16)) return bf16_float(h);
+  if (bf16_storage(c)) return bf16_float(h);
   const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
   if (exp == 0x1f) return bits_float(sign | 0x7f800000u | mant << 13);
   if (exp == 0) return (sign ? -1.0f : 1.0f) * ldexpf((float)mant, -24);
@@ -1074,9 +1567,9 @@ static void check_rope16(const call *c, const char *isa, const run_result *res,
                   in,
                   out,
                   ref,
-                  posenc_rope_plan_attention_factor(c->rope_plan),
-                  c->family == ROPE_BF16 ? 8 : 11,
-                  c->family == ROPE_BF16 ? 0x1.fep127 : 65504.0};
+                  rope_att(c),
+                  bf16_storage(c) ? 8 : 11,
+                  bf16_storage(c) ? 0x1.fep127 : 65504.0};
   each_rope_pair(c, check_rope_pair, &k);
   free(in);
 }
@@ -1100,8 +1593,7 @@ static void check_run(const call *c, const char *isa, const run_result *res,
   }
   if (uses_halves(c->family)) {
     check_halves(c, isa, res, scalar, pristine);
-    if (res->status == POSENC_OK && (c->family == ROPE_BF16 || c->family == ROPE_F16) &&
-        !c->values_unchecked)
+    if (res->status == POSENC_OK && rope16(c->family) && !c->values_unchecked)
       check_rope16(c, isa, res, scalar);
     return;
   }
@@ -1119,19 +1611,177 @@ static void check_run(const call *c, const char *isa, const run_result *res,
                   in_arena ? a : i, res->buf[i], pristine[i]);
       continue;
     }
-    if (c->family == ROPE || c->values_unchecked) continue; /* ROPE: check_rope */
+    if (rope_any(c->family) || c->values_unchecked) continue; /* check_rope */
     const double tol = tolerance(c, res->buf[i], scalar->buf[i]);
     if (tol < 0 ? !same_value(res->buf[i], scalar->buf[i])
                 : !within(res->buf[i], scalar->buf[i], tol))
       violation(c, isa, tol < 0 ? "not bit-identical to scalar" : "out of tolerance", a,
                 res->buf[i], scalar->buf[i]);
   }
-  if (res->status == POSENC_OK && c->family == ROPE && !c->values_unchecked)
+  if (res->status == POSENC_OK && rope_any(c->family) && !c->values_unchecked)
     check_rope(c, isa, res->buf + GUARD, scalar->buf + GUARD);
+}
+
+/* ---------------------------------------------------------------------- semantic checks */
+
+/* What the scalar result of an accepted MROPE or REROTATE call is checked against (once, in
+ * scalar: the ISA differential above compares the other variants with it). */
+typedef struct oracle_check {
+  const call *c;
+  int row;           /* MROPE: the row of positions being checked */
+  const float *got;  /* the scalar result: the run's buffer (MROPE), or widened (REROTATE) */
+  const float *want; /* MROPE: the posenc_rope result's buffer; REROTATE: the composition */
+  const float *in;   /* REROTATE: the input, widened */
+  double r;
+} oracle_check;
+
+/* MROPE: element u of two GUARD-framed run buffers (16-bit: the half, widened), NaN for any
+ * NaN (posenc.h: the payload of a NaN is unspecified). */
+static void mrope_same(const oracle_check *k, size_t u) {
+  const call *c = k->c;
+  float got, want;
+  size_t index = u;
+  if (uses_halves(c->family)) {
+    const size_t h = 2 * GUARD + u + c->misalign / 2;
+    got = widen16(c, half_of(k->got, h));
+    want = widen16(c, half_of(k->want, h));
+    index = (u + c->misalign / 2) / 2;
+  } else {
+    got = k->got[GUARD + u];
+    want = k->want[GUARD + u];
+  }
+  if (!same_value(got, want))
+    violation(c, "scalar",
+              "M-RoPE pair differs from posenc_rope at its row's position (`want` is that)", index,
+              got, want);
+}
+
+static void mrope_pair(void *ctx, size_t t, size_t h, size_t i, size_t u, size_t w) {
+  const oracle_check *k = ctx;
+  (void)t, (void)h;
+  if (mrope_row(k->c, i) != k->row) return;
+  mrope_same(k, u);
+  mrope_same(k, w);
+}
+
+/* MROPE: posenc.h: "Pair i at its position p is then rotated exactly as by posenc_rope_f32
+ * / _bf16 / _f16 at p (the same flags, attention factor, views, storage types, ...)". The
+ * scalar variant computes every token's cos/sin afresh from its position (no stepping), so
+ * its M-RoPE result must equal, bit for bit, its posenc_rope result at the row's positions:
+ * for each row, the same views rotated by posenc_rope_* with that row as the positions; each
+ * pair compared where it takes that row. posenc_rope_* must accept those calls (M-RoPE's
+ * errors include all of its). */
+static void check_mrope_rows(const call *c, const run_result *scalar) {
+  if (!c->positions || c->n_tokens > 4096) return; /* nothing rotated */
+  const size_t total = 2 * GUARD + c->len;
+  float *buf = malloc(total * sizeof *buf);
+  if (!buf) abort();
+  if (posenc_set_isa(POSENC_ISA_SCALAR) != POSENC_OK) abort();
+  for (int row = 0; row < 3; ++row) {
+    call plain = *c;
+    plain.family = c->family == MROPE ? ROPE : bf16_storage(c) ? ROPE_BF16 : ROPE_F16;
+    plain.positions = c->positions + (size_t)row * c->n_tokens;
+    plain.flags = c->flags & ~(unsigned)POSENC_ROPE_MROPE_INTERLEAVED;
+    fill_buffer(c, buf);
+    if (invoke(&plain, buf + GUARD) != POSENC_OK)
+      violation(c, "scalar", "posenc_rope rejects a row of an accepted M-RoPE call", 0, 0.0f, 0.0f);
+    oracle_check k = {c, row, scalar->buf, buf, NULL, 0.0};
+    each_rope_pair(c, mrope_pair, &k);
+  }
+  free(buf);
+}
+
+static void rerotate_element(const oracle_check *k, size_t e, double mag) {
+  const call *c = k->c;
+  const double want = k->r * (double)k->want[e];
+  const float got = k->got[e];
+  const int half = uses_halves(c->family), bf16 = half && bf16_storage(c);
+  const double max_finite = !half ? FLT_MAX : bf16 ? 0x1.fep127 : 65504.0;
+  double ulp = 0.0; /* one ulp of the storage type (the 16-bit result is the f32 one rounded) */
+  if (half) {
+    const double m = fmax(isfinite(got) ? fabs((double)got) : 0.0, fabs(want));
+    const int min_exp = bf16 ? -126 : -14, e2 = m > 0 && ilogb(m) > min_exp ? ilogb(m) : min_exp;
+    ulp = ldexp(1.0, e2 - (bf16 ? 7 : 10));
+  }
+  const double bound = 0x1p-19 * k->r * mag + (1.0 + k->r) * 0x1p-144 + ulp;
+  if (!within_range(got, (float)want, bound, max_finite)) {
+    fprintf(stderr, "fuzz_api: re-rotation: r %a, composition %a, scalar %a, bound %a\n", k->r,
+            want, (double)got, bound);
+    violation(c, "scalar",
+              "re-rotation differs from inverse-then-forward rotation (`scalar` is that)", e, got,
+              (float)want);
+  }
+}
+
+static void rerotate_pair(void *ctx, size_t t, size_t h, size_t i, size_t u, size_t w) {
+  const oracle_check *k = ctx;
+  (void)t, (void)h, (void)i;
+  const float iu = k->in[u], iw = k->in[w];
+  if (!isfinite(iu) || !isfinite(iw)) return;
+  const double mag = fabs((double)iu) + fabs((double)iw);
+  /* Overflow (in the steps, the result or a 16-bit type) is the differential's business. */
+  if (mag > 0x1p100 || k->r * mag > 0x1p100) return;
+  rerotate_element(k, u, mag);
+  rerotate_element(k, w, mag);
+}
+
+/* REROTATE: the scalar result against the two rotations it replaces, on the input widened
+ * to float: posenc_rope_f32 (scalar) with POSENC_ROPE_INVERSE by (from's frequencies,
+ * attention factor 1) at the from positions, then forward by (to's frequencies, 1) at the
+ * to positions, times r. posenc.h: the re-rotation's c and s are within 2^-22 r of r cos(a),
+ * r sin(a) of the exact a = p' w' - p w (with POSENC_ROPE_F32_ANGLES: of the difference of
+ * the two float32 angles), and each posenc_rope pass's (accurate or F32_ANGLES) within 2^-22
+ * of cos and sin of its own angle; with the three roundings to float this is about
+ * 5 * 2^-22 r (|u| + |v|) at most: checked within 2^-19 r (|u| + |v|) (+ subnormal
+ * roundings, + one ulp of a 16-bit storage type), so a wrong sign, plan, position or row
+ * shows while the contract's slack does not. */
+static void check_rerotate_composition(const call *c, const run_result *scalar) {
+  if (c->n_tokens > 4096) return;
+  const size_t rd = posenc_rope_plan_rotary_dim(c->to_plan);
+  double wf[MAX_NEW_PAIRS], wt[MAX_NEW_PAIRS];
+  if (rd / 2 > MAX_NEW_PAIRS || posenc_rope_plan_freqs(c->rope_plan, wf) != POSENC_OK ||
+      posenc_rope_plan_freqs(c->to_plan, wt) != POSENC_OK)
+    return;
+  posenc_rope_plan *pf = NULL, *pt = NULL;
+  if (posenc_rope_plan_create_from_freqs(&pf, rd, wf, 1.0) != POSENC_OK ||
+      posenc_rope_plan_create_from_freqs(&pt, rd, wt, 1.0) != POSENC_OK)
+    abort();
+  const int half = uses_halves(c->family);
+  const size_t n = half ? 2 * c->len : c->len, shift = c->misalign / 2;
+  float *x = malloc(3 * n * sizeof *x);
+  if (!x) abort();
+  float *in = x + n, *got = in + n;
+  for (size_t i = 0; i < n; ++i) { /* indexed as each_rope_pair counts (check_rope16) */
+    if (half) {
+      const size_t j = i + shift < n ? i + shift : 0;
+      in[i] = widen16(c, half_of(c->input, j));
+      got[i] = widen16(c, half_of(scalar->buf, 2 * GUARD + j));
+    } else {
+      in[i] = c->input[i];
+      got[i] = scalar->buf[GUARD + i];
+    }
+    x[i] = in[i];
+  }
+  const posenc_rope_tensor v = {x + c->q_off, c->q_heads, c->q_ts, c->q_hs};
+  const unsigned pass_flags = c->flags & (POSENC_ROPE_GPTJ | POSENC_ROPE_F32_ANGLES);
+  if (posenc_set_isa(POSENC_ISA_SCALAR) != POSENC_OK) abort();
+  if (posenc_rope_f32(pf, c->head_dim, c->n_tokens, c->from_positions, c->from_start, &v, NULL,
+                      pass_flags | POSENC_ROPE_INVERSE) != POSENC_OK ||
+      posenc_rope_f32(pt, c->head_dim, c->n_tokens, c->positions, c->start_pos, &v, NULL,
+                      pass_flags) != POSENC_OK)
+    violation(c, "scalar", "posenc_rope_f32 rejects the views of an accepted re-rotation", 0, 0.0f,
+              0.0f);
+  oracle_check k = {c, 0, got, x, in, rope_att(c)};
+  each_rope_pair(c, rerotate_pair, &k);
+  free(x);
+  posenc_rope_plan_destroy(pf);
+  posenc_rope_plan_destroy(pt);
 }
 
 static void free_call(call *c) {
   posenc_rope_plan_destroy(c->rope_plan);
+  if (!c->to_is_from) posenc_rope_plan_destroy(c->to_plan);
+  free(c->from_positions);
   posenc_sinusoid_plan_destroy(c->sin_plan);
   free(c->positions);
   free(c->timesteps);
@@ -1158,14 +1808,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (size_t i = 0; i < c.len; ++i) c.input[i] = data_float(&r);
   mark_outputs(&c);
   {
-    double w[128]; /* decoded plans have at most 101 frequencies */
+    double w[128]; /* plans of at most 100 frequencies are checked */
     static double limit = -1;
     if (limit < 0) limit = max_checked_freq();
-    if (c.rope_plan && posenc_rope_plan_rotary_dim(c.rope_plan) <= 200 &&
-        posenc_rope_plan_freqs(c.rope_plan, w) == POSENC_OK)
-      c.values_unchecked =
-          freqs_beyond(w, posenc_rope_plan_rotary_dim(c.rope_plan) / 2, limit) ||
-          (isinf(limit) ? 0 : posenc_rope_plan_attention_factor(c.rope_plan) > FLT_MAX);
+    const posenc_rope_plan *plans[2] = {c.rope_plan, c.to_plan}; /* to_plan: REROTATE */
+    for (int i = 0; i < 2; ++i)
+      if (plans[i] && posenc_rope_plan_rotary_dim(plans[i]) <= 200 &&
+          posenc_rope_plan_freqs(plans[i], w) == POSENC_OK)
+        c.values_unchecked |=
+            freqs_beyond(w, posenc_rope_plan_rotary_dim(plans[i]) / 2, limit) ||
+            (isinf(limit) ? 0 : posenc_rope_plan_attention_factor(plans[i]) > FLT_MAX);
     if (c.sin_plan && posenc_sinusoid_plan_dim(c.sin_plan) <= 200 &&
         posenc_sinusoid_plan_freqs(c.sin_plan, w) == POSENC_OK)
       c.values_unchecked = freqs_beyond(w, (posenc_sinusoid_plan_dim(c.sin_plan) + 1) / 2, limit);
@@ -1182,8 +1834,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static int verbose = -1;
   if (verbose < 0) verbose = getenv("POSENC_FUZZ_VERBOSE") != NULL;
   if (verbose)
-    fprintf(stderr, "fuzz_api: family %d status %d arena %zu%s\n", c.family, (int)scalar.status,
-            c.len, c.values_unchecked ? " (values unchecked)" : "");
+    fprintf(stderr, "fuzz_api: family %d status %d arena %zu%s%s\n", c.family, (int)scalar.status,
+            c.len, c.values_unchecked ? " (values unchecked)" : "",
+            c.must_fail ? " (must fail)" : "");
+  /* MROPE, REROTATE: an argument posenc.h lists as an error must make the call fail. */
+  if (c.must_fail && scalar.status == POSENC_OK)
+    violation(&c, "scalar", "call with an argument posenc.h lists as an error accepted", 0, 0.0f,
+              0.0f);
   /* An accepted call must not write any element twice (overlapping outputs) nor write
    * where it reads a table (learned) or its slopes (softmax). */
   if (scalar.status == POSENC_OK) {
@@ -1195,6 +1852,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       violation(&c, "scalar", "slopes inside the scores accepted", c.slopes_off, 0.0f, 0.0f);
   }
   check_run(&c, "scalar", &scalar, &scalar, pristine);
+  if (scalar.status == POSENC_OK && !c.values_unchecked) {
+    if (c.family == MROPE || c.family == MROPE16) check_mrope_rows(&c, &scalar);
+    if (c.family == REROTATE || c.family == REROTATE16) check_rerotate_composition(&c, &scalar);
+  }
   for (int isa = 1; isa < POSENC_ISA_COUNT; ++isa) {
     if (!posenc_isa_available((posenc_isa)isa)) continue;
     run_isa(&c, (posenc_isa)isa, &other);

@@ -67,13 +67,17 @@ static inline void VFN(angles_vd_)(const struct posenc_rope_plan *plan, angle_mo
   }
 }
 
-/* rope_angle_difference(b, a), lane by lane. */
+/* rope_reduce_angle() and rope_angle_difference(), lane by lane. */
+static inline vd VFN(reduce_angle_)(vd x) {
+  const vd k = vd_round(vd_mul(x, vd_set1(POSENC_INV_TWO_PI)));
+  vd r = vd_sub(x, vd_mul(k, vd_set1(POSENC_TWO_PI_1)));
+  r = vd_sub(r, vd_mul(k, vd_set1(POSENC_TWO_PI_2)));
+  r = vd_sub(r, vd_mul(k, vd_set1(POSENC_TWO_PI_3)));
+  return vd_sub(r, vd_mul(k, vd_set1(POSENC_TWO_PI_4)));
+}
+
 static inline vd VFN(angle_difference_)(vd b, vd a) {
-  const vd d = vd_sub(b, a);
-  const vd k = vd_round(vd_mul(d, vd_set1(POSENC_INV_TWO_PI)));
-  const vd r =
-      vd_sub(vd_sub(d, vd_mul(k, vd_set1(POSENC_TWO_PI_1))), vd_mul(k, vd_set1(POSENC_TWO_PI_2)));
-  return vd_sub(r, vd_mul(k, vd_set1(POSENC_TWO_PI_3)));
+  return VFN(reduce_angle_)(vd_sub(VFN(reduce_angle_)(b), VFN(reduce_angle_)(a)));
 }
 
 /* Saves float cos/sin of VF_W pairs as doubles at state index i, for stepping. */

@@ -128,21 +128,28 @@ static inline double rope_reduced_angle_small(double p, double turn) {
   return t * POSENC_TWO_PI;
 }
 
-/* REROTATE: the difference d = b - a of two angles (reduced, or float32-recipe angles as
- * doubles, |d| < 2^33) reduced by k = round(d / 2pi) turns to about [-pi, pi]. 2pi is split
- * Cody-Waite style: the first two parts carry 22 significant bits, so k * part is exact for
- * |k| < 2^31 and both subtractions are exact; the rest costs < 2^-50 rad. (One double
- * product k * 2pi would lose up to 2^-21 rad at |d| ~ 2^32, the float32 recipe's range.)
- * Every variant performs exactly these operations. */
+/* x reduced by k = round(x / 2pi) turns to about [-pi, pi], for |x| < 2^42 (the float32
+ * recipe's angles reach 1024 * 2^31 rad). 2pi is split Cody-Waite style into three parts of
+ * at most 14 significant bits and a rest, so each k * part is exact for |k| < 2^39 and, x
+ * being a float or already reduced, each subtraction is exact too; the rest costs < 2^-50
+ * rad. (One double product k * 2pi would lose up to 2^-21 rad at |x| ~ 2^32.) */
 #define POSENC_INV_TWO_PI 0.15915494309189533576888376337251
-#define POSENC_TWO_PI_1 0x1.921fbp+2
-#define POSENC_TWO_PI_2 0x1.5110bp-20
-#define POSENC_TWO_PI_3 0x1.18469898cc517p-42
+#define POSENC_TWO_PI_1 0x1.9218p+2
+#define POSENC_TWO_PI_2 0x1.ed5p-12
+#define POSENC_TWO_PI_3 0x1.10bp-28
+#define POSENC_TWO_PI_4 0x1.18469898cc517p-42
 
+static inline double rope_reduce_angle(double x) {
+  const double k = rope_round_nearest(x * POSENC_INV_TWO_PI);
+  return (((x - k * POSENC_TWO_PI_1) - k * POSENC_TWO_PI_2) - k * POSENC_TWO_PI_3) -
+         k * POSENC_TWO_PI_4;
+}
+
+/* REROTATE: the angle b - a of two angles (reduced, or float32-recipe angles as doubles),
+ * each reduced first so that the difference is formed exactly-ish at any size, then reduced
+ * again. Every variant performs exactly these operations. */
 static inline double rope_angle_difference(double b, double a) {
-  const double d = b - a;
-  const double k = rope_round_nearest(d * POSENC_INV_TWO_PI);
-  return ((d - k * POSENC_TWO_PI_1) - k * POSENC_TWO_PI_2) - k * POSENC_TWO_PI_3;
+  return rope_reduce_angle(rope_reduce_angle(b) - rope_reduce_angle(a));
 }
 
 #endif /* POSENC_KERNELS_ROPE_H */

@@ -134,8 +134,12 @@ static inline __attribute__((always_inline)) void rope_prepare_mrope(
     rows->pos[r] = k->p[r];
     rows->valid[r] = keep;
   }
+  /* Copied up to the plan's padding: prepare() fills each buffer to its own vector width
+   * past n, lanes that rotate() loads for a partial vector (and does not use); the copy must
+   * carry them (MemorySanitizer tracks them), entries beyond are copied but never read. */
   const size_t per = (a->flags & POSENC_ROPE_GPTJ) ? 2 : 1;
-  for (size_t i = 0; i < n; ++i) {
+  const size_t filled = (n + POSENC_PLAN_PAD - 1) / POSENC_PLAN_PAD * POSENC_PLAN_PAD;
+  for (size_t i = 0; i < filled && i < POSENC_ROPE_CHUNK; ++i) {
     const int b = src[rope_mrope_row(a, p0 + i)];
     for (size_t j = per * i; j < per * (i + 1); ++j) {
       c[j] = rows->c[b][j];

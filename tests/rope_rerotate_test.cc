@@ -815,6 +815,26 @@ TEST_P(RopeRerotateTest, Float32AnglesCosSin) {
   }
 }
 
+// Float32-recipe angles of the largest frequencies a plan takes (|w| <= 1024): float angles
+// up to 2^41 rad, whose difference the kernel must still form and reduce without a rounding
+// that grows with them (found by the fuzz target: a double difference of the raw angles and
+// a one-step reduction lost 1e-4 at w = 1024, p = 2^31 - 1).
+TEST_P(RopeRerotateTest, Float32AnglesOfTheLargestFrequencies) {
+  const PlanPtr from = FromFreqs({1024.0, -1024.0, 3.0, 1.0, 0.7, 1e-4}, 1.0);
+  const PlanPtr to = FromFreqs({0.7, 1024.0, -1000.5, 3.0, 1e-4, 1024.0}, 1.0);
+  const std::vector<int32_t> p = {INT32_MAX, -INT32_MAX, 2000000000, 3, 0, 123456789};
+  const std::vector<int32_t> q = {3, INT32_MAX - 1, -2000000000, INT32_MAX, 1, -7};
+  for (unsigned layout : {POSENC_ROPE_NEOX, POSENC_ROPE_GPTJ}) {
+    std::string where;
+    EXPECT_LE(WorstCosSinError(from.get(), p, to.get(), q, layout | POSENC_ROPE_F32_ANGLES, &where),
+              kCosSinBound)
+        << where;
+    EXPECT_LE(WorstCosSinError(to.get(), q, from.get(), p, layout | POSENC_ROPE_F32_ANGLES, &where),
+              kCosSinBound)
+        << where;
+  }
+}
+
 // No access outside the view: keys right after and right before inaccessible pages.
 [[noreturn]] void RerotateNextToGuardPages() {
   for (size_t half : {1, 3, 8, 9, 16, 17, 33, 64, 257}) {
