@@ -465,11 +465,13 @@ POSENC_API posenc_status posenc_mrope_f16(const posenc_rope_plan *plan, const si
  * to_positions[t] (NULL: to_start + t). flags: POSENC_ROPE_NEOX or POSENC_ROPE_GPTJ,
  * optionally | POSENC_ROPE_F32_ANGLES (each plan's float32-recipe angle, as posenc_rope_f32
  * would use; each reduced exactly in double, then their difference). POSENC_ROPE_INVERSE is
- * refused: swap the plans and positions instead. Accuracy (accurate angles): where both plans have
- * the same frequencies and |p' - p| < 2^31, a is the angle of position p' - p, formed exactly;
- * otherwise both angles are reduced exactly as posenc_rope_f32 reduces them and their difference
- * reduced again (adding < 2^-50 rad). Either way c and s are within 2^-22 * r of r cos(a) and r
- * sin(a) of the exact a, the contract of posenc_rope_f32 with att replaced by r (with
+ * refused: swap the plans and positions instead.
+ *
+ * Accuracy (accurate angles): where both plans have the same frequencies and
+ * |p' - p| < 2^31, a is the angle of position p' - p, formed exactly; otherwise both angles
+ * are reduced exactly as posenc_rope_f32 reduces them and their difference reduced again
+ * (adding < 2^-50 rad). Either way c and s are within 2^-22 * r of r cos(a) and r sin(a) of
+ * the exact a, the contract of posenc_rope_f32 with att replaced by r (with
  * POSENC_ROPE_F32_ANGLES: of the difference of the two float32 angles), and every SIMD
  * variant is within POSENC_ROPE_SIMD_TOLERANCE * r * (|u| + |v|) + 2^-147 of the scalar
  * one. 16-bit storage: the f32 result of the same ISA rounded once, as for posenc_rope_bf16.
