@@ -9,11 +9,13 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "half_harness.h"
 #include "test_support.h"
 
 namespace posenc_test {
@@ -428,6 +430,136 @@ TEST(RopeScaling, FieldsATypeDoesNotReadAreIgnored) {
   s.alpha = kNaN, s.beta_fast = -1, s.low_freq_factor = kInf, s.short_factor_len = 3;
   EXPECT_NE(Scaled(96, 10000, &s), nullptr);
 }
+
+// The backward rotation (POSENC_ROPE_INVERSE) of every scaling type, on every ISA and every
+// storage type: each rotated element within the header's bound of att * R(-a) x computed in
+// long double from the plan's frequencies (the gradient of the forward rotation), and forward
+// then inverse gives att^2 x. Scaled plans are plans like any other to the kernels; this
+// checks that nothing about a type (factor bands, LongRoPE's long set, YaRN's attention
+// factor) escapes the inverse.
+class RopeScalingInverseTest : public EveryIsaTest {};
+
+std::vector<std::pair<std::string, PlanPtr>> EveryTypeOfPlan(size_t r) {
+  static const std::vector<double> pair_factors = [] {
+    std::vector<double> f(32);
+    for (size_t i = 0; i < f.size(); ++i) f[i] = 1.0 + 0.25 * static_cast<double>(i);
+    return f;
+  }();
+  std::vector<std::pair<std::string, posenc_rope_scaling>> types;
+  posenc_rope_scaling s{};
+  s.type = POSENC_ROPE_SCALING_LINEAR, s.factor = 4;
+  types.emplace_back("linear", s);
+  s = {}, s.type = POSENC_ROPE_SCALING_DYNAMIC, s.factor = 2, s.max_position_embeddings = 4096,
+  s.seq_len = 20000;
+  types.emplace_back("dynamic", s);
+  s = {}, s.type = POSENC_ROPE_SCALING_YARN, s.factor = 40, s.mscale = 0.707,
+  s.original_max_position_embeddings = 4096;
+  types.emplace_back("yarn", s);
+  s = {}, s.type = POSENC_ROPE_SCALING_LONGROPE, s.short_factor = pair_factors.data(),
+  s.short_factor_len = 32, s.long_factor = pair_factors.data(), s.long_factor_len = 32,
+  s.original_max_position_embeddings = 4096, s.max_position_embeddings = 131072, s.seq_len = 100000;
+  types.emplace_back("longrope", s);
+  s = {}, s.type = POSENC_ROPE_SCALING_LLAMA3, s.factor = 8, s.low_freq_factor = 1,
+  s.high_freq_factor = 4, s.original_max_position_embeddings = 8192;
+  types.emplace_back("llama3", s);
+  s = {}, s.type = POSENC_ROPE_SCALING_NTK_ALPHA, s.alpha = 3;
+  types.emplace_back("ntk_alpha", s);
+  s = {}, s.type = POSENC_ROPE_SCALING_PAIR_FACTORS, s.pair_factors = pair_factors.data(),
+  s.pair_factors_len = 32;
+  types.emplace_back("pair_factors", s);
+  std::vector<std::pair<std::string, PlanPtr>> plans;
+  for (const auto& [name, scaling] : types) plans.emplace_back(name, Scaled(r, 500000.0, &scaling));
+  return plans;
+}
+
+TEST_P(RopeScalingInverseTest, InverseOfEveryTypeAndStorage) {
+  constexpr size_t kR = 64, kD = 70, kHeads = 2;
+  const std::vector<int32_t> positions = {0, 1, 4097, 100000, 1000000, -77, INT32_MAX};
+  const size_t n = positions.size() * kHeads * kD;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  for (const auto& [name, plan] : EveryTypeOfPlan(kR)) {
+    ASSERT_NE(plan, nullptr) << name;
+    const std::vector<double> w = PlanFreqs(plan.get());
+    const long double att = posenc_rope_plan_attention_factor(plan.get());
+    for (unsigned layout : {POSENC_ROPE_NEOX, POSENC_ROPE_GPTJ}) {
+      const unsigned flags = layout | POSENC_ROPE_INVERSE;
+      for (int storage = 0; storage < 3; ++storage) {
+        // The input as floats the storage type holds exactly.
+        std::vector<float> x(n);
+        for (float& v : x) {
+          v = normal(rng);
+          if (storage > 0) v = RoundToStorage(storage == 1 ? Storage::kBf16 : Storage::kF16, v);
+        }
+        std::vector<float> got(n);
+        AlignedFloats f32(n);
+        HalfBuffer h16(n);
+        std::memcpy(f32.data(), x.data(), n * sizeof(float));
+        const Storage st = storage == 1 ? Storage::kBf16 : Storage::kF16;
+        for (size_t i = 0; i < n && storage > 0; ++i) h16.Set(i, EncodeHalf(st, x[i]));
+        posenc_rope_tensor q = {storage ? static_cast<void*>(h16.data()) : f32.data(), kHeads,
+                                kHeads * kD, kD};
+        const auto fn = storage == 0   ? posenc_rope_f32
+                        : storage == 1 ? posenc_rope_bf16
+                                       : posenc_rope_f16;
+        ASSERT_EQ(fn(plan.get(), kD, positions.size(), positions.data(), 0, &q, nullptr, flags),
+                  POSENC_OK);
+        for (size_t i = 0; i < n; ++i) got[i] = storage ? DecodeHalf(st, h16.Get(i)) : f32[i];
+        for (size_t t = 0; t < positions.size(); ++t)
+          for (size_t h = 0; h < kHeads; ++h)
+            for (size_t i = 0; i < kR / 2; ++i) {
+              const size_t base = (t * kHeads + h) * kD;
+              const size_t iu = base + (layout ? 2 * i : i),
+                           iv = base + (layout ? 2 * i + 1 : i + kR / 2);
+              const long double a = ReferenceAngle(positions[t], w[i], 0);
+              const long double c = att * std::cos(a), sn = -att * std::sin(a);
+              const long double u = x[iu], v = x[iv];
+              const long double want_u = u * c - v * sn, want_v = v * c + u * sn;
+              const double mag = static_cast<double>(att * (std::fabs(u) + std::fabs(v)));
+              const double bound = 0x1p-21 * mag + 4 * FLT_TRUE_MIN;
+              const double bu = bound + (storage ? HalfUlp(st, static_cast<double>(want_u)) : 0);
+              const double bv = bound + (storage ? HalfUlp(st, static_cast<double>(want_v)) : 0);
+              EXPECT_LE(std::fabs(got[iu] - want_u), bu)
+                  << name << " storage " << storage << " layout " << layout << " p " << positions[t]
+                  << " pair " << i;
+              EXPECT_LE(std::fabs(got[iv] - want_v), bv)
+                  << name << " storage " << storage << " layout " << layout << " p " << positions[t]
+                  << " pair " << i;
+            }
+        // Elements [R, D) untouched.
+        for (size_t row = 0; row < positions.size() * kHeads; ++row)
+          for (size_t d = kR; d < kD; ++d)
+            EXPECT_TRUE(::posenc_test::BitwiseEqual(got[row * kD + d], x[row * kD + d])) << name;
+        if (storage != 0) continue;
+        // Forward, then the inverse: att^2 x (f32; two rotations' bounds).
+        AlignedFloats y(n);
+        std::memcpy(y.data(), x.data(), n * sizeof(float));
+        posenc_rope_tensor qy = {y.data(), kHeads, kHeads * kD, kD};
+        ASSERT_EQ(posenc_rope_f32(plan.get(), kD, positions.size(), positions.data(), 0, &qy,
+                                  nullptr, layout),
+                  POSENC_OK);
+        ASSERT_EQ(posenc_rope_f32(plan.get(), kD, positions.size(), positions.data(), 0, &qy,
+                                  nullptr, flags),
+                  POSENC_OK);
+        for (size_t row = 0; row < positions.size() * kHeads; ++row)
+          for (size_t i = 0; i < kR / 2; ++i) {
+            const size_t iu = row * kD + (layout ? 2 * i : i);
+            const size_t iv = row * kD + (layout ? 2 * i + 1 : i + kR / 2);
+            const double mag =
+                static_cast<double>(att * att) * (std::fabs(x[iu]) + std::fabs(x[iv]));
+            EXPECT_LE(std::fabs(y[iu] - static_cast<double>(att * att) * x[iu]),
+                      0x1p-20 * mag + 1e-37)
+                << name;
+            EXPECT_LE(std::fabs(y[iv] - static_cast<double>(att * att) * x[iv]),
+                      0x1p-20 * mag + 1e-37)
+                << name;
+          }
+      }
+    }
+  }
+}
+
+POSENC_INSTANTIATE_FOR_EVERY_ISA(RopeScalingInverseTest);
 
 }  // namespace
 }  // namespace posenc_test
