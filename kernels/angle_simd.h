@@ -36,22 +36,8 @@ static inline angle_mode angle_mode_of(const struct posenc_rope_plan *plan, doub
   return f32_angles ? ANGLE_F32 : fabs(p) < plan->small_limit ? ANGLE_SMALL : ANGLE_EXACT;
 }
 
-/* sin and cos of the VF_W pairs starting at k, at position p (pd = p in every double lane,
- * pf = (float)p in every float lane). Plan arrays are padded to POSENC_PLAN_PAD pairs. */
-static inline void VFN(sincos_pairs_)(const struct posenc_rope_plan *plan, angle_mode mode, vd pd,
-                                      vf pf, size_t k, vf *sv, vf *cv) {
-  vf angle;
-  if (mode == ANGLE_F32)
-    angle = vf_mul(pf, vf_load(plan->inv_freq_f32 + k));
-  else if (mode == ANGLE_SMALL)
-    angle = vf_from_vd(VFN(angle_small_)(pd, plan, k), VFN(angle_small_)(pd, plan, k + VD_W));
-  else
-    angle = vf_from_vd(VFN(angle_)(pd, plan, k), VFN(angle_)(pd, plan, k + VD_W));
-  vf_sincos(angle, sv, cv);
-}
-
 /* The angles of the VF_W pairs starting at k as two double vectors (F32: the float32
- * recipe's float angles, widened exactly), for a re-rotation's difference. */
+ * recipe's float angles, widened exactly): sincos_pairs_() and a re-rotation's difference. */
 static inline void VFN(angles_vd_)(const struct posenc_rope_plan *plan, angle_mode mode, vd pd,
                                    vf pf, size_t k, vd *lo, vd *hi) {
   if (mode == ANGLE_F32) {
@@ -65,6 +51,21 @@ static inline void VFN(angles_vd_)(const struct posenc_rope_plan *plan, angle_mo
     *lo = VFN(angle_)(pd, plan, k);
     *hi = VFN(angle_)(pd, plan, k + VD_W);
   }
+}
+
+/* sin and cos of the VF_W pairs starting at k, at position p (pd = p in every double lane,
+ * pf = (float)p in every float lane). Plan arrays are padded to POSENC_PLAN_PAD pairs. */
+static inline void VFN(sincos_pairs_)(const struct posenc_rope_plan *plan, angle_mode mode, vd pd,
+                                      vf pf, size_t k, vf *sv, vf *cv) {
+  vf angle;
+  if (mode == ANGLE_F32) {
+    angle = vf_mul(pf, vf_load(plan->inv_freq_f32 + k)); /* no round trip through double */
+  } else {
+    vd lo, hi;
+    VFN(angles_vd_)(plan, mode, pd, pf, k, &lo, &hi);
+    angle = vf_from_vd(lo, hi);
+  }
+  vf_sincos(angle, sv, cv);
 }
 
 /* rope_reduce_angle() and rope_angle_difference(), lane by lane. */
