@@ -29,3 +29,22 @@ function(posenc_check_isa isa)
   check_c_source_compiles("${POSENC_PROBE_${isa}}" POSENC_HAVE_${isa})
   set(POSENC_HAVE_${isa} "${POSENC_HAVE_${isa}}" PARENT_SCOPE)
 endfunction()
+
+# posenc_isa_names(<out>): every ISA name in the order of include/posenc.h's posenc_isa enum
+# (POSENC_ISA_<NAME> = <n>, lower-cased as posenc_isa_name() spells it), the one ISA list.
+function(posenc_isa_names out)
+  file(STRINGS ${PROJECT_SOURCE_DIR}/include/posenc.h lines
+       REGEX "^ *POSENC_ISA_[A-Z0-9]+ = [0-9]+,?$")
+  set(names)
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^ *POSENC_ISA_([A-Z0-9]+) = .*" "\\1" name "${line}")
+    if(NOT name STREQUAL "COUNT")
+      string(TOLOWER ${name} name)
+      list(APPEND names ${name})
+    endif()
+  endforeach()
+  if(NOT names)
+    message(FATAL_ERROR "posenc: no POSENC_ISA_<NAME> = <n> entries in include/posenc.h")
+  endif()
+  set(${out} ${names} PARENT_SCOPE)
+endfunction()

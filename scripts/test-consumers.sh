@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Packaging test: builds posenc (Release, the libraries only), installs it into a temporary
-# prefix, and builds and runs tests/consumer/consumer.c outside the source tree in every way
+# Packaging test: installs posenc into a temporary prefix from a build that is already
+# configured in the build directory (scripts/test.sh passes the native suite's build, so
+# nothing is compiled again), or else from a Release build of the libraries alone made there, and builds and runs tests/consumer/consumer.c outside the source tree in every way
 # an integrator links it: find_package (shared and static), pkg-config (shared and static),
 # add_subdirectory of the source tree (shared and static). Also checks that the installed
 # libposenc.so exports only posenc_ symbols and that the installed CMake package names no
 # path of this machine's build. One line per step; exits non-zero on the first failure,
 # with that step's log.
 # Usage: scripts/test-consumers.sh [build-dir]   (default: build-consumers)
-# The build directory should be its own: it is configured without tests, bench, tools and
-# examples, and the consumers are built under <build-dir>/consumers.
+# The consumers are built under <build-dir>/consumers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
@@ -98,11 +98,14 @@ pkg_config_cxx() {
 }
 
 scripts/install-deps.sh
-step "posenc build (Release, libraries only)" \
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOSENC_WERROR=ON \
-  -DPOSENC_BUILD_TESTS=OFF -DPOSENC_BUILD_BENCH=OFF -DPOSENC_BUILD_TOOLS=OFF \
-  -DPOSENC_BUILD_EXAMPLES=OFF -DPOSENC_INSTALL=ON
-step "posenc compile" cmake --build "$build" -j "$jobs"
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  step "posenc build (Release, libraries only)" \
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOSENC_WERROR=ON \
+    -DPOSENC_BUILD_TESTS=OFF -DPOSENC_BUILD_BENCH=OFF -DPOSENC_BUILD_TOOLS=OFF \
+    -DPOSENC_BUILD_EXAMPLES=OFF -DPOSENC_INSTALL=ON
+fi
+step "posenc compile (up to date when the build is reused)" \
+  cmake --build "$build" -j "$jobs" --target posenc posenc_static
 step "posenc install into $prefix" cmake --install "$build" --prefix "$prefix"
 
 libposenc=$(find "$prefix" -name 'libposenc.so' | head -n 1)

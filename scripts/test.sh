@@ -1,39 +1,68 @@
 #!/usr/bin/env bash
 # The whole test suite, warnings as errors: the native build's ctest suite (tests and
-# examples); the packaging consumers (find_package, pkg-config, add_subdirectory) against
-# an installed prefix; the Python package's pytest suite; the whole ctest suite under
-# ASan+UBSan (gcc and clang) and MSan (clang); the dispatcher race test under TSan (100
-# rounds); the libFuzzer differential target under ASan+UBSan (1,000,000 executions) and
-# MSan (200,000); then, on an x86-64 host, the aarch64 build's suite under qemu-aarch64 and
-# the native suite again on emulated Haswell (avx2) and Nehalem (sse4) CPUs. Installs what
-# it needs. Stops at the first failing part.
+# examples; each test process tests one ISA); the packaging consumers (find_package,
+# pkg-config, add_subdirectory) against the native build installed into a prefix; the Python
+# package's pytest suite; the whole ctest suite under ASan+UBSan (gcc and clang) and MSan
+# (clang); the dispatcher race test under TSan (100 rounds); the libFuzzer differential target
+# on both cores, time-boxed, under ASan+UBSan and MSan (in the clang and MSan builds of the
+# sanitizer suite); then, on an x86-64 host, the aarch64 build's suite under qemu-aarch64 and
+# the native suite again on emulated Haswell (avx2) and Nehalem (sse4) CPUs. Installs what it
+# needs. Stops at the first failing part; prints each part's wall time at the end (also when a
+# part failed).
+# Fuzzing time per sanitizer: POSENC_FUZZ_SECONDS (default 240 for ASan+UBSan, MSan half).
 # Usage: scripts/test.sh [--native-only] [build-dir]   (default: build-test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 native_only=0
 if [ "${1:-}" = "--native-only" ]; then native_only=1; shift; fi
 build=${1:-build-test}
+fuzz_seconds=${POSENC_FUZZ_SECONDS:-240}
 
-part() { echo; echo "=== posenc: $1"; }
+names=() times=()
+current="" current_start=$SECONDS
+part() {
+  finish_part
+  current=$1 current_start=$SECONDS
+  echo; echo "=== posenc: $1"
+}
+finish_part() {
+  if [ -n "$current" ]; then names+=("$current"); times+=($((SECONDS - current_start))); fi
+  current=""
+}
+print_times() {
+  local rc=$? i
+  [ -n "$current" ] && [ $rc -ne 0 ] && current="$current (FAILED)"
+  finish_part
+  echo; echo "=== posenc: wall time per part"
+  for i in "${!names[@]}"; do printf '%6d s  %s\n' "${times[$i]}" "${names[$i]}"; done
+  printf '%6d s  total\n' "$SECONDS"
+}
+trap print_times EXIT
+
 part "native suite ($(uname -m))"
 scripts/test-native.sh "$build"
 if [ "$native_only" = 1 ]; then exit 0; fi
 part "packaging: consumers of the installed library and of the source tree"
-scripts/test-consumers.sh "$build-consumers"
+scripts/test-consumers.sh "$build"
 part "Python package"
 scripts/test-python.sh "$build-python"
-part "sanitizers: ASan+UBSan (gcc, clang), MSan (clang)"
-scripts/test-sanitizers.sh "$build-san"
+part "sanitizers: ASan+UBSan (gcc)"
+scripts/test-sanitizers.sh "$build-san" gcc
+part "sanitizers: ASan+UBSan (clang)"
+scripts/test-sanitizers.sh "$build-san" clang
+part "sanitizers: MSan (clang)"
+scripts/test-sanitizers.sh "$build-san" msan
 part "dispatcher race under TSan"
 scripts/test-tsan.sh "$build-tsan" 100
-part "differential fuzzing under ASan+UBSan"
-scripts/test-fuzz.sh "$build-fuzz" 1000000
-part "differential fuzzing under MSan"
-POSENC_FUZZ_SANITIZER=memory scripts/test-fuzz.sh "$build-fuzz-msan" 200000
+part "differential fuzzing under ASan+UBSan (${fuzz_seconds} s)"
+scripts/test-fuzz.sh "$build-san-clang" "$fuzz_seconds"
+part "differential fuzzing under MSan ($((fuzz_seconds / 2)) s)"
+POSENC_FUZZ_SANITIZER=memory scripts/test-fuzz.sh "$build-san-msan" $((fuzz_seconds / 2))
 if [ "$(uname -m)" = x86_64 ]; then
   part "aarch64 suite under qemu-aarch64"
   scripts/test-aarch64.sh "$build-aarch64"
   part "x86 suite on emulated CPU models"
   scripts/test-emulated-x86.sh "$build"
 fi
-part "all parts passed"
+finish_part
+echo; echo "=== posenc: all parts passed"

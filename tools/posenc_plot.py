@@ -5,6 +5,8 @@
                                                 and OUTDIR/overview.png and .svg (all of them)
   posenc_plot.py compare OUTDIR A.json B.json   OUTDIR/compare.png and .svg
   posenc_plot.py --check                        exit 0 if matplotlib can be imported, else 3
+  --isas scalar,sse4,...  (before report/compare) the ISAs in the order lines and legends
+                          list them; posenc-report passes posenc's own list
 
 Each panel is one kernel (split by a 0/1 mode argument such as causal:1): throughput in GB/s
 (bytes read + written) against the size of the kernel's buffer, one line per ISA and the naive
@@ -22,15 +24,28 @@ import math
 import os
 import sys
 
-VARIANT_ORDER = ["scalar", "sse4", "avx2", "avx512", "neon", "naive"]
-VARIANT_COLOR = {
-    "scalar": "#7f7f7f",
-    "sse4": "#1f77b4",
-    "avx2": "#2ca02c",
-    "avx512": "#d62728",
-    "neon": "#9467bd",
-    "naive": "#ff7f0e",
-}
+# The ISAs in posenc's enum order: posenc-report passes them (--isas a,b,...) from the header's
+# enum, the one ISA list; a variant not in it sorts after them by name, and "naive" comes last.
+ISA_ORDER = []
+ISA_COLORS = ["#7f7f7f", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+              "#17becf", "#bcbd22"]
+NAIVE_COLOR = "#ff7f0e"
+
+
+def variant_rank(variant):
+    if variant == "naive":
+        return (2, 0, variant)
+    if variant in ISA_ORDER:
+        return (0, ISA_ORDER.index(variant), variant)
+    return (1, 0, variant)
+
+
+def variant_color(variant):
+    if variant == "naive":
+        return NAIVE_COLOR
+    if variant in ISA_ORDER:
+        return ISA_COLORS[ISA_ORDER.index(variant) % len(ISA_COLORS)]
+    return "black"
 FILE_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
                "#17becf", "#7f7f7f", "#bcbd22"]
 TIME_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -206,8 +221,7 @@ def variants_of(report, panel):
         if len(parts) == 3 and parts[0] == panel.kernel and any(
                 parts[2] == g["shape"] for g in panel.groups):
             found.add(parts[1])
-    rank = {v: i for i, v in enumerate(VARIANT_ORDER)}
-    return sorted(found, key=lambda v: (rank.get(v, len(rank)), v))
+    return sorted(found, key=variant_rank)
 
 
 LIMIT_STYLE = {  # label, colour of the thick translucent line
@@ -274,7 +288,7 @@ def draw_report_panel(ax, report, panel, title):
         active = variant == report.active
         ax.plot(xs, ys, marker="o", markersize=5 if active else 4,
                 linewidth=2.4 if active else 1.4, linestyle="--" if variant == "naive" else "-",
-                color=VARIANT_COLOR.get(variant, "black"),
+                color=variant_color(variant),
                 label=variant + (" (active)" if active else ""))
     setup_axes(ax, panel, panel.sizes(), list(lines), report.caches)
     ax.set_title(title, fontsize=11)
@@ -408,6 +422,9 @@ def main(argv):
     if argv[:1] == ["--check"]:
         return 0
     matplotlib.use("Agg")
+    if len(argv) >= 2 and argv[0] == "--isas":
+        ISA_ORDER[:] = argv[1].split(",")
+        argv = argv[2:]
     if len(argv) == 3 and argv[0] == "report":
         return plot_report(argv[1], argv[2])
     if len(argv) >= 3 and argv[0] == "compare":

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <posenc.h>
+
 #include "report_json.h"
 #include "report_plot.h"
 
@@ -131,11 +133,11 @@ RowName SplitName(const std::string& name) {
   return n;
 }
 
+// ISAs in the header's enum order, then anything else, then the naive loop.
 int VariantRank(const std::string& variant) {
-  static const char* const kOrder[] = {"scalar", "sse4", "avx2", "avx512", "neon", "naive"};
-  for (int i = 0; i < 6; ++i)
-    if (variant == kOrder[i]) return i;
-  return 6;
+  posenc_isa isa;
+  if (posenc_isa_from_name(variant.c_str(), &isa) == POSENC_OK) return static_cast<int>(isa);
+  return variant == "naive" ? POSENC_ISA_COUNT + 1 : POSENC_ISA_COUNT;
 }
 
 bool IsLimit(const std::string& name) { return name.rfind("limit_", 0) == 0; }

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <posenc.h>
+
 extern char** environ;
 
 namespace posenc_report {
@@ -68,7 +70,10 @@ bool RunPlotScript(const std::vector<std::string>& args, std::ostream& out) {
       continue;
     }
     out.flush();
-    std::vector<std::string> command = {python, script};
+    std::string isas;  // the header's enum order: the one ISA list
+    for (int i = 0; i < POSENC_ISA_COUNT; ++i)
+      isas += (i ? "," : "") + std::string(posenc_isa_name(static_cast<posenc_isa>(i)));
+    std::vector<std::string> command = {python, script, "--isas", isas};
     command.insert(command.end(), args.begin(), args.end());
     if (Spawn(command, false) == 0) return true;
     out << "Plots: " << script << " failed (see above)\n";

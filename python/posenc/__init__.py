@@ -23,7 +23,8 @@ from . import _lib
 from ._lib import lib
 
 __all__ = [
-    "PosencError", "version", "active_isa", "set_isa", "available_isas", "compiled_isas",
+    "PosencError", "version", "active_isa", "set_isa", "all_isas", "available_isas",
+    "compiled_isas",
     "cpu_name", "cpu_features", "library_path", "RopePlan", "rope", "mrope", "rope_rerotate",
     "SinusoidPlan",
     "sinusoid_fill", "sinusoid_fill_timesteps", "sinusoid_add", "alibi_slopes", "alibi_add",
@@ -177,6 +178,15 @@ def _isa_name(isa):
     return lib.posenc_isa_name(isa).decode()
 
 
+def all_isas():
+    """Names of every ISA posenc knows, in the order of the C header's posenc_isa enum (the
+    library's one ISA list: posenc_isa_name answers "unknown" past its last entry)."""
+    names = []
+    while _isa_name(len(names)) != "unknown":
+        names.append(_isa_name(len(names)))
+    return names
+
+
 def active_isa():
     """The name of the ISA whose variants the kernels use now (posenc_active_isa +
     posenc_isa_name): "scalar", "sse4", "avx2", "avx512" or "neon"."""
@@ -191,7 +201,7 @@ def set_isa(name):
         raise TypeError(f"ISA name must be a str, not {type(name).__name__}")
     isa = ctypes.c_int()
     if lib.posenc_isa_from_name(name.encode(), ctypes.byref(isa)) != _lib.POSENC_OK:
-        names = ", ".join(_isa_name(i) for i in range(_lib.POSENC_ISA_COUNT))
+        names = ", ".join(all_isas())
         raise ValueError(f"unknown ISA {name!r} (one of {names})")
     _check(lib.posenc_set_isa(isa.value), f"posenc_set_isa({name})")
 
@@ -199,12 +209,12 @@ def set_isa(name):
 def available_isas():
     """Names of the ISAs compiled in that this CPU and OS can run, scalar first
     (posenc_isa_available)."""
-    return [_isa_name(i) for i in range(_lib.POSENC_ISA_COUNT) if lib.posenc_isa_available(i)]
+    return [name for i, name in enumerate(all_isas()) if lib.posenc_isa_available(i)]
 
 
 def compiled_isas():
     """Names of the ISAs whose variants this build contains (posenc_isa_compiled)."""
-    return [_isa_name(i) for i in range(_lib.POSENC_ISA_COUNT) if lib.posenc_isa_compiled(i)]
+    return [name for i, name in enumerate(all_isas()) if lib.posenc_isa_compiled(i)]
 
 
 def cpu_name():

@@ -12,9 +12,22 @@
 
 namespace posenc_test {
 
+std::vector<posenc_isa> AllIsas() {
+  std::vector<posenc_isa> isas;
+  for (int i = 0; i < POSENC_ISA_COUNT; ++i) isas.push_back(static_cast<posenc_isa>(i));
+  return isas;
+}
+
+std::vector<posenc_isa> IsasUnderTest() {
+  const char* env = std::getenv("POSENC_ISA");
+  posenc_isa named;
+  if (env != nullptr && posenc_isa_from_name(env, &named) == POSENC_OK) return {named};
+  return AllIsas();
+}
+
 posenc_isa BestAvailableIsa() {
   posenc_isa best = POSENC_ISA_SCALAR;
-  for (posenc_isa isa : kAllIsas)
+  for (posenc_isa isa : AllIsas())
     if (posenc_isa_available(isa)) best = isa;
   return best;
 }

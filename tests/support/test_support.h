@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 #include <posenc.h>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -24,8 +23,13 @@ namespace posenc_test {
 // ctest's SKIP_RETURN_CODE: a run forced (POSENC_ISA) to an ISA this CPU or build lacks.
 inline constexpr int kSkipExitCode = 77;
 
-inline constexpr std::array<posenc_isa, POSENC_ISA_COUNT> kAllIsas = {
-    POSENC_ISA_SCALAR, POSENC_ISA_SSE4, POSENC_ISA_AVX2, POSENC_ISA_AVX512, POSENC_ISA_NEON};
+// Every ISA of the header's enum (the one list of ISAs), in enum order.
+std::vector<posenc_isa> AllIsas();
+
+// The ISAs this process tests: the one POSENC_ISA names (ctest runs one process per ISA), or
+// every ISA when it names none (a binary run by hand). Parameterised suites are instantiated
+// for these; an ISA this CPU lacks is skipped by name.
+std::vector<posenc_isa> IsasUnderTest();
 
 // The highest-numbered available ISA, computed here rather than trusted from the library.
 posenc_isa BestAvailableIsa();
@@ -43,8 +47,9 @@ IsaSelection CurrentSelection();
 // The selection a fresh process must make when POSENC_ISA holds `env_value` (NULL: unset).
 IsaSelection ExpectedSelectionFor(const char* env_value);
 
-// A test run once per ISA (instantiate with POSENC_INSTANTIATE_FOR_EVERY_ISA): skipped by
-// name when the ISA is not available, otherwise that ISA is made active before the body.
+// A test run once per ISA under test (instantiate with POSENC_INSTANTIATE_FOR_EVERY_ISA):
+// skipped by name when the ISA is not available, otherwise that ISA is made active before the
+// body. The instances are named Isa/<Fixture>.<Test>/<isa>.
 class EveryIsaTest : public testing::TestWithParam<posenc_isa> {
  protected:
   void SetUp() override;
@@ -52,8 +57,8 @@ class EveryIsaTest : public testing::TestWithParam<posenc_isa> {
 };
 std::string IsaTestName(const testing::TestParamInfo<posenc_isa>& info);
 
-#define POSENC_INSTANTIATE_FOR_EVERY_ISA(fixture)                                    \
-  INSTANTIATE_TEST_SUITE_P(Isa, fixture, testing::ValuesIn(::posenc_test::kAllIsas), \
+#define POSENC_INSTANTIATE_FOR_EVERY_ISA(fixture)                                           \
+  INSTANTIATE_TEST_SUITE_P(Isa, fixture, testing::ValuesIn(::posenc_test::IsasUnderTest()), \
                            ::posenc_test::IsaTestName)
 
 struct PlanDeleter {

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Configures and builds one sanitized build of the whole project (bench and tools off), the one
+# place that knows the sanitizer flags; scripts/test-sanitizers.sh runs its ctest suite and
+# scripts/test-fuzz.sh its fuzz target, so one build serves both (nothing is compiled twice):
+#   gcc    ASan + UBSan with gcc
+#   clang  ASan + UBSan with clang; the C code also carries libFuzzer's coverage
+#          instrumentation (-fsanitize=fuzzer-no-link) and fuzz/fuzz_api is built
+#   msan   MSan with clang (origins tracked), GoogleTest compiled instrumented from Debian's
+#          /usr/src/googletest, libFuzzer coverage and fuzz_api as for clang. Debian's
+#          libstdc++ is not instrumented: its header code and GoogleTest's message formatting
+#          are left unchecked (tests/sanitizers/msan-ignorelist.txt) and std::string is
+#          instantiated in the instrumented code (-D_GLIBCXX_ASSERTIONS turns its extern
+#          templates off); SLEEF's vector results are marked initialised in kernels/simd/msan.h;
+#          libomp is not instrumented, so the OpenMP example is left out.
+# UBSan does not recover (-fno-sanitize-recover=undefined). An existing configuration is
+# reused (the flags are the same), so a second call only builds what is missing.
+# Usage: scripts/sanitized-build.sh <build-dir> <gcc|clang|msan> [target...]  (default: all)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:?usage: $0 <build-dir> <gcc|clang|msan> [target...]}
+kind=${2:?usage: $0 <build-dir> <gcc|clang|msan> [target...]}
+shift 2
+
+scripts/install-deps.sh --sanitizers
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+msan="-fsanitize=memory -fsanitize-memory-track-origins -fno-omit-frame-pointer"
+msan+=" -fsanitize-ignorelist=$PWD/tests/sanitizers/msan-ignorelist.txt"
+extra=()
+case $kind in
+  gcc) cc=gcc cxx=g++ flags=$san cxxflags=$san ;;
+  clang) cc=clang cxx=clang++ flags=$san cxxflags=$san ;;
+  msan)
+    cc=clang cxx=clang++ flags=$msan cxxflags="$msan -D_GLIBCXX_ASSERTIONS"
+    extra=(-DPOSENC_GTEST_FROM_SOURCE=ON -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON)
+    ;;
+  *) echo "posenc: unknown sanitized build '$kind' (gcc, clang or msan)" >&2; exit 2 ;;
+esac
+cflags=$flags
+if [ "$cc" = clang ]; then
+  command -v clang >/dev/null && command -v clang++ >/dev/null ||
+    { echo "posenc: clang/clang++ not found (Debian: clang)" >&2; exit 1; }
+  cflags="-fsanitize=fuzzer-no-link $flags"
+  extra+=(-DPOSENC_BUILD_FUZZ=ON)
+fi
+
+if [ ! -f "$dir/CMakeCache.txt" ]; then
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+    -DCMAKE_C_FLAGS="$cflags" -DCMAKE_CXX_FLAGS="$cxxflags" \
+    -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" \
+    -DPOSENC_BUILD_BENCH=OFF -DPOSENC_BUILD_TOOLS=OFF "${extra[@]}" >/dev/null
+fi
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build "$dir" -j "$(nproc)" "${targets[@]}"
