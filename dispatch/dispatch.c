@@ -10,18 +10,88 @@
 #include "../kernels/variants.h"
 
 static const posenc_kernel_table tables[POSENC_ISA_COUNT] = {
-    [POSENC_ISA_SCALAR] = POSENC_TABLE_ROW(scalar),
+    [POSENC_ISA_SCALAR] =
+        {
+            .rope_f32 = posenc_rope_f32_scalar,
+            .rope_bf16 = posenc_rope_bf16_scalar,
+            .rope_f16 = posenc_rope_f16_scalar,
+            .sinusoid_f32 = posenc_sinusoid_f32_scalar,
+            .sinusoid_bf16 = posenc_sinusoid_bf16_scalar,
+            .sinusoid_f16 = posenc_sinusoid_f16_scalar,
+            .alibi_f32 = posenc_alibi_f32_scalar,
+            .alibi_bf16 = posenc_alibi_bf16_scalar,
+            .alibi_f16 = posenc_alibi_f16_scalar,
+            .alibi_softmax_f32 = posenc_alibi_softmax_f32_scalar,
+            .alibi_softmax_bf16 = posenc_alibi_softmax_bf16_scalar,
+            .learned_add_f32 = posenc_learned_add_f32_scalar,
+        },
 #ifdef POSENC_HAVE_SSE4
-    [POSENC_ISA_SSE4] = POSENC_TABLE_ROW(sse4),
+    [POSENC_ISA_SSE4] =
+        {
+            .rope_f32 = posenc_rope_f32_sse4,
+            .rope_bf16 = posenc_rope_bf16_sse4,
+            .rope_f16 = posenc_rope_f16_sse4,
+            .sinusoid_f32 = posenc_sinusoid_f32_sse4,
+            .sinusoid_bf16 = posenc_sinusoid_bf16_sse4,
+            .sinusoid_f16 = posenc_sinusoid_f16_sse4,
+            .alibi_f32 = posenc_alibi_f32_sse4,
+            .alibi_bf16 = posenc_alibi_bf16_sse4,
+            .alibi_f16 = posenc_alibi_f16_sse4,
+            .alibi_softmax_f32 = posenc_alibi_softmax_f32_sse4,
+            .alibi_softmax_bf16 = posenc_alibi_softmax_bf16_sse4,
+            .learned_add_f32 = posenc_learned_add_f32_sse4,
+        },
 #endif
 #ifdef POSENC_HAVE_AVX2
-    [POSENC_ISA_AVX2] = POSENC_TABLE_ROW(avx2),
+    [POSENC_ISA_AVX2] =
+        {
+            .rope_f32 = posenc_rope_f32_avx2,
+            .rope_bf16 = posenc_rope_bf16_avx2,
+            .rope_f16 = posenc_rope_f16_avx2,
+            .sinusoid_f32 = posenc_sinusoid_f32_avx2,
+            .sinusoid_bf16 = posenc_sinusoid_bf16_avx2,
+            .sinusoid_f16 = posenc_sinusoid_f16_avx2,
+            .alibi_f32 = posenc_alibi_f32_avx2,
+            .alibi_bf16 = posenc_alibi_bf16_avx2,
+            .alibi_f16 = posenc_alibi_f16_avx2,
+            .alibi_softmax_f32 = posenc_alibi_softmax_f32_avx2,
+            .alibi_softmax_bf16 = posenc_alibi_softmax_bf16_avx2,
+            .learned_add_f32 = posenc_learned_add_f32_avx2,
+        },
 #endif
 #ifdef POSENC_HAVE_AVX512
-    [POSENC_ISA_AVX512] = POSENC_TABLE_ROW(avx512),
+    [POSENC_ISA_AVX512] =
+        {
+            .rope_f32 = posenc_rope_f32_avx512,
+            .rope_bf16 = posenc_rope_bf16_avx512,
+            .rope_f16 = posenc_rope_f16_avx512,
+            .sinusoid_f32 = posenc_sinusoid_f32_avx512,
+            .sinusoid_bf16 = posenc_sinusoid_bf16_avx512,
+            .sinusoid_f16 = posenc_sinusoid_f16_avx512,
+            .alibi_f32 = posenc_alibi_f32_avx512,
+            .alibi_bf16 = posenc_alibi_bf16_avx512,
+            .alibi_f16 = posenc_alibi_f16_avx512,
+            .alibi_softmax_f32 = posenc_alibi_softmax_f32_avx512,
+            .alibi_softmax_bf16 = posenc_alibi_softmax_bf16_avx512,
+            .learned_add_f32 = posenc_learned_add_f32_avx512,
+        },
 #endif
 #ifdef POSENC_HAVE_NEON
-    [POSENC_ISA_NEON] = POSENC_TABLE_ROW(neon),
+    [POSENC_ISA_NEON] =
+        {
+            .rope_f32 = posenc_rope_f32_neon,
+            .rope_bf16 = posenc_rope_bf16_neon,
+            .rope_f16 = posenc_rope_f16_neon,
+            .sinusoid_f32 = posenc_sinusoid_f32_neon,
+            .sinusoid_bf16 = posenc_sinusoid_bf16_neon,
+            .sinusoid_f16 = posenc_sinusoid_f16_neon,
+            .alibi_f32 = posenc_alibi_f32_neon,
+            .alibi_bf16 = posenc_alibi_bf16_neon,
+            .alibi_f16 = posenc_alibi_f16_neon,
+            .alibi_softmax_f32 = posenc_alibi_softmax_f32_neon,
+            .alibi_softmax_bf16 = posenc_alibi_softmax_bf16_neon,
+            .learned_add_f32 = posenc_learned_add_f32_neon,
+        },
 #endif
 };
 

@@ -9,7 +9,8 @@
 #include "../kernels/sinusoid.h"
 #include "posenc.h"
 
-/* One entry per kernel family. Each ISA's row is filled from kernels/variants.h. */
+/* One entry per kernel family. Each ISA's row (dispatch/dispatch.c) names the variants
+ * that kernels/variants.h declares. */
 typedef struct posenc_kernel_table {
   rope_fn rope_f32, rope_bf16, rope_f16;
   sinusoid_fn sinusoid_f32, sinusoid_bf16, sinusoid_f16;

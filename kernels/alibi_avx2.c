@@ -1,5 +1,10 @@
-/* alibi for avx2: the shared SIMD source over the avx2 vector layer (first), for f32,
- * bf16 and f16 scores. */
+/* ALiBi for avx2, f32, bf16 and f16 scores: the shared SIMD source (alibi_simd.h) over the avx2
+ * vector layer, which it includes first. */
 #include "simd/vec_avx2.h"
 
 #include "alibi_simd.h"
+#include "variants.h"
+
+void posenc_alibi_f32_avx2(const alibi_args *args) { alibi_run_f32(args); }
+void posenc_alibi_bf16_avx2(const alibi_args *args) { alibi_run_bf16(args); }
+void posenc_alibi_f16_avx2(const alibi_args *args) { alibi_run_f16(args); }

@@ -1,5 +1,10 @@
-/* alibi for neon: the shared SIMD source over the neon vector layer (first), for f32,
- * bf16 and f16 scores. */
+/* ALiBi for neon, f32, bf16 and f16 scores: the shared SIMD source (alibi_simd.h) over the neon
+ * vector layer, which it includes first. */
 #include "simd/vec_neon.h"
 
 #include "alibi_simd.h"
+#include "variants.h"
+
+void posenc_alibi_f32_neon(const alibi_args *args) { alibi_run_f32(args); }
+void posenc_alibi_bf16_neon(const alibi_args *args) { alibi_run_bf16(args); }
+void posenc_alibi_f16_neon(const alibi_args *args) { alibi_run_f16(args); }

@@ -4,9 +4,10 @@
 #include <math.h>
 
 #include "alibi.h"
+#include "variants.h"
 
 /* e is a constant at each call, so each loop is compiled for one storage type. */
-static inline __attribute__((always_inline)) void alibi_heads(const alibi_args *a, posenc_elem e) {
+POSENC_INLINE void alibi_heads(const alibi_args *a, posenc_elem e) {
   const int write = (a->flags & POSENC_ALIBI_WRITE_) != 0;
   for (size_t h = 0; h < a->n_heads; ++h) {
     const float m = a->slopes[h];

@@ -7,10 +7,8 @@
 #include <math.h>
 
 #include "alibi.h"
-#include "angle_simd.h" /* VFN */
+#include "common.h"
 #include "simd/vec_elem.h"
-
-#define ALIBI_INLINE static inline __attribute__((always_inline))
 
 /* The biased value of VF_W columns whose distances to the query are d. */
 static inline vf VFN(biased_)(vf m, vi d, vf scale, vf old, int write) {
@@ -19,8 +17,8 @@ static inline vf VFN(biased_)(vf m, vi d, vf scale, vf old, int write) {
 }
 
 /* Columns [0, visible) of one row get their bias, [visible, n_k) get -inf. */
-ALIBI_INLINE void VFN(row_)(void *row, int32_t qpos, size_t visible, size_t n_k, vf m, vf scale,
-                            int write, posenc_elem e) {
+POSENC_INLINE void VFN(row_)(void *row, int32_t qpos, size_t visible, size_t n_k, vf m, vf scale,
+                             int write, posenc_elem e) {
   const vi step = vi_set1(VF_W);
   vi d = vi_sub(vi_set1(qpos), vi_iota()); /* qpos - j for the lanes of column j */
   size_t j = 0;
@@ -40,7 +38,7 @@ ALIBI_INLINE void VFN(row_)(void *row, int32_t qpos, size_t visible, size_t n_k,
 
 /* write and e are constants at each call, so each loop is compiled for one mode and one
  * storage type. */
-ALIBI_INLINE void VFN(heads_)(const alibi_args *a, int write, posenc_elem e) {
+POSENC_INLINE void VFN(heads_)(const alibi_args *a, int write, posenc_elem e) {
   const vf scale = vf_set1(a->scale);
   for (size_t h = 0; h < a->n_heads; ++h) {
     const vf m = vf_set1(a->slopes[h]);
@@ -53,13 +51,14 @@ ALIBI_INLINE void VFN(heads_)(const alibi_args *a, int write, posenc_elem e) {
   }
 }
 
-ALIBI_INLINE void VFN(alibi_)(const alibi_args *a, posenc_elem e) {
+POSENC_INLINE void VFN(alibi_)(const alibi_args *a, posenc_elem e) {
   if (a->flags & POSENC_ALIBI_WRITE_)
     VFN(heads_)(a, 1, e);
   else
     VFN(heads_)(a, 0, e);
 }
 
-void VFN(posenc_alibi_f32_)(const alibi_args *a) { VFN(alibi_)(a, POSENC_ELEM_F32); }
-void VFN(posenc_alibi_bf16_)(const alibi_args *a) { VFN(alibi_)(a, POSENC_ELEM_BF16); }
-void VFN(posenc_alibi_f16_)(const alibi_args *a) { VFN(alibi_)(a, POSENC_ELEM_F16); }
+/* The bodies of the exported variants, posenc_alibi_<type>_<isa> (alibi_<isa>.c). */
+POSENC_INLINE void alibi_run_f32(const alibi_args *a) { VFN(alibi_)(a, POSENC_ELEM_F32); }
+POSENC_INLINE void alibi_run_bf16(const alibi_args *a) { VFN(alibi_)(a, POSENC_ELEM_BF16); }
+POSENC_INLINE void alibi_run_f16(const alibi_args *a) { VFN(alibi_)(a, POSENC_ELEM_F16); }

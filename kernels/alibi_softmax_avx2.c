@@ -1,4 +1,11 @@
-/* alibi softmax f32 and bf16 for avx2: the shared SIMD source over the avx2 vector layer. */
+/* The fused ALiBi softmax for avx2, f32 and bf16 scores: the shared SIMD source
+ * (alibi_softmax_simd.h) over the avx2 vector layer, which it includes first. */
 #include "simd/vec_avx2.h"
 
 #include "alibi_softmax_simd.h"
+#include "variants.h"
+
+void posenc_alibi_softmax_f32_avx2(const alibi_softmax_args *args) { alibi_softmax_run_f32(args); }
+void posenc_alibi_softmax_bf16_avx2(const alibi_softmax_args *args) {
+  alibi_softmax_run_bf16(args);
+}

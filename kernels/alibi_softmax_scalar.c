@@ -10,6 +10,7 @@
 
 #include "alibi_softmax.h"
 #include "half.h"
+#include "variants.h"
 #include "simd/msan.h"
 
 static float biased(float s, float scale, float m, int32_t qpos, size_t j) {

@@ -14,23 +14,21 @@
 #include <math.h>
 
 #include "alibi_softmax.h"
-#include "angle_simd.h" /* VFN */
+#include "common.h"
 
-#define SM_INLINE static inline __attribute__((always_inline))
-
-SM_INLINE vf VFN(sm_load_)(const void *row, size_t j, int bf16) {
+POSENC_INLINE vf VFN(sm_load_)(const void *row, size_t j, int bf16) {
   return bf16 ? vf_load_bf16((const uint16_t *)row + j) : vf_load((const float *)row + j);
 }
-SM_INLINE vf VFN(sm_load_n_)(const void *row, size_t j, size_t n, int bf16) {
+POSENC_INLINE vf VFN(sm_load_n_)(const void *row, size_t j, size_t n, int bf16) {
   return bf16 ? vf_load_bf16_n((const uint16_t *)row + j, n) : vf_load_n((const float *)row + j, n);
 }
-SM_INLINE void VFN(sm_store_)(void *row, size_t j, vf v, int bf16) {
+POSENC_INLINE void VFN(sm_store_)(void *row, size_t j, vf v, int bf16) {
   if (bf16)
     vf_store_bf16((uint16_t *)row + j, v);
   else
     vf_store((float *)row + j, v);
 }
-SM_INLINE void VFN(sm_store_n_)(void *row, size_t j, vf v, size_t n, int bf16) {
+POSENC_INLINE void VFN(sm_store_n_)(void *row, size_t j, vf v, size_t n, int bf16) {
   if (bf16)
     vf_store_bf16_n((uint16_t *)row + j, v, n);
   else
@@ -38,7 +36,7 @@ SM_INLINE void VFN(sm_store_n_)(void *row, size_t j, vf v, size_t n, int bf16) {
 }
 
 /* Columns [j0, j1) of the row set to `value`, nothing read. */
-SM_INLINE void VFN(sm_fill_)(void *row, size_t j0, size_t j1, float value, int bf16) {
+POSENC_INLINE void VFN(sm_fill_)(void *row, size_t j0, size_t j1, float value, int bf16) {
   const vf v = vf_set1(value);
   size_t j = j0;
   for (; j + VF_W <= j1; j += VF_W) VFN(sm_store_)(row, j, v, bf16);
@@ -46,8 +44,8 @@ SM_INLINE void VFN(sm_fill_)(void *row, size_t j0, size_t j1, float value, int b
 }
 
 /* Pass 1 over columns [j0, j1): x into work[j - j0]; returns max(mx, every x). */
-SM_INLINE vf VFN(sm_biased_)(const void *row, size_t j0, size_t j1, int32_t qpos, vf m, vf scale,
-                             int bf16, float *work, vf mx) {
+POSENC_INLINE vf VFN(sm_biased_)(const void *row, size_t j0, size_t j1, int32_t qpos, vf m,
+                                 vf scale, int bf16, float *work, vf mx) {
   const vi step = vi_set1(VF_W);
   vi d = vi_sub(vi_set1(qpos - (int32_t)j0), vi_iota()); /* qpos - j for the lanes of column j */
   size_t j = j0;
@@ -73,7 +71,7 @@ SM_INLINE vf VFN(sm_biased_)(const void *row, size_t j0, size_t j1, int32_t qpos
  * exp is needed after the call, across which no vector register survives. A vector whose
  * every lane is below gives 0 without the call: with ALiBi's biases, keys some 87.3 / m_h
  * positions further from the query than the row's maximum are (most of a long row). */
-SM_INLINE vf VFN(sm_exp_)(vf t, vf lo) {
+POSENC_INLINE vf VFN(sm_exp_)(vf t, vf lo) {
   if (vf_all_lt(t, lo)) return vf_set1(0.0f);
   return vf_exp(vf_replace_lt(t, lo, vf_set1(-150.0f)));
 }
@@ -83,40 +81,41 @@ SM_INLINE vf VFN(sm_exp_)(vf t, vf lo) {
  * sum accumulated between calls would go through memory at every vector. */
 #define SM_CHUNK 8
 
-/* Pass 2 over work[0, n): e = exp(x - max) in place, added into sum (double, per lane). */
-SM_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vd sum[2]) {
+/* Pass 2 over work[0, n): e = exp(x - max) in place, added into the sum (double, per lane:
+ * the lower half of each float vector into sum_lo, the upper half into sum_hi). */
+POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vd *sum_lo, vd *sum_hi) {
   const vf lo = vf_set1(ALIBI_SOFTMAX_EXP_MIN);
   size_t j = 0;
   for (; j + SM_CHUNK * VF_W <= n; j += SM_CHUNK * VF_W) {
     for (size_t k = j; k < j + SM_CHUNK * VF_W; k += VF_W)
       vf_store_reload(work + k, VFN(sm_exp_)(vf_sub(vf_load(work + k), max), lo));
-    vd s0 = sum[0], s1 = sum[1];
+    vd s0 = *sum_lo, s1 = *sum_hi;
     for (size_t k = j; k < j + SM_CHUNK * VF_W; k += VF_W) {
       const vf e = vf_load(work + k);
       s0 = vd_add(s0, vd_from_vf_lo(e));
       s1 = vd_add(s1, vd_from_vf_hi(e));
     }
-    sum[0] = s0;
-    sum[1] = s1;
+    *sum_lo = s0;
+    *sum_hi = s1;
   }
   for (; j + VF_W <= n; j += VF_W) {
     const vf e = VFN(sm_exp_)(vf_sub(vf_load(work + j), max), lo);
     vf_store_reload(work + j, e);
-    sum[0] = vd_add(sum[0], vd_from_vf_lo(e));
-    sum[1] = vd_add(sum[1], vd_from_vf_hi(e));
+    *sum_lo = vd_add(*sum_lo, vd_from_vf_lo(e));
+    *sum_hi = vd_add(*sum_hi, vd_from_vf_hi(e));
   }
   if (j < n) {
     const size_t rest = n - j;
     const vf e = vf_first_n(VFN(sm_exp_)(vf_sub(vf_load_n(work + j, rest), max), lo), rest, 0.0f);
     vf_store_n(work + j, e, rest);
-    sum[0] = vd_add(sum[0], vd_from_vf_lo(e));
-    sum[1] = vd_add(sum[1], vd_from_vf_hi(e));
+    *sum_lo = vd_add(*sum_lo, vd_from_vf_lo(e));
+    *sum_hi = vd_add(*sum_hi, vd_from_vf_hi(e));
   }
 }
 
 /* Pass 3: p = e * inv for work[0, n), 0 below FLT_MIN, into columns [j0, j0 + n). */
-SM_INLINE void VFN(sm_normalise_)(const float *work, size_t n, vf inv, void *row, size_t j0,
-                                  int bf16) {
+POSENC_INLINE void VFN(sm_normalise_)(const float *work, size_t n, vf inv, void *row, size_t j0,
+                                      int bf16) {
   const vf tiny = vf_set1(FLT_MIN), zero = vf_set1(0.0f);
   size_t j = 0;
   for (; j + VF_W <= n; j += VF_W) {
@@ -137,17 +136,17 @@ static int VFN(sm_has_nan_)(const float *x, size_t n) {
 
 /* A row of `visible` columns that fits its work block: the f32 row itself, or the bf16
  * block. */
-SM_INLINE void VFN(sm_row_)(void *row, size_t visible, int32_t qpos, vf m, vf scale, int bf16,
-                            float *work) {
+POSENC_INLINE void VFN(sm_row_)(void *row, size_t visible, int32_t qpos, vf m, vf scale, int bf16,
+                                float *work) {
   const float max =
       vf_hmax(VFN(sm_biased_)(row, 0, visible, qpos, m, scale, bf16, work, vf_set1(-INFINITY)));
   if (max == -INFINITY) {
     VFN(sm_fill_)(row, 0, visible, VFN(sm_has_nan_)(work, visible) ? NAN : 0.0f, bf16);
     return;
   }
-  vd sum[2] = {vd_set1(0.0), vd_set1(0.0)};
-  VFN(sm_exp_sum_)(work, visible, vf_set1(max), sum);
-  const float inv = (float)(1.0 / vd_hsum(vd_add(sum[0], sum[1])));
+  vd sum_lo = vd_set1(0.0), sum_hi = vd_set1(0.0);
+  VFN(sm_exp_sum_)(work, visible, vf_set1(max), &sum_lo, &sum_hi);
+  const float inv = (float)(1.0 / vd_hsum(vd_add(sum_lo, sum_hi)));
   VFN(sm_normalise_)(work, visible, vf_set1(inv), row, 0, bf16);
 }
 
@@ -173,25 +172,25 @@ static void VFN(sm_long_bf16_row_)(uint16_t *row, size_t visible, int32_t qpos, 
     return;
   }
   const vf vmax = vf_set1(max);
-  vd sum[2] = {vd_set1(0.0), vd_set1(0.0)};
+  vd sum_lo = vd_set1(0.0), sum_hi = vd_set1(0.0);
   for (size_t j0 = 0; j0 < visible; j0 += B) {
     const size_t j1 = j0 + B < visible ? j0 + B : visible;
     VFN(sm_biased_)(row, j0, j1, qpos, m, scale, 1, block, mx);
-    VFN(sm_exp_sum_)(block, j1 - j0, vmax, sum);
+    VFN(sm_exp_sum_)(block, j1 - j0, vmax, &sum_lo, &sum_hi);
   }
-  const vf inv = vf_set1((float)(1.0 / vd_hsum(vd_add(sum[0], sum[1]))));
+  const vf inv = vf_set1((float)(1.0 / vd_hsum(vd_add(sum_lo, sum_hi))));
   for (size_t j0 = 0; j0 < visible; j0 += B) {
     const size_t j1 = j0 + B < visible ? j0 + B : visible;
-    vd unused[2] = {vd_set1(0.0), vd_set1(0.0)};
+    vd unused_lo = vd_set1(0.0), unused_hi = vd_set1(0.0);
     VFN(sm_biased_)(row, j0, j1, qpos, m, scale, 1, block, mx);
-    VFN(sm_exp_sum_)(block, j1 - j0, vmax, unused);
+    VFN(sm_exp_sum_)(block, j1 - j0, vmax, &unused_lo, &unused_hi);
     VFN(sm_normalise_)(block, j1 - j0, inv, row, j0, 1);
   }
 }
 
 /* bf16 is a constant at each call, so each loop is compiled for one element type. block:
  * ALIBI_SOFTMAX_BF16_BLOCK floats for bf16, unused for f32. */
-SM_INLINE void VFN(sm_heads_)(const alibi_softmax_args *a, int bf16, float *block) {
+POSENC_INLINE void VFN(sm_heads_)(const alibi_softmax_args *a, int bf16, float *block) {
   const vf scale = vf_set1(a->scale);
   const size_t elem = bf16 ? sizeof(uint16_t) : sizeof(float);
   for (size_t h = 0; h < a->n_heads; ++h) {
@@ -211,9 +210,13 @@ SM_INLINE void VFN(sm_heads_)(const alibi_softmax_args *a, int bf16, float *bloc
   }
 }
 
-void VFN(posenc_alibi_softmax_f32_)(const alibi_softmax_args *a) { VFN(sm_heads_)(a, 0, NULL); }
+/* The bodies of the exported variants, posenc_alibi_softmax_<type>_<isa>
+ * (alibi_softmax_<isa>.c). */
+POSENC_INLINE void alibi_softmax_run_f32(const alibi_softmax_args *a) {
+  VFN(sm_heads_)(a, 0, NULL);
+}
 
-void VFN(posenc_alibi_softmax_bf16_)(const alibi_softmax_args *a) {
+POSENC_INLINE void alibi_softmax_run_bf16(const alibi_softmax_args *a) {
   _Alignas(64) float block[ALIBI_SOFTMAX_BF16_BLOCK];
   VFN(sm_heads_)(a, 1, block);
 }

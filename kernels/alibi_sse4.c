@@ -1,5 +1,10 @@
-/* alibi for sse4: the shared SIMD source over the sse4 vector layer (first), for f32,
- * bf16 and f16 scores. */
+/* ALiBi for sse4, f32, bf16 and f16 scores: the shared SIMD source (alibi_simd.h) over the sse4
+ * vector layer, which it includes first. */
 #include "simd/vec_sse4.h"
 
 #include "alibi_simd.h"
+#include "variants.h"
+
+void posenc_alibi_f32_sse4(const alibi_args *args) { alibi_run_f32(args); }
+void posenc_alibi_bf16_sse4(const alibi_args *args) { alibi_run_bf16(args); }
+void posenc_alibi_f16_sse4(const alibi_args *args) { alibi_run_f16(args); }

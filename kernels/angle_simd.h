@@ -5,11 +5,8 @@
 #ifndef POSENC_KERNELS_ANGLE_SIMD_H
 #define POSENC_KERNELS_ANGLE_SIMD_H
 
+#include "common.h"      /* VFN */
 #include "rope_driver.h" /* rope_state */
-
-#define VFN_CAT2(a, b) a##b
-#define VFN_CAT(a, b) VFN_CAT2(a, b)
-#define VFN(name) VFN_CAT(name, VEC_SUFFIX)
 
 /* Accurate angles of VD_W pairs starting at k: see rope_reduced_angle(). */
 static inline vd VFN(angle_)(vd p, const struct posenc_rope_plan *plan, size_t k) {

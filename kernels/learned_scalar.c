@@ -1,5 +1,6 @@
 /* The scalar reference learned-embedding kernel: one float addition per element. */
 #include "learned.h"
+#include "variants.h"
 
 void posenc_learned_add_f32_scalar(const learned_f32_args *a) {
   for (size_t t = 0; t < a->n_tokens; ++t) {

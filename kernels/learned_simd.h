@@ -1,6 +1,6 @@
 /* The SIMD learned-embedding kernel, written once against the vector layer and compiled
  * per ISA by learned_<isa>.c. One float addition per element, as the scalar reference. */
-#include "angle_simd.h" /* VFN */
+#include "common.h"
 #include "learned.h"
 
 static inline void VFN(add_row_)(float *x, const float *src, size_t dim) {
@@ -20,7 +20,8 @@ static inline void VFN(add_row_)(float *x, const float *src, size_t dim) {
     vf_store_n(x + j, vf_add(vf_load_n(x + j, dim - j), vf_load_n(src + j, dim - j)), dim - j);
 }
 
-void VFN(posenc_learned_add_f32_)(const learned_f32_args *a) {
+/* The body of the exported variants, posenc_learned_add_f32_<isa> (learned_<isa>.c). */
+POSENC_INLINE void learned_run_add_f32(const learned_f32_args *a) {
   for (size_t t = 0; t < a->n_tokens; ++t)
     VFN(add_row_)(a->x + t * a->x_stride, learned_row(a, t), a->dim);
 }

@@ -7,14 +7,16 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "common.h"
 #include "half.h"
 #include "posenc.h"
 
 /* Plan arrays are padded with zero frequencies to a multiple of this many pairs, so that
- * kernels may load whole vectors from them without a tail. */
-#define POSENC_PLAN_PAD 16
+ * kernels may load whole vectors from them without a tail, at any vector width. */
+#define POSENC_PLAN_PAD POSENC_MAX_LANES
 
-/* Kernels work on this many pairs at a time: cos/sin of one chunk live on the stack. */
+/* Kernels work on this many pairs at a time: cos/sin of one chunk live on the stack. A
+ * multiple of POSENC_PLAN_PAD, so a chunk's loops may also run to a whole vector. */
 #define POSENC_ROPE_CHUNK 256
 
 struct posenc_rope_plan {

@@ -1,4 +1,10 @@
-/* RoPE f32 for avx2: the shared SIMD source over the avx2 vector layer (first). */
+/* RoPE for avx2, f32, bf16 and f16 rows: the shared SIMD source (rope_simd.h) over the avx2
+ * vector layer, which it includes first. */
 #include "simd/vec_avx2.h"
 
 #include "rope_simd.h"
+#include "variants.h"
+
+void posenc_rope_f32_avx2(const rope_args *args) { rope_run_f32(args); }
+void posenc_rope_bf16_avx2(const rope_args *args) { rope_run_bf16(args); }
+void posenc_rope_f16_avx2(const rope_args *args) { rope_run_f16(args); }

@@ -1,4 +1,10 @@
-/* RoPE f32 for avx512: the shared SIMD source over the avx512 vector layer (first). */
+/* RoPE for avx512, f32, bf16 and f16 rows: the shared SIMD source (rope_simd.h) over the avx512
+ * vector layer, which it includes first. */
 #include "simd/vec_avx512.h"
 
 #include "rope_simd.h"
+#include "variants.h"
+
+void posenc_rope_f32_avx512(const rope_args *args) { rope_run_f32(args); }
+void posenc_rope_bf16_avx512(const rope_args *args) { rope_run_bf16(args); }
+void posenc_rope_f16_avx512(const rope_args *args) { rope_run_f16(args); }

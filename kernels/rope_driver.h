@@ -31,6 +31,9 @@
 
 #include "rope.h"
 
+_Static_assert(POSENC_ROPE_CHUNK % POSENC_PLAN_PAD == 0,
+               "a chunk's loops may run to a whole vector (rope.h)");
+
 /* Forward cos/sin (before the attention factor and direction) of one chunk, in double. */
 typedef struct rope_state {
   _Alignas(64) double c[POSENC_ROPE_CHUNK];
@@ -121,9 +124,9 @@ typedef struct rope_mrope_rows {
   int valid[3];
 } rope_mrope_rows;
 
-static inline __attribute__((always_inline)) void rope_prepare_mrope(
-    const rope_args *a, const rope_token *k, rope_prepare_fn prepare, float att, size_t p0,
-    size_t n, float *c, float *s, rope_mrope_rows *rows, int keep) {
+POSENC_INLINE void rope_prepare_mrope(const rope_args *a, const rope_token *k,
+                                      rope_prepare_fn prepare, float att, size_t p0, size_t n,
+                                      float *c, float *s, rope_mrope_rows *rows, int keep) {
   int src[3];
   for (int r = 0; r < 3; ++r) {
     src[r] = r;
@@ -149,11 +152,9 @@ static inline __attribute__((always_inline)) void rope_prepare_mrope(
 }
 
 /* elem: the storage type of the views, which `rotate` is written for. */
-static inline __attribute__((always_inline)) void rope_drive(const rope_args *a, posenc_elem elem,
-                                                             rope_prepare_fn prepare,
-                                                             rope_advance_fn advance,
-                                                             rope_prepare_delta_fn prepare_delta,
-                                                             rope_rotate_fn rotate) {
+POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem elem, rope_prepare_fn prepare,
+                              rope_advance_fn advance, rope_prepare_delta_fn prepare_delta,
+                              rope_rotate_fn rotate) {
   _Alignas(64) float c[2 * POSENC_ROPE_CHUNK];
   _Alignas(64) float s[2 * POSENC_ROPE_CHUNK];
   rope_mrope_rows mrope_rows;

@@ -1,4 +1,10 @@
-/* RoPE f32 for neon: the shared SIMD source over the neon vector layer (first). */
+/* RoPE for neon, f32, bf16 and f16 rows: the shared SIMD source (rope_simd.h) over the neon
+ * vector layer, which it includes first. */
 #include "simd/vec_neon.h"
 
 #include "rope_simd.h"
+#include "variants.h"
+
+void posenc_rope_f32_neon(const rope_args *args) { rope_run_f32(args); }
+void posenc_rope_bf16_neon(const rope_args *args) { rope_run_bf16(args); }
+void posenc_rope_f16_neon(const rope_args *args) { rope_run_f16(args); }

@@ -4,6 +4,7 @@
 #include <sleef.h>
 
 #include "rope_driver.h"
+#include "variants.h"
 
 /* The angle of pair k at position pos, as a double (F32_ANGLES: the float angle). */
 static double angle_of(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags, size_t k) {
@@ -51,10 +52,8 @@ static void prepare_delta_scalar(const struct posenc_rope_plan *from, int32_t fr
 /* One head vector's pairs [p0, p0 + n), written once for every storage type e (a constant
  * at every call): elements widened to float exactly, rotated in double, rounded to float
  * and then (bf16, f16) to the storage type, so a 16-bit result is the f32 result rounded. */
-static inline __attribute__((always_inline)) void rotate_pairs(void *x, size_t half, size_t p0,
-                                                               size_t n, const float *c,
-                                                               const float *s, unsigned flags,
-                                                               posenc_elem e) {
+POSENC_INLINE void rotate_pairs(void *x, size_t half, size_t p0, size_t n, const float *c,
+                                const float *s, unsigned flags, posenc_elem e) {
   if (flags & POSENC_ROPE_GPTJ) {
     for (size_t i = 0; i < n; ++i) {
       const size_t iu = 2 * (p0 + i), iv = iu + 1;
@@ -72,17 +71,33 @@ static inline __attribute__((always_inline)) void rotate_pairs(void *x, size_t h
   }
 }
 
-#define ROPE_DEFINE_STORAGE(type, elem)                                                         \
-  static void rotate_##type(const rope_view *view, void *row, size_t half, size_t p0, size_t n, \
-                            const float *c, const float *s, unsigned flags) {                   \
-    const size_t stride = view->head_stride * posenc_elem_size(elem);                           \
-    for (size_t h = 0; h < view->n_heads; ++h)                                                  \
-      rotate_pairs((char *)row + h * stride, half, p0, n, c, s, flags, elem);                   \
-  }                                                                                             \
-  void posenc_rope_##type##_scalar(const rope_args *args) {                                     \
-    rope_drive(args, elem, prepare_scalar, NULL, prepare_delta_scalar, rotate_##type);          \
-  }
+/* Every head of one token's row. */
+POSENC_INLINE void rotate_heads(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
+                                const float *c, const float *s, unsigned flags, posenc_elem e) {
+  const size_t stride = view->head_stride * posenc_elem_size(e);
+  for (size_t h = 0; h < view->n_heads; ++h)
+    rotate_pairs((char *)row + h * stride, half, p0, n, c, s, flags, e);
+}
 
-ROPE_DEFINE_STORAGE(f32, POSENC_ELEM_F32)
-ROPE_DEFINE_STORAGE(bf16, POSENC_ELEM_BF16)
-ROPE_DEFINE_STORAGE(f16, POSENC_ELEM_F16)
+static void rotate_f32(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
+                       const float *c, const float *s, unsigned flags) {
+  rotate_heads(view, row, half, p0, n, c, s, flags, POSENC_ELEM_F32);
+}
+static void rotate_bf16(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
+                        const float *c, const float *s, unsigned flags) {
+  rotate_heads(view, row, half, p0, n, c, s, flags, POSENC_ELEM_BF16);
+}
+static void rotate_f16(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
+                       const float *c, const float *s, unsigned flags) {
+  rotate_heads(view, row, half, p0, n, c, s, flags, POSENC_ELEM_F16);
+}
+
+void posenc_rope_f32_scalar(const rope_args *args) {
+  rope_drive(args, POSENC_ELEM_F32, prepare_scalar, NULL, prepare_delta_scalar, rotate_f32);
+}
+void posenc_rope_bf16_scalar(const rope_args *args) {
+  rope_drive(args, POSENC_ELEM_BF16, prepare_scalar, NULL, prepare_delta_scalar, rotate_bf16);
+}
+void posenc_rope_f16_scalar(const rope_args *args) {
+  rope_drive(args, POSENC_ELEM_F16, prepare_scalar, NULL, prepare_delta_scalar, rotate_f16);
+}

@@ -1,4 +1,10 @@
-/* RoPE f32 for sse4: the shared SIMD source over the sse4 vector layer (first). */
+/* RoPE for sse4, f32, bf16 and f16 rows: the shared SIMD source (rope_simd.h) over the sse4
+ * vector layer, which it includes first. */
 #include "simd/vec_sse4.h"
 
 #include "rope_simd.h"
+#include "variants.h"
+
+void posenc_rope_f32_sse4(const rope_args *args) { rope_run_f32(args); }
+void posenc_rope_bf16_sse4(const rope_args *args) { rope_run_bf16(args); }
+void posenc_rope_f16_sse4(const rope_args *args) { rope_run_f16(args); }

@@ -1,5 +1,10 @@
-/* sinusoid for avx2: the shared SIMD source over the avx2 vector layer (first), for f32,
- * bf16 and f16 rows. */
+/* Sinusoidal tables for avx2, f32, bf16 and f16 rows: the shared SIMD source (sinusoid_simd.h) over
+ * the avx2 vector layer, which it includes first. */
 #include "simd/vec_avx2.h"
 
 #include "sinusoid_simd.h"
+#include "variants.h"
+
+void posenc_sinusoid_f32_avx2(const sinusoid_args *args) { sinusoid_run_f32(args); }
+void posenc_sinusoid_bf16_avx2(const sinusoid_args *args) { sinusoid_run_bf16(args); }
+void posenc_sinusoid_f16_avx2(const sinusoid_args *args) { sinusoid_run_f16(args); }

@@ -1,5 +1,10 @@
-/* sinusoid for neon: the shared SIMD source over the neon vector layer (first), for f32,
- * bf16 and f16 rows. */
+/* Sinusoidal tables for neon, f32, bf16 and f16 rows: the shared SIMD source (sinusoid_simd.h) over
+ * the neon vector layer, which it includes first. */
 #include "simd/vec_neon.h"
 
 #include "sinusoid_simd.h"
+#include "variants.h"
+
+void posenc_sinusoid_f32_neon(const sinusoid_args *args) { sinusoid_run_f32(args); }
+void posenc_sinusoid_bf16_neon(const sinusoid_args *args) { sinusoid_run_bf16(args); }
+void posenc_sinusoid_f16_neon(const sinusoid_args *args) { sinusoid_run_f16(args); }

@@ -5,14 +5,14 @@
 #include <sleef.h>
 
 #include "sinusoid.h"
+#include "variants.h"
 
 static inline void put(void *row, size_t i, float v, int add, posenc_elem e) {
   posenc_elem_store(row, i, add ? posenc_elem_load(row, i, e) + v : v, e);
 }
 
 /* e is a constant at each call, so each loop is compiled for one storage type. */
-static inline __attribute__((always_inline)) void sinusoid_rows(const sinusoid_args *a,
-                                                                posenc_elem e) {
+POSENC_INLINE void sinusoid_rows(const sinusoid_args *a, posenc_elem e) {
   const sinusoid_layout l = sinusoid_layout_of(a->dim, a->flags);
   const int add = (a->flags & POSENC_SINUSOID_ADD_) != 0;
   for (size_t r = 0; r < a->n_rows; ++r) {

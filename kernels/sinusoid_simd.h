@@ -4,12 +4,17 @@
  * (sinusoid_scalar.c); for a row whose integer position follows the previous row's, sin/cos
  * are stepped from that row in double (angle addition, as RoPE's rope_driver.h explains),
  * re-anchored every POSENC_ROPE_RUN rows. Rows are processed in blocks of POSENC_ROPE_RUN,
- * pairs in chunks of POSENC_ROPE_CHUNK, so the stepping state stays on the stack and in L1. */
+ * pairs in chunks of POSENC_ROPE_CHUNK, so the stepping state stays on the stack and in L1.
+ * The schedule is not rope_drive's (rope_driver.h), so the two are written apart: here a row
+ * is anchored at every multiple of POSENC_ROPE_RUN rows (the block start) and after every
+ * break in the positions, and plans of several chunks step too (chunks outside, rows inside
+ * a block); rope_drive anchors POSENC_ROPE_RUN steps after its last anchor, wherever that
+ * was, steps single-chunk plans only (tokens outside, chunks inside), and lets a repeated
+ * token reuse its cos/sin without breaking the run. Sharing one would move anchors and
+ * change result bits. */
 #include "angle_simd.h"
 #include "simd/vec_elem.h"
 #include "sinusoid.h"
-
-#define SIN_INLINE static inline __attribute__((always_inline))
 
 /* How values reach the rows: stored, added, or stored non-temporally (VF_W elements at
  * addresses aligned to their size; the rest stored) for tables too large to stay in cache. */
@@ -23,7 +28,8 @@ typedef enum { PUT_STORE, PUT_ADD, PUT_STREAM } put_mode;
 
 /* Writes (or adds) the first min(avail, VF_W) lanes of v at element col of row; avail may
  * be 0. */
-SIN_INLINE void VFN(put_)(void *row, size_t col, vf v, size_t avail, put_mode mode, posenc_elem e) {
+POSENC_INLINE void VFN(put_)(void *row, size_t col, vf v, size_t avail, put_mode mode,
+                             posenc_elem e) {
   if (avail >= VF_W) {
     if (mode == PUT_STREAM && ve_stream_aligned(row, col, e))
       ve_stream(row, col, v, e);
@@ -35,8 +41,8 @@ SIN_INLINE void VFN(put_)(void *row, size_t col, vf v, size_t avail, put_mode mo
 }
 
 /* sin/cos of pairs [k, k + VF_W) (k < ceil(d/2)) into their columns of one row. */
-SIN_INLINE void VFN(emit_)(void *row, const sinusoid_layout *l, size_t dim, size_t k, vf sv, vf cv,
-                           put_mode mode, posenc_elem e) {
+POSENC_INLINE void VFN(emit_)(void *row, const sinusoid_layout *l, size_t dim, size_t k, vf sv,
+                              vf cv, put_mode mode, posenc_elem e) {
   if (l->step == 2) {
     const size_t col = 2 * k; /* < dim */
     VFN(put_)(row, col, vf_zip_lo(sv, cv), dim - col, mode, e);
@@ -49,8 +55,9 @@ SIN_INLINE void VFN(emit_)(void *row, const sinusoid_layout *l, size_t dim, size
 
 /* Pairs [k0, k0 + n) of one row at position p, computed afresh; saved in state (if not
  * NULL) for the rows that step from it. */
-SIN_INLINE void VFN(anchor_)(const sinusoid_args *a, const sinusoid_layout *l, double p, size_t k0,
-                             size_t n, void *row, rope_state *state, put_mode mode, posenc_elem e) {
+POSENC_INLINE void VFN(anchor_)(const sinusoid_args *a, const sinusoid_layout *l, double p,
+                                size_t k0, size_t n, void *row, rope_state *state, put_mode mode,
+                                posenc_elem e) {
   const angle_mode am = angle_mode_of(a->freq, p, (a->flags & POSENC_SINUSOID_F32_ANGLES) != 0);
   const vd pd = vd_set1(p);
   const vf pf = vf_set1((float)p);
@@ -63,8 +70,9 @@ SIN_INLINE void VFN(anchor_)(const sinusoid_args *a, const sinusoid_layout *l, d
 }
 
 /* Pairs [k0, k0 + n) of one row one position after the state's. */
-SIN_INLINE void VFN(advance_)(const sinusoid_args *a, const sinusoid_layout *l, size_t k0, size_t n,
-                              void *row, rope_state *state, put_mode mode, posenc_elem e) {
+POSENC_INLINE void VFN(advance_)(const sinusoid_args *a, const sinusoid_layout *l, size_t k0,
+                                 size_t n, void *row, rope_state *state, put_mode mode,
+                                 posenc_elem e) {
   const double *cw = a->freq->cos_w + k0, *sw = a->freq->sin_w + k0;
   for (size_t i = 0; i < n; i += VF_W) {
     vf cv, sv;
@@ -75,7 +83,7 @@ SIN_INLINE void VFN(advance_)(const sinusoid_args *a, const sinusoid_layout *l, 
 
 /* mode and e are constants at each call, so each loop is compiled for one mode and one
  * storage type. */
-SIN_INLINE void VFN(rows_)(const sinusoid_args *a, put_mode mode, posenc_elem e) {
+POSENC_INLINE void VFN(rows_)(const sinusoid_args *a, put_mode mode, posenc_elem e) {
   const sinusoid_layout l = sinusoid_layout_of(a->dim, a->flags);
   const size_t n_pairs = a->freq->n_pairs;
   const int can_step = !a->timesteps && !(a->flags & POSENC_SINUSOID_F32_ANGLES);
@@ -97,7 +105,7 @@ SIN_INLINE void VFN(rows_)(const sinusoid_args *a, put_mode mode, posenc_elem e)
 }
 
 /* e is a constant at each call, so each loop is compiled for one storage type. */
-SIN_INLINE void VFN(sinusoid_)(const sinusoid_args *a, posenc_elem e) {
+POSENC_INLINE void VFN(sinusoid_)(const sinusoid_args *a, posenc_elem e) {
   if (a->flags & POSENC_SINUSOID_ADD_) {
     VFN(rows_)(a, PUT_ADD, e);
   } else if (a->n_rows * a->dim >= POSENC_STREAM_MIN_BYTES / posenc_elem_size(e)) {
@@ -108,6 +116,9 @@ SIN_INLINE void VFN(sinusoid_)(const sinusoid_args *a, posenc_elem e) {
   }
 }
 
-void VFN(posenc_sinusoid_f32_)(const sinusoid_args *a) { VFN(sinusoid_)(a, POSENC_ELEM_F32); }
-void VFN(posenc_sinusoid_bf16_)(const sinusoid_args *a) { VFN(sinusoid_)(a, POSENC_ELEM_BF16); }
-void VFN(posenc_sinusoid_f16_)(const sinusoid_args *a) { VFN(sinusoid_)(a, POSENC_ELEM_F16); }
+/* The bodies of the exported variants, posenc_sinusoid_<type>_<isa> (sinusoid_<isa>.c). */
+POSENC_INLINE void sinusoid_run_f32(const sinusoid_args *a) { VFN(sinusoid_)(a, POSENC_ELEM_F32); }
+POSENC_INLINE void sinusoid_run_bf16(const sinusoid_args *a) {
+  VFN(sinusoid_)(a, POSENC_ELEM_BF16);
+}
+POSENC_INLINE void sinusoid_run_f16(const sinusoid_args *a) { VFN(sinusoid_)(a, POSENC_ELEM_F16); }

@@ -1,5 +1,10 @@
-/* sinusoid for sse4: the shared SIMD source over the sse4 vector layer (first), for f32,
- * bf16 and f16 rows. */
+/* Sinusoidal tables for sse4, f32, bf16 and f16 rows: the shared SIMD source (sinusoid_simd.h) over
+ * the sse4 vector layer, which it includes first. */
 #include "simd/vec_sse4.h"
 
 #include "sinusoid_simd.h"
+#include "variants.h"
+
+void posenc_sinusoid_f32_sse4(const sinusoid_args *args) { sinusoid_run_f32(args); }
+void posenc_sinusoid_bf16_sse4(const sinusoid_args *args) { sinusoid_run_bf16(args); }
+void posenc_sinusoid_f16_sse4(const sinusoid_args *args) { sinusoid_run_f16(args); }

@@ -1,7 +1,24 @@
-/* The one list of compiled kernel variants. The dispatcher builds its table from it; the
- * tests and the bench reach every entry through that table (posenc_set_isa), so adding a
- * variant is one line here plus its source in CMakeLists.txt. POSENC_HAVE_<ISA> is defined
- * by the build for each ISA whose sources it compiles. */
+/* The declarations of every compiled kernel variant, posenc_<kernel>_<type>_<isa>, one
+ * block per ISA (POSENC_HAVE_<ISA> is defined by the build for each ISA whose sources it
+ * compiles). Each is defined, literally, in kernels/<op>_<isa>.c (the scalar reference in
+ * kernels/<op>_scalar.c; a SIMD file wraps the static inline body that the op's shared
+ * kernels/<op>_simd.h provides), and placed in its ISA's row of the dispatch table in
+ * dispatch/dispatch.c, through which the public calls, the tests and the bench reach it.
+ *
+ * Adding a kernel (a new type or operation) for every ISA takes: a member of
+ * posenc_kernel_table (dispatch/dispatch.h); its declaration in each block here; its
+ * definition in kernels/<op>_<isa>.c for every ISA (and its body in kernels/<op>_simd.h);
+ * its entry in every row in dispatch/dispatch.c; the public entry point that checks the
+ * arguments and calls it through the table (dispatch/api_*.c, include/posenc.h); a new
+ * operation's sources also go into POSENC_KERNEL_OPS in CMakeLists.txt. Then its tests and
+ * bench cases (tests/, bench/), which run it on every ISA.
+ *
+ * Adding an ISA takes: a vector layer kernels/simd/vec_<isa>.h (VF_W dividing
+ * POSENC_MAX_LANES, kernels/common.h); a kernels/<op>_<isa>.c per operation with the
+ * literal wrappers; a block of declarations here and a row in dispatch/dispatch.c; the
+ * enum value and name (include/posenc.h, isa_names in dispatch/dispatch.c); its detection
+ * in dispatch/cpu.c (posenc_cpu_supports); its compile flags and compile check in
+ * CMakeLists.txt and cmake/. */
 #ifndef POSENC_KERNELS_VARIANTS_H
 #define POSENC_KERNELS_VARIANTS_H
 
@@ -11,43 +28,78 @@
 #include "rope.h"
 #include "sinusoid.h"
 
-#define POSENC_DECLARE_VARIANTS(isa)                                    \
-  void posenc_rope_f32_##isa(const rope_args *args);                    \
-  void posenc_rope_bf16_##isa(const rope_args *args);                   \
-  void posenc_rope_f16_##isa(const rope_args *args);                    \
-  void posenc_sinusoid_f32_##isa(const sinusoid_args *args);            \
-  void posenc_sinusoid_bf16_##isa(const sinusoid_args *args);           \
-  void posenc_sinusoid_f16_##isa(const sinusoid_args *args);            \
-  void posenc_alibi_f32_##isa(const alibi_args *args);                  \
-  void posenc_alibi_bf16_##isa(const alibi_args *args);                 \
-  void posenc_alibi_f16_##isa(const alibi_args *args);                  \
-  void posenc_alibi_softmax_f32_##isa(const alibi_softmax_args *args);  \
-  void posenc_alibi_softmax_bf16_##isa(const alibi_softmax_args *args); \
-  void posenc_learned_add_f32_##isa(const learned_f32_args *args);
+/* scalar: the reference, always compiled */
+void posenc_rope_f32_scalar(const rope_args *args);
+void posenc_rope_bf16_scalar(const rope_args *args);
+void posenc_rope_f16_scalar(const rope_args *args);
+void posenc_sinusoid_f32_scalar(const sinusoid_args *args);
+void posenc_sinusoid_bf16_scalar(const sinusoid_args *args);
+void posenc_sinusoid_f16_scalar(const sinusoid_args *args);
+void posenc_alibi_f32_scalar(const alibi_args *args);
+void posenc_alibi_bf16_scalar(const alibi_args *args);
+void posenc_alibi_f16_scalar(const alibi_args *args);
+void posenc_alibi_softmax_f32_scalar(const alibi_softmax_args *args);
+void posenc_alibi_softmax_bf16_scalar(const alibi_softmax_args *args);
+void posenc_learned_add_f32_scalar(const learned_f32_args *args);
 
-#define POSENC_TABLE_ROW(isa)                                                                 \
-  {                                                                                           \
-    .rope_f32 = posenc_rope_f32_##isa, .sinusoid_f32 = posenc_sinusoid_f32_##isa,             \
-    .rope_bf16 = posenc_rope_bf16_##isa, .rope_f16 = posenc_rope_f16_##isa,                   \
-    .alibi_f32 = posenc_alibi_f32_##isa, .alibi_softmax_f32 = posenc_alibi_softmax_f32_##isa, \
-    .alibi_softmax_bf16 = posenc_alibi_softmax_bf16_##isa,                                    \
-    .sinusoid_bf16 = posenc_sinusoid_bf16_##isa, .sinusoid_f16 = posenc_sinusoid_f16_##isa,   \
-    .alibi_bf16 = posenc_alibi_bf16_##isa, .alibi_f16 = posenc_alibi_f16_##isa,               \
-    .learned_add_f32 = posenc_learned_add_f32_##isa                                           \
-  }
-
-POSENC_DECLARE_VARIANTS(scalar)
 #ifdef POSENC_HAVE_SSE4
-POSENC_DECLARE_VARIANTS(sse4)
-#endif
+void posenc_rope_f32_sse4(const rope_args *args);
+void posenc_rope_bf16_sse4(const rope_args *args);
+void posenc_rope_f16_sse4(const rope_args *args);
+void posenc_sinusoid_f32_sse4(const sinusoid_args *args);
+void posenc_sinusoid_bf16_sse4(const sinusoid_args *args);
+void posenc_sinusoid_f16_sse4(const sinusoid_args *args);
+void posenc_alibi_f32_sse4(const alibi_args *args);
+void posenc_alibi_bf16_sse4(const alibi_args *args);
+void posenc_alibi_f16_sse4(const alibi_args *args);
+void posenc_alibi_softmax_f32_sse4(const alibi_softmax_args *args);
+void posenc_alibi_softmax_bf16_sse4(const alibi_softmax_args *args);
+void posenc_learned_add_f32_sse4(const learned_f32_args *args);
+#endif /* POSENC_HAVE_SSE4 */
+
 #ifdef POSENC_HAVE_AVX2
-POSENC_DECLARE_VARIANTS(avx2)
-#endif
+void posenc_rope_f32_avx2(const rope_args *args);
+void posenc_rope_bf16_avx2(const rope_args *args);
+void posenc_rope_f16_avx2(const rope_args *args);
+void posenc_sinusoid_f32_avx2(const sinusoid_args *args);
+void posenc_sinusoid_bf16_avx2(const sinusoid_args *args);
+void posenc_sinusoid_f16_avx2(const sinusoid_args *args);
+void posenc_alibi_f32_avx2(const alibi_args *args);
+void posenc_alibi_bf16_avx2(const alibi_args *args);
+void posenc_alibi_f16_avx2(const alibi_args *args);
+void posenc_alibi_softmax_f32_avx2(const alibi_softmax_args *args);
+void posenc_alibi_softmax_bf16_avx2(const alibi_softmax_args *args);
+void posenc_learned_add_f32_avx2(const learned_f32_args *args);
+#endif /* POSENC_HAVE_AVX2 */
+
 #ifdef POSENC_HAVE_AVX512
-POSENC_DECLARE_VARIANTS(avx512)
-#endif
+void posenc_rope_f32_avx512(const rope_args *args);
+void posenc_rope_bf16_avx512(const rope_args *args);
+void posenc_rope_f16_avx512(const rope_args *args);
+void posenc_sinusoid_f32_avx512(const sinusoid_args *args);
+void posenc_sinusoid_bf16_avx512(const sinusoid_args *args);
+void posenc_sinusoid_f16_avx512(const sinusoid_args *args);
+void posenc_alibi_f32_avx512(const alibi_args *args);
+void posenc_alibi_bf16_avx512(const alibi_args *args);
+void posenc_alibi_f16_avx512(const alibi_args *args);
+void posenc_alibi_softmax_f32_avx512(const alibi_softmax_args *args);
+void posenc_alibi_softmax_bf16_avx512(const alibi_softmax_args *args);
+void posenc_learned_add_f32_avx512(const learned_f32_args *args);
+#endif /* POSENC_HAVE_AVX512 */
+
 #ifdef POSENC_HAVE_NEON
-POSENC_DECLARE_VARIANTS(neon)
-#endif
+void posenc_rope_f32_neon(const rope_args *args);
+void posenc_rope_bf16_neon(const rope_args *args);
+void posenc_rope_f16_neon(const rope_args *args);
+void posenc_sinusoid_f32_neon(const sinusoid_args *args);
+void posenc_sinusoid_bf16_neon(const sinusoid_args *args);
+void posenc_sinusoid_f16_neon(const sinusoid_args *args);
+void posenc_alibi_f32_neon(const alibi_args *args);
+void posenc_alibi_bf16_neon(const alibi_args *args);
+void posenc_alibi_f16_neon(const alibi_args *args);
+void posenc_alibi_softmax_f32_neon(const alibi_softmax_args *args);
+void posenc_alibi_softmax_bf16_neon(const alibi_softmax_args *args);
+void posenc_learned_add_f32_neon(const learned_f32_args *args);
+#endif /* POSENC_HAVE_NEON */
 
 #endif /* POSENC_KERNELS_VARIANTS_H */

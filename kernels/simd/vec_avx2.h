@@ -7,11 +7,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common.h"
 #include "msan.h"
 
 #define VEC_SUFFIX avx2
 #define VF_W 8
 #define VD_W 4
+_Static_assert(POSENC_MAX_LANES % VF_W == 0 && VF_W == 2 * VD_W,
+               "VF_W must divide POSENC_MAX_LANES (kernels/common.h)");
 
 typedef __m256 vf;
 typedef __m256d vd;

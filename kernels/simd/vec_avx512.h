@@ -7,11 +7,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common.h"
 #include "msan.h"
 
 #define VEC_SUFFIX avx512
 #define VF_W 16
 #define VD_W 8
+_Static_assert(POSENC_MAX_LANES % VF_W == 0 && VF_W == 2 * VD_W,
+               "VF_W must divide POSENC_MAX_LANES (kernels/common.h)");
 
 typedef __m512 vf;
 typedef __m512d vd;

@@ -7,11 +7,10 @@
 #ifndef POSENC_VEC_ELEM_H
 #define POSENC_VEC_ELEM_H
 
+#include "../common.h"
 #include "../half.h"
 
-#define VE_INLINE static inline __attribute__((always_inline))
-
-VE_INLINE vf ve_load(const void *base, size_t i, posenc_elem e) {
+POSENC_INLINE vf ve_load(const void *base, size_t i, posenc_elem e) {
   switch (e) {
     case POSENC_ELEM_BF16:
       return vf_load_bf16((const uint16_t *)base + i);
@@ -22,7 +21,7 @@ VE_INLINE vf ve_load(const void *base, size_t i, posenc_elem e) {
   }
 }
 
-VE_INLINE vf ve_load_n(const void *base, size_t i, size_t n, posenc_elem e) {
+POSENC_INLINE vf ve_load_n(const void *base, size_t i, size_t n, posenc_elem e) {
   switch (e) {
     case POSENC_ELEM_BF16:
       return vf_load_bf16_n((const uint16_t *)base + i, n);
@@ -33,7 +32,7 @@ VE_INLINE vf ve_load_n(const void *base, size_t i, size_t n, posenc_elem e) {
   }
 }
 
-VE_INLINE void ve_store(void *base, size_t i, vf v, posenc_elem e) {
+POSENC_INLINE void ve_store(void *base, size_t i, vf v, posenc_elem e) {
   switch (e) {
     case POSENC_ELEM_BF16:
       vf_store_bf16((uint16_t *)base + i, v);
@@ -46,7 +45,7 @@ VE_INLINE void ve_store(void *base, size_t i, vf v, posenc_elem e) {
   }
 }
 
-VE_INLINE void ve_store_n(void *base, size_t i, vf v, size_t n, posenc_elem e) {
+POSENC_INLINE void ve_store_n(void *base, size_t i, vf v, size_t n, posenc_elem e) {
   switch (e) {
     case POSENC_ELEM_BF16:
       vf_store_bf16_n((uint16_t *)base + i, v, n);
@@ -61,11 +60,11 @@ VE_INLINE void ve_store_n(void *base, size_t i, vf v, size_t n, posenc_elem e) {
 
 /* Non-temporal store of VF_W elements at i (vf_stream, vf_stream_bf16, vf_stream_f16), where
  * ve_stream_aligned: base + i aligned to VF_W elements (a float vector, or half of one). */
-VE_INLINE int ve_stream_aligned(const void *base, size_t i, posenc_elem e) {
+POSENC_INLINE int ve_stream_aligned(const void *base, size_t i, posenc_elem e) {
   return ((uintptr_t)base + i * posenc_elem_size(e)) % (VF_W * posenc_elem_size(e)) == 0;
 }
 
-VE_INLINE void ve_stream(void *base, size_t i, vf v, posenc_elem e) {
+POSENC_INLINE void ve_stream(void *base, size_t i, vf v, posenc_elem e) {
   switch (e) {
     case POSENC_ELEM_BF16:
       vf_stream_bf16((uint16_t *)base + i, v);

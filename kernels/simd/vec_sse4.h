@@ -6,12 +6,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common.h"
 #include "msan.h"
 #include <smmintrin.h>
 
 #define VEC_SUFFIX sse4
 #define VF_W 4
 #define VD_W 2
+_Static_assert(POSENC_MAX_LANES % VF_W == 0 && VF_W == 2 * VD_W,
+               "VF_W must divide POSENC_MAX_LANES (kernels/common.h)");
 
 typedef __m128 vf;
 typedef __m128d vd;

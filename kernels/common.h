@@ -1,0 +1,25 @@
+/* Internal: what every kernel source shares. */
+#ifndef POSENC_KERNELS_COMMON_H
+#define POSENC_KERNELS_COMMON_H
+
+/* A helper that must be inlined: its callers pass constants (storage type, put mode,
+ * layout) that select one loop, so that each call compiles to one specialised loop. */
+#define POSENC_INLINE static inline __attribute__((always_inline))
+
+/* The most float lanes a vector layer (kernels/simd/vec_<isa>.h) may use, a power of two.
+ * Buffers, plan padding and chunk sizes are counted in elements and sized from this, never
+ * in vectors, so the kernel sources do not depend on the width: a layer's VF_W (floats per
+ * vector, VD_W = VF_W / 2 doubles) only has to divide it, which each fixed-width layer
+ * checks with a static assert. A layer for a length-agnostic ISA (SVE, RVV), whose VF_W is
+ * not a compile-time constant, uses at most this many lanes (an SVE whilelt predicate, an
+ * RVV vsetvl) and checks the same at run time; raising the limit costs only padding. */
+#define POSENC_MAX_LANES 16
+
+/* The name of a static helper of one per-ISA translation unit, suffixed with the layer's
+ * VEC_SUFFIX so that profiles tell the ISAs apart. Nothing with external linkage is named
+ * this way: the exported variants are written out in kernels/<op>_<isa>.c. */
+#define POSENC_VFN_CAT2(a, b) a##b
+#define POSENC_VFN_CAT(a, b) POSENC_VFN_CAT2(a, b)
+#define VFN(name) POSENC_VFN_CAT(name, VEC_SUFFIX)
+
+#endif /* POSENC_KERNELS_COMMON_H */
