@@ -2,7 +2,7 @@
  * dispatch table for the add and the bias, on f32, bf16 or f16 scores. */
 #include <math.h>
 
-#include "dispatch.h"
+#include "checks.h"
 
 #define MAX_POSITIONS ((size_t)1 << 31)
 
@@ -17,37 +17,52 @@ posenc_status posenc_alibi_slopes(size_t n_heads, double max_bias, float *slopes
   return POSENC_OK;
 }
 
-/* The checks and the call shared by every entry point, for scores whose elements have type
- * e. */
-static posenc_status run(const float *slopes, size_t n_heads, size_t n_q, size_t n_k,
-                         size_t q_offset, void *scores, posenc_elem e, size_t head_stride,
-                         size_t row_stride, float scale, unsigned flags, unsigned internal) {
+posenc_status posenc_alibi_check(const float *slopes, size_t n_heads, size_t n_q, size_t n_k,
+                                 size_t q_offset, void *scores, posenc_elem e, size_t head_stride,
+                                 size_t row_stride, float scale, unsigned flags,
+                                 posenc_alibi_rules rules, alibi_args *args) {
+  *args = (alibi_args){0};
   /* Every query and key position, and so every distance, fits in int32. */
   if ((flags & ~(unsigned)POSENC_ALIBI_CAUSAL) || !isfinite(scale) || q_offset > MAX_POSITIONS ||
       n_q > MAX_POSITIONS - q_offset || n_k > MAX_POSITIONS)
     return POSENC_ERR_INVALID_ARGUMENT;
   if (n_heads == 0 || n_q == 0 || n_k == 0) return POSENC_OK;
+  const size_t size = posenc_elem_size(e);
   size_t extent;
-  if (!slopes || !posenc_elem_aligned(scores, posenc_elem_size(e)) ||
-      !posenc_grid_extent_elems(posenc_elem_size(e), n_heads, head_stride, n_q, row_stride, n_k,
-                                &extent))
+  if (!slopes || !posenc_elem_aligned(scores, size) ||
+      !posenc_grid_extent_elems(rules.extent_elem_size, n_heads, head_stride, n_q, row_stride, n_k,
+                                &extent) ||
+      (rules.slopes_apart &&
+       !posenc_bytes_disjoint(slopes, n_heads * sizeof(float), scores, extent * size)))
     return POSENC_ERR_INVALID_ARGUMENT;
   for (size_t h = 0; h < n_heads; ++h)
     if (!isfinite(slopes[h])) return POSENC_ERR_INVALID_ARGUMENT;
-  const alibi_args args = {.slopes = slopes,
-                           .n_heads = n_heads,
-                           .n_q = n_q,
-                           .n_k = n_k,
-                           .q_offset = (int32_t)q_offset,
-                           .scores = scores,
-                           .head_stride = head_stride,
-                           .row_stride = row_stride,
-                           .scale = scale,
-                           .flags = flags | internal};
-  const posenc_kernel_table *table = posenc_active_table();
-  (e == POSENC_ELEM_BF16  ? table->alibi_bf16
-   : e == POSENC_ELEM_F16 ? table->alibi_f16
-                          : table->alibi_f32)(&args);
+  *args = (alibi_args){.slopes = slopes,
+                       .n_heads = n_heads,
+                       .n_q = n_q,
+                       .n_k = n_k,
+                       .q_offset = (int32_t)q_offset,
+                       .scores = scores,
+                       .head_stride = head_stride,
+                       .row_stride = row_stride,
+                       .scale = scale,
+                       .flags = flags};
+  return POSENC_OK;
+}
+
+/* The add and the bias: the checks (the extent in bytes of e, slopes may alias scores), then
+ * the call with the internal flags. */
+static posenc_status run(const float *slopes, size_t n_heads, size_t n_q, size_t n_k,
+                         size_t q_offset, void *scores, posenc_elem e, size_t head_stride,
+                         size_t row_stride, float scale, unsigned flags, unsigned internal) {
+  const posenc_alibi_rules rules = {.extent_elem_size = posenc_elem_size(e), .slopes_apart = 0};
+  alibi_args args;
+  const posenc_status st = posenc_alibi_check(slopes, n_heads, n_q, n_k, q_offset, scores, e,
+                                              head_stride, row_stride, scale, flags, rules, &args);
+  if (st != POSENC_OK || args.n_heads == 0) return st;
+  args.flags |= internal;
+  const posenc_kernel_table *t = posenc_active_table();
+  POSENC_BY_ELEM(e, t->alibi_f32, t->alibi_bf16, t->alibi_f16)(&args);
   return POSENC_OK;
 }
 

@@ -5,9 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dispatch.h"
+#include "checks.h"
 
-#define MAX_ROTARY_DIM ((size_t)1 << 20)
 /* |w| <= 1024 rad/position keeps p * w / 2pi below 2^39 turns for |p| <= 2^31: the split
  * parts stay exact and p * turn_lo stays below 2^-3 turns, so the reduction keeps its
  * 2^-22 contract. Real frequencies are at most 1 (w_0 = base^0). */
@@ -48,8 +47,8 @@ posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t
                                                  const double *freqs, double attention_factor) {
   if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
   *plan = NULL;
-  if (!freqs || rotary_dim < 2 || rotary_dim % 2 || rotary_dim > MAX_ROTARY_DIM ||
-      !isfinite(attention_factor) || !(attention_factor > 0) || attention_factor > FLT_MAX)
+  if (!freqs || !posenc_rotary_dim_valid(rotary_dim) || !isfinite(attention_factor) ||
+      !(attention_factor > 0) || attention_factor > FLT_MAX)
     return POSENC_ERR_INVALID_ARGUMENT;
   const size_t n = rotary_dim / 2, n_pad = round_up(n, POSENC_PLAN_PAD);
   for (size_t i = 0; i < n; ++i)
@@ -100,13 +99,10 @@ posenc_status posenc_rope_plan_create(posenc_rope_plan **plan, size_t rotary_dim
                                       double attention_factor) {
   if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
   *plan = NULL;
-  if (!isfinite(base) || !(base > 0) || base == 1 || rotary_dim < 2 || rotary_dim % 2 ||
-      rotary_dim > MAX_ROTARY_DIM)
+  if (!posenc_base_valid(base) || !posenc_rotary_dim_valid(rotary_dim))
     return POSENC_ERR_INVALID_ARGUMENT;
-  const size_t n = rotary_dim / 2;
-  double *w = malloc(n * sizeof *w);
+  double *w = posenc_default_freqs(base, rotary_dim / 2, rotary_dim);
   if (!w) return POSENC_ERR_OUT_OF_MEMORY;
-  for (size_t i = 0; i < n; ++i) w[i] = 1.0 / pow(base, (double)(2 * i) / (double)rotary_dim);
   const posenc_status st =
       posenc_rope_plan_create_from_freqs(plan, rotary_dim, w, attention_factor);
   free(w);
@@ -190,11 +186,8 @@ static posenc_status rope_run(rope_args *args, size_t head_dim, const posenc_rop
                                                .head_stride = views[i]->head_stride};
   }
   if (args->n_views == 0) return POSENC_OK;
-  const posenc_kernel_table *table = posenc_active_table();
-  const rope_fn kernel = elem == POSENC_ELEM_BF16  ? table->rope_bf16
-                         : elem == POSENC_ELEM_F16 ? table->rope_f16
-                                                   : table->rope_f32;
-  kernel(args);
+  const posenc_kernel_table *t = posenc_active_table();
+  POSENC_BY_ELEM(elem, t->rope_f32, t->rope_bf16, t->rope_f16)(args);
   return POSENC_OK;
 }
 
@@ -206,8 +199,7 @@ static posenc_status rope_plain(const posenc_rope_plan *plan, size_t head_dim, s
                                 unsigned flags, posenc_elem elem) {
   if (!plan || !q || (flags & ~ROPE_FLAGS) || head_dim < plan->rotary_dim)
     return POSENC_ERR_INVALID_ARGUMENT;
-  if (!positions && n_tokens > 0 && !posenc_run_fits_int32(start_pos, n_tokens))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  if (!posenc_positions_valid(positions, start_pos, n_tokens)) return POSENC_ERR_INVALID_ARGUMENT;
   rope_args args = {.plan = plan,
                     .n_tokens = n_tokens,
                     .positions = positions,
@@ -259,8 +251,8 @@ static posenc_status rerotate(const posenc_rope_plan *from, const int32_t *from_
     return POSENC_ERR_INVALID_ARGUMENT;
   const double ratio = to->attention_factor / from->attention_factor;
   if (!(ratio >= FLT_MIN && ratio <= FLT_MAX)) return POSENC_ERR_INVALID_ARGUMENT;
-  if (n_tokens > 0 && ((!from_positions && !posenc_run_fits_int32(from_start, n_tokens)) ||
-                       (!to_positions && !posenc_run_fits_int32(to_start, n_tokens))))
+  if (!posenc_positions_valid(from_positions, from_start, n_tokens) ||
+      !posenc_positions_valid(to_positions, to_start, n_tokens))
     return POSENC_ERR_INVALID_ARGUMENT;
   const int same_freqs =
       from == to || memcmp(from->freqs, to->freqs, from->n_pairs * sizeof *from->freqs) == 0;
@@ -279,27 +271,72 @@ static posenc_status rerotate(const posenc_rope_plan *from, const int32_t *from_
 }
 
 /* The public entry points: one per operation and storage type. */
-#define ROPE_ENTRY_POINTS(type, elem)                                                              \
-  posenc_status posenc_rope_##type(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens, \
-                                   const int32_t *positions, int32_t start_pos,                    \
-                                   const posenc_rope_tensor *q, const posenc_rope_tensor *k,       \
-                                   unsigned flags) {                                               \
-    return rope_plain(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, elem);          \
-  }                                                                                                \
-  posenc_status posenc_mrope_##type(const posenc_rope_plan *plan, const size_t sections[3],        \
-                                    size_t head_dim, size_t n_tokens, const int32_t *positions,    \
-                                    const posenc_rope_tensor *q, const posenc_rope_tensor *k,      \
-                                    unsigned flags) {                                              \
-    return mrope(plan, sections, head_dim, n_tokens, positions, q, k, flags, elem);                \
-  }                                                                                                \
-  posenc_status posenc_rope_rerotate_##type(                                                       \
-      const posenc_rope_plan *from, const int32_t *from_positions, int32_t from_start,             \
-      const posenc_rope_plan *to, const int32_t *to_positions, int32_t to_start, size_t head_dim,  \
-      size_t n_tokens, const posenc_rope_tensor *keys, unsigned flags) {                           \
-    return rerotate(from, from_positions, from_start, to, to_positions, to_start, head_dim,        \
-                    n_tokens, keys, flags, elem);                                                  \
-  }
 
-ROPE_ENTRY_POINTS(f32, POSENC_ELEM_F32)
-ROPE_ENTRY_POINTS(bf16, POSENC_ELEM_BF16)
-ROPE_ENTRY_POINTS(f16, POSENC_ELEM_F16)
+posenc_status posenc_rope_f32(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
+                              const int32_t *positions, int32_t start_pos,
+                              const posenc_rope_tensor *q, const posenc_rope_tensor *k,
+                              unsigned flags) {
+  return rope_plain(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, POSENC_ELEM_F32);
+}
+
+posenc_status posenc_rope_bf16(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
+                               const int32_t *positions, int32_t start_pos,
+                               const posenc_rope_tensor *q, const posenc_rope_tensor *k,
+                               unsigned flags) {
+  return rope_plain(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, POSENC_ELEM_BF16);
+}
+
+posenc_status posenc_rope_f16(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
+                              const int32_t *positions, int32_t start_pos,
+                              const posenc_rope_tensor *q, const posenc_rope_tensor *k,
+                              unsigned flags) {
+  return rope_plain(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, POSENC_ELEM_F16);
+}
+
+posenc_status posenc_mrope_f32(const posenc_rope_plan *plan, const size_t sections[3],
+                               size_t head_dim, size_t n_tokens, const int32_t *positions,
+                               const posenc_rope_tensor *q, const posenc_rope_tensor *k,
+                               unsigned flags) {
+  return mrope(plan, sections, head_dim, n_tokens, positions, q, k, flags, POSENC_ELEM_F32);
+}
+
+posenc_status posenc_mrope_bf16(const posenc_rope_plan *plan, const size_t sections[3],
+                                size_t head_dim, size_t n_tokens, const int32_t *positions,
+                                const posenc_rope_tensor *q, const posenc_rope_tensor *k,
+                                unsigned flags) {
+  return mrope(plan, sections, head_dim, n_tokens, positions, q, k, flags, POSENC_ELEM_BF16);
+}
+
+posenc_status posenc_mrope_f16(const posenc_rope_plan *plan, const size_t sections[3],
+                               size_t head_dim, size_t n_tokens, const int32_t *positions,
+                               const posenc_rope_tensor *q, const posenc_rope_tensor *k,
+                               unsigned flags) {
+  return mrope(plan, sections, head_dim, n_tokens, positions, q, k, flags, POSENC_ELEM_F16);
+}
+
+posenc_status posenc_rope_rerotate_f32(const posenc_rope_plan *from, const int32_t *from_positions,
+                                       int32_t from_start, const posenc_rope_plan *to,
+                                       const int32_t *to_positions, int32_t to_start,
+                                       size_t head_dim, size_t n_tokens,
+                                       const posenc_rope_tensor *keys, unsigned flags) {
+  return rerotate(from, from_positions, from_start, to, to_positions, to_start, head_dim, n_tokens,
+                  keys, flags, POSENC_ELEM_F32);
+}
+
+posenc_status posenc_rope_rerotate_bf16(const posenc_rope_plan *from, const int32_t *from_positions,
+                                        int32_t from_start, const posenc_rope_plan *to,
+                                        const int32_t *to_positions, int32_t to_start,
+                                        size_t head_dim, size_t n_tokens,
+                                        const posenc_rope_tensor *keys, unsigned flags) {
+  return rerotate(from, from_positions, from_start, to, to_positions, to_start, head_dim, n_tokens,
+                  keys, flags, POSENC_ELEM_BF16);
+}
+
+posenc_status posenc_rope_rerotate_f16(const posenc_rope_plan *from, const int32_t *from_positions,
+                                       int32_t from_start, const posenc_rope_plan *to,
+                                       const int32_t *to_positions, int32_t to_start,
+                                       size_t head_dim, size_t n_tokens,
+                                       const posenc_rope_tensor *keys, unsigned flags) {
+  return rerotate(from, from_positions, from_start, to, to_positions, to_start, head_dim, n_tokens,
+                  keys, flags, POSENC_ELEM_F16);
+}

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "dispatch.h"
+#include "checks.h"
 
 #define MAX_SINUSOID_DIM ((size_t)1 << 20)
 
@@ -29,12 +29,10 @@ posenc_status posenc_sinusoid_plan_create_from_freqs(posenc_sinusoid_plan **plan
 posenc_status posenc_sinusoid_plan_create(posenc_sinusoid_plan **plan, size_t dim, double base) {
   if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
   *plan = NULL;
-  if (!isfinite(base) || !(base > 0) || base == 1 || dim < 1 || dim > MAX_SINUSOID_DIM)
+  if (!posenc_base_valid(base) || dim < 1 || dim > MAX_SINUSOID_DIM)
     return POSENC_ERR_INVALID_ARGUMENT;
-  const size_t n = (dim + 1) / 2;
-  double *w = malloc(n * sizeof *w);
+  double *w = posenc_default_freqs(base, (dim + 1) / 2, dim);
   if (!w) return POSENC_ERR_OUT_OF_MEMORY;
-  for (size_t i = 0; i < n; ++i) w[i] = 1.0 / pow(base, (double)(2 * i) / (double)dim);
   const posenc_status st = posenc_sinusoid_plan_create_from_freqs(plan, dim, w);
   free(w);
   return st;
@@ -53,11 +51,11 @@ posenc_status posenc_sinusoid_plan_freqs(const posenc_sinusoid_plan *plan, doubl
   return posenc_rope_plan_freqs(plan->freq, freqs);
 }
 
-/* Checks shared by every entry point, for rows whose elements have type e; on success fills
- * everything but the positions. */
-static posenc_status check_rows(const posenc_sinusoid_plan *plan, size_t n_rows, void *out,
-                                posenc_elem e, size_t row_stride, unsigned flags, unsigned internal,
-                                sinusoid_args *args) {
+/* The checks and the call shared by every entry point, for rows whose elements have type e,
+ * at the positions (or start_pos + r) or, with use_timesteps, at the float timesteps. */
+static posenc_status run(const posenc_sinusoid_plan *plan, size_t n_rows, const int32_t *positions,
+                         int32_t start_pos, const float *timesteps, int use_timesteps, void *out,
+                         posenc_elem e, size_t row_stride, unsigned flags, unsigned internal) {
   const unsigned known = POSENC_SINUSOID_LAYOUT_MASK_ | POSENC_SINUSOID_F32_ANGLES;
   if (!plan || (flags & ~known) ||
       (flags & POSENC_SINUSOID_LAYOUT_MASK_) == POSENC_SINUSOID_LAYOUT_MASK_)
@@ -68,105 +66,84 @@ static posenc_status check_rows(const posenc_sinusoid_plan *plan, size_t n_rows,
       (!posenc_elem_aligned(out, posenc_elem_size(e)) || stride < plan->dim ||
        !posenc_grid_extent_elems(posenc_elem_size(e), n_rows, stride, 1, 0, plan->dim, &extent)))
     return POSENC_ERR_INVALID_ARGUMENT;
-  *args = (sinusoid_args){.freq = plan->freq,
-                          .dim = plan->dim,
-                          .n_rows = n_rows,
-                          .out = out,
-                          .row_stride = stride,
-                          .flags = flags | internal};
-  return POSENC_OK;
-}
-
-/* The active ISA's kernel for rows of type e. */
-static sinusoid_fn kernel_for(posenc_elem e) {
-  const posenc_kernel_table *table = posenc_active_table();
-  return e == POSENC_ELEM_BF16  ? table->sinusoid_bf16
-         : e == POSENC_ELEM_F16 ? table->sinusoid_f16
-                                : table->sinusoid_f32;
-}
-
-static posenc_status run_rows(const posenc_sinusoid_plan *plan, size_t n_rows,
-                              const int32_t *positions, int32_t start_pos, void *out, posenc_elem e,
-                              size_t row_stride, unsigned flags, unsigned internal) {
-  sinusoid_args args;
-  const posenc_status st = check_rows(plan, n_rows, out, e, row_stride, flags, internal, &args);
-  if (st != POSENC_OK) return st;
   if (n_rows == 0) return POSENC_OK;
-  if (!positions && !posenc_run_fits_int32(start_pos, n_rows)) return POSENC_ERR_INVALID_ARGUMENT;
-  args.positions = positions;
-  args.start_pos = start_pos;
-  kernel_for(e)(&args);
-  return POSENC_OK;
-}
-
-static posenc_status run_timesteps(const posenc_sinusoid_plan *plan, size_t n_rows,
-                                   const float *timesteps, void *out, posenc_elem e,
-                                   size_t row_stride, unsigned flags) {
-  sinusoid_args args;
-  const posenc_status st = check_rows(plan, n_rows, out, e, row_stride, flags, 0, &args);
-  if (st != POSENC_OK) return st;
-  if (n_rows == 0) return POSENC_OK;
-  if (!timesteps) return POSENC_ERR_INVALID_ARGUMENT;
-  for (size_t r = 0; r < n_rows; ++r)
-    if (!(fabsf(timesteps[r]) < 0x1p31f)) return POSENC_ERR_INVALID_ARGUMENT; /* and NaN */
-  args.timesteps = timesteps;
-  kernel_for(e)(&args);
+  if (use_timesteps) {
+    if (!timesteps) return POSENC_ERR_INVALID_ARGUMENT;
+    for (size_t r = 0; r < n_rows; ++r)
+      if (!(fabsf(timesteps[r]) < 0x1p31f)) return POSENC_ERR_INVALID_ARGUMENT; /* and NaN */
+  } else if (!posenc_positions_valid(positions, start_pos, n_rows)) {
+    return POSENC_ERR_INVALID_ARGUMENT;
+  }
+  const sinusoid_args args = {.freq = plan->freq,
+                              .dim = plan->dim,
+                              .n_rows = n_rows,
+                              .out = out,
+                              .row_stride = stride,
+                              .flags = flags | internal,
+                              .positions = positions,
+                              .start_pos = start_pos,
+                              .timesteps = timesteps};
+  const posenc_kernel_table *t = posenc_active_table();
+  POSENC_BY_ELEM(e, t->sinusoid_f32, t->sinusoid_bf16, t->sinusoid_f16)(&args);
   return POSENC_OK;
 }
 
 posenc_status posenc_sinusoid_fill_f32(const posenc_sinusoid_plan *plan, size_t n_rows,
                                        const int32_t *positions, int32_t start_pos, float *out,
                                        size_t row_stride, unsigned flags) {
-  return run_rows(plan, n_rows, positions, start_pos, out, POSENC_ELEM_F32, row_stride, flags, 0);
+  return run(plan, n_rows, positions, start_pos, NULL, 0, out, POSENC_ELEM_F32, row_stride, flags,
+             0);
 }
 
 posenc_status posenc_sinusoid_fill_bf16(const posenc_sinusoid_plan *plan, size_t n_rows,
                                         const int32_t *positions, int32_t start_pos, uint16_t *out,
                                         size_t row_stride, unsigned flags) {
-  return run_rows(plan, n_rows, positions, start_pos, out, POSENC_ELEM_BF16, row_stride, flags, 0);
+  return run(plan, n_rows, positions, start_pos, NULL, 0, out, POSENC_ELEM_BF16, row_stride, flags,
+             0);
 }
 
 posenc_status posenc_sinusoid_fill_f16(const posenc_sinusoid_plan *plan, size_t n_rows,
                                        const int32_t *positions, int32_t start_pos, uint16_t *out,
                                        size_t row_stride, unsigned flags) {
-  return run_rows(plan, n_rows, positions, start_pos, out, POSENC_ELEM_F16, row_stride, flags, 0);
+  return run(plan, n_rows, positions, start_pos, NULL, 0, out, POSENC_ELEM_F16, row_stride, flags,
+             0);
 }
 
 posenc_status posenc_sinusoid_add_f32(const posenc_sinusoid_plan *plan, size_t n_rows,
                                       const int32_t *positions, int32_t start_pos, float *x,
                                       size_t row_stride, unsigned flags) {
-  return run_rows(plan, n_rows, positions, start_pos, x, POSENC_ELEM_F32, row_stride, flags,
-                  POSENC_SINUSOID_ADD_);
+  return run(plan, n_rows, positions, start_pos, NULL, 0, x, POSENC_ELEM_F32, row_stride, flags,
+             POSENC_SINUSOID_ADD_);
 }
 
 posenc_status posenc_sinusoid_add_bf16(const posenc_sinusoid_plan *plan, size_t n_rows,
                                        const int32_t *positions, int32_t start_pos, uint16_t *x,
                                        size_t row_stride, unsigned flags) {
-  return run_rows(plan, n_rows, positions, start_pos, x, POSENC_ELEM_BF16, row_stride, flags,
-                  POSENC_SINUSOID_ADD_);
+  return run(plan, n_rows, positions, start_pos, NULL, 0, x, POSENC_ELEM_BF16, row_stride, flags,
+             POSENC_SINUSOID_ADD_);
 }
 
 posenc_status posenc_sinusoid_add_f16(const posenc_sinusoid_plan *plan, size_t n_rows,
                                       const int32_t *positions, int32_t start_pos, uint16_t *x,
                                       size_t row_stride, unsigned flags) {
-  return run_rows(plan, n_rows, positions, start_pos, x, POSENC_ELEM_F16, row_stride, flags,
-                  POSENC_SINUSOID_ADD_);
+  return run(plan, n_rows, positions, start_pos, NULL, 0, x, POSENC_ELEM_F16, row_stride, flags,
+             POSENC_SINUSOID_ADD_);
 }
 
 posenc_status posenc_sinusoid_fill_timesteps_f32(const posenc_sinusoid_plan *plan, size_t n_rows,
                                                  const float *timesteps, float *out,
                                                  size_t row_stride, unsigned flags) {
-  return run_timesteps(plan, n_rows, timesteps, out, POSENC_ELEM_F32, row_stride, flags);
+  return run(plan, n_rows, NULL, 0, timesteps, 1, out, POSENC_ELEM_F32, row_stride, flags, 0);
 }
 
 posenc_status posenc_sinusoid_fill_timesteps_bf16(const posenc_sinusoid_plan *plan, size_t n_rows,
                                                   const float *timesteps, uint16_t *out,
                                                   size_t row_stride, unsigned flags) {
-  return run_timesteps(plan, n_rows, timesteps, out, POSENC_ELEM_BF16, row_stride, flags);
+  return run(plan, n_rows, NULL, 0, timesteps, 1, out, POSENC_ELEM_BF16, row_stride, flags, 0);
 }
 
 posenc_status posenc_sinusoid_fill_timesteps_f16(const posenc_sinusoid_plan *plan, size_t n_rows,
                                                  const float *timesteps, uint16_t *out,
                                                  size_t row_stride, unsigned flags) {
-  return run_timesteps(plan, n_rows, timesteps, out, POSENC_ELEM_F16, row_stride, flags);
+  return run(plan, n_rows, NULL, 0, timesteps, 1, out, POSENC_ELEM_F16, row_stride, flags, 0);
 }

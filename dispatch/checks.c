@@ -1,7 +1,9 @@
-/* Argument checks shared by the public entry points. */
-#include <stdalign.h>
+/* Argument checks and helpers shared by the public entry points. */
+#include "checks.h"
 
-#include "dispatch.h"
+#include <math.h>
+#include <stdalign.h>
+#include <stdlib.h>
 
 int posenc_float_aligned(const void *p) { return posenc_elem_aligned(p, alignof(float)); }
 
@@ -36,7 +38,32 @@ int posenc_run_fits_int32(int32_t start_pos, size_t n) {
   return n - 1 <= (size_t)((int64_t)INT32_MAX - start_pos);
 }
 
-int posenc_spans_disjoint(const float *a, size_t n_a, const float *b, size_t n_b) {
+int posenc_positions_valid(const int32_t *positions, int32_t start_pos, size_t n) {
+  return positions || n == 0 || posenc_run_fits_int32(start_pos, n);
+}
+
+int posenc_bytes_disjoint(const void *a, size_t n_a, const void *b, size_t n_b) {
   const uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
-  return pb >= pa + n_a * sizeof(float) || pa >= pb + n_b * sizeof(float);
+  return pb >= pa + n_a || pa >= pb + n_b;
+}
+
+int posenc_spans_disjoint(const float *a, size_t n_a, const float *b, size_t n_b) {
+  return posenc_bytes_disjoint(a, n_a * sizeof(float), b, n_b * sizeof(float));
+}
+
+int posenc_base_valid(double base) { return isfinite(base) && base > 0 && base != 1; }
+
+int posenc_rotary_dim_valid(size_t rotary_dim) {
+  return rotary_dim >= 2 && rotary_dim % 2 == 0 && rotary_dim <= POSENC_MAX_ROTARY_DIM;
+}
+
+double posenc_default_freq(double base, size_t i, size_t d) {
+  return 1.0 / pow(base, (double)(2 * i) / (double)d);
+}
+
+double *posenc_default_freqs(double base, size_t n, size_t d) {
+  double *w = malloc(n * sizeof *w);
+  if (w)
+    for (size_t i = 0; i < n; ++i) w[i] = posenc_default_freq(base, i, d);
+  return w;
 }

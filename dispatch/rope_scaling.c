@@ -6,9 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "posenc.h"
-
-#define MAX_ROTARY_DIM ((size_t)1 << 20)
+#include "checks.h"
 
 static const double PI = 3.141592653589793; /* Python's math.pi */
 
@@ -25,13 +23,8 @@ static int positive(double x) { return isfinite(x) && x > 0; }
 /* 0 ("not given") or a positive finite value. */
 static int zero_or_positive(double x) { return x == 0 || positive(x); }
 
-/* w_i = base^(-2i/R) exactly as posenc_rope_plan_create computes it. */
-static double default_freq(double base, size_t i, size_t r) {
-  return 1.0 / pow(base, (double)(2 * i) / (double)r);
-}
-
 static void fill_default(scaled_plan *p, double base) {
-  for (size_t i = 0; i < p->n; ++i) p->w[i] = default_freq(base, i, p->r);
+  for (size_t i = 0; i < p->n; ++i) p->w[i] = posenc_default_freq(base, i, p->r);
 }
 
 /* A factor array of exactly R/2 positive finite values. */
@@ -44,7 +37,7 @@ static int valid_factors(const double *f, size_t len, size_t n) {
 
 static posenc_status fill_linear(const posenc_rope_scaling *s, scaled_plan *p) {
   if (!positive(s->factor)) return POSENC_ERR_INVALID_ARGUMENT;
-  for (size_t i = 0; i < p->n; ++i) p->w[i] = default_freq(p->base, i, p->r) / s->factor;
+  for (size_t i = 0; i < p->n; ++i) p->w[i] = posenc_default_freq(p->base, i, p->r) / s->factor;
   return POSENC_OK;
 }
 
@@ -154,7 +147,7 @@ static posenc_status fill_llama3(const posenc_rope_scaling *s, scaled_plan *p) {
   const double low_freq_wavelen = (double)length / low;
   const double high_freq_wavelen = (double)length / high;
   for (size_t i = 0; i < p->n; ++i) {
-    const double w = default_freq(p->base, i, p->r);
+    const double w = posenc_default_freq(p->base, i, p->r);
     const double wavelen = 2 * PI / w;
     const double w_llama = wavelen > low_freq_wavelen ? w / factor : w;
     const double smooth = ((double)length / wavelen - low) / (high - low);
@@ -168,7 +161,8 @@ static posenc_status fill_llama3(const posenc_rope_scaling *s, scaled_plan *p) {
 static posenc_status fill_pair_factors(const posenc_rope_scaling *s, scaled_plan *p) {
   if (!valid_factors(s->pair_factors, s->pair_factors_len, p->n))
     return POSENC_ERR_INVALID_ARGUMENT;
-  for (size_t i = 0; i < p->n; ++i) p->w[i] = default_freq(p->base, i, p->r) / s->pair_factors[i];
+  for (size_t i = 0; i < p->n; ++i)
+    p->w[i] = posenc_default_freq(p->base, i, p->r) / s->pair_factors[i];
   return POSENC_OK;
 }
 
@@ -201,8 +195,8 @@ posenc_status posenc_rope_plan_create_scaled(posenc_rope_plan **plan, size_t rot
   *plan = NULL;
   const posenc_rope_scaling none = {.type = POSENC_ROPE_SCALING_DEFAULT};
   const posenc_rope_scaling *s = scaling ? scaling : &none;
-  if (!isfinite(base) || !(base > 0) || base == 1 || rotary_dim < 2 || rotary_dim % 2 ||
-      rotary_dim > MAX_ROTARY_DIM || !zero_or_positive(s->attention_factor))
+  if (!posenc_base_valid(base) || !posenc_rotary_dim_valid(rotary_dim) ||
+      !zero_or_positive(s->attention_factor))
     return POSENC_ERR_INVALID_ARGUMENT;
   scaled_plan p = {.r = rotary_dim, .n = rotary_dim / 2, .base = base, .att = 1.0};
   p.w = malloc(p.n * sizeof *p.w);

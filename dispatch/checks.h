@@ -1,0 +1,55 @@
+/* Internal: checks and helpers shared by the public entry points (dispatch/api_*.c), beyond
+ * those declared in dispatch.h. */
+#ifndef POSENC_CHECKS_H
+#define POSENC_CHECKS_H
+
+#include "dispatch.h"
+
+/* The one choice of a kernel by storage type: the f32, bf16 or f16 expression for elements
+ * of type e, for example POSENC_BY_ELEM(e, t->rope_f32, t->rope_bf16, t->rope_f16). Only
+ * the chosen expression is evaluated. */
+#define POSENC_BY_ELEM(e, f32, bf16, f16) \
+  ((e) == POSENC_ELEM_BF16 ? (bf16) : (e) == POSENC_ELEM_F16 ? (f16) : (f32))
+
+/* 1 if the byte ranges [a, a + n_a) and [b, b + n_b) share no byte. */
+int posenc_bytes_disjoint(const void *a, size_t n_a, const void *b, size_t n_b);
+
+/* 1 if the positions a call reads are valid for n rows: given as an array, or start_pos +
+ * [0, n) within int32 (or n == 0). */
+int posenc_positions_valid(const int32_t *positions, int32_t start_pos, size_t n);
+
+/* 1 if base is a valid frequency base: finite, positive, not 1. */
+int posenc_base_valid(double base);
+
+/* The largest rotary_dim of a RoPE plan. */
+#define POSENC_MAX_ROTARY_DIM ((size_t)1 << 20)
+
+/* 1 if rotary_dim is a valid RoPE plan rotary_dim: even, 2 to POSENC_MAX_ROTARY_DIM. */
+int posenc_rotary_dim_valid(size_t rotary_dim);
+
+/* Pair i's default frequency base^(-2i/d) of a d-dimensional encoding (d = rotary_dim for
+ * RoPE, dim for sinusoids): the one formula of every default and scaled plan. */
+double posenc_default_freq(double base, size_t i, size_t d);
+
+/* The n default frequencies posenc_default_freq(base, i, d), i < n, in a malloc'd array;
+ * NULL if out of memory. */
+double *posenc_default_freqs(double base, size_t n, size_t d);
+
+/* Where the checks of the ALiBi add / bias and of the fused ALiBi softmax differ. */
+typedef struct posenc_alibi_rules {
+  /* The extent of the scores must span at most PTRDIFF_MAX bytes of elements of this size:
+   * the element size for the add and the bias; sizeof(float) for the softmax, bf16 too. */
+  size_t extent_elem_size;
+  /* 1: the slopes must not lie in the bytes of the scores' extent (the softmax). */
+  int slopes_apart;
+} posenc_alibi_rules;
+
+/* The argument checks of every ALiBi entry point (dispatch/api_alibi.c) for scores of type
+ * e. On POSENC_OK, *args holds the call for the kernel (flags as given), or is all zero
+ * (args->n_heads == 0) when a count is 0 and there is nothing to do. */
+posenc_status posenc_alibi_check(const float *slopes, size_t n_heads, size_t n_q, size_t n_k,
+                                 size_t q_offset, void *scores, posenc_elem e, size_t head_stride,
+                                 size_t row_stride, float scale, unsigned flags,
+                                 posenc_alibi_rules rules, alibi_args *args);
+
+#endif /* POSENC_CHECKS_H */
