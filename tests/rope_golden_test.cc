@@ -1,6 +1,7 @@
 // Golden values from HuggingFace transformers itself (tests/data/hf_rope_golden.txt, written
-// by tools/hf_rope_golden.py): every configuration is built with posenc_rope_plan_create_scaled
-// from its HF parameters, and held to what HF's own code computed, on every ISA:
+// by tests/data/hf_rope_golden.py): every configuration is built with
+// posenc_rope_plan_create_scaled from its HF parameters, and held to what HF's own code computed,
+// on every ISA:
 //  - frequencies: relative 1e-14 of HF's evaluated in float64 (measured: 1 ulp, 2.1e-16);
 //  - the attention factor: equal to 1e-15 (relative);
 //  - POSENC_ROPE_ACCURATE against HF's float64 run, per rotated element, within

@@ -1,6 +1,6 @@
 """Scaled RoPE plans (RopePlan.scaled, posenc_rope_plan_create_scaled) from HF rope_scaling
 dicts: the configurations of tests/data/hf_rope_golden.txt (frequencies computed by HF
-transformers itself, tools/hf_rope_golden.py) to 1e-14, the types posenc adds, and errors."""
+transformers itself, tests/data/hf_rope_golden.py) to 1e-14, the types posenc adds, and errors."""
 
 from pathlib import Path
 

@@ -4,7 +4,7 @@
    float64, from 3-row position ids (text tokens with equal rows, vision tokens distinct,
    positions up to 10^5); every ISA of posenc must be within its RoPE bound.
    Usage: PYTHONPATH=python POSENC_LIBRARY=<build>/libposenc.so <venv with torch,
-   transformers>/bin/python tools/hf_mrope_check.py
+   transformers>/bin/python tests/data/hf_mrope_check.py
 """
 import numpy as np, torch, posenc
 from transformers.models.qwen2_vl import modeling_qwen2_vl as m2

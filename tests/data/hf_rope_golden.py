@@ -12,9 +12,9 @@ frequency formula: every number comes out of transformers' code.
 Run by hand when a configuration (or transformers) changes; CI only reads the committed
 file and needs neither torch nor transformers. It installs nothing itself:
 
-    python3 -m venv /work/venv-hf                                  # outside the repository
-    /work/venv-hf/bin/pip install torch transformers numpy         # CPU is enough
-    /work/venv-hf/bin/python tools/hf_rope_golden.py               # -o to write elsewhere
+    python3 -m venv /work/venv-hf                                # outside the repository
+    /work/venv-hf/bin/pip install torch transformers numpy       # CPU is enough
+    /work/venv-hf/bin/python tests/data/hf_rope_golden.py        # -o to write elsewhere
 
 (torch from PyPI brings its CUDA wheels, ~2 GB on disk; they are not used.) Written with
 transformers 5.x, whose config classes accept a config.json's `rope_scaling` and
@@ -401,7 +401,7 @@ def write_case(out, name, model_id, family, config_cls, kwargs, head_dim, seq_le
 def main():
     here = Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-o", "--output", default=here.parent / "tests/data/hf_rope_golden.txt")
+    parser.add_argument("-o", "--output", default=here / "hf_rope_golden.txt")
     parser.add_argument("--phi3-config", help="Phi-3-mini-128k-instruct's config.json to use "
                         "instead of the factors written in this script")
     args = parser.parse_args()

@@ -4,6 +4,7 @@
 #define POSENC_TOOLS_CHECK_COMMON_H
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -13,6 +14,23 @@ namespace posenc_report {
 
 // The ISAs this CPU can run, in posenc_isa order (scalar first).
 std::vector<posenc_isa> AvailableIsas();
+
+// The rows of a check's table: print_row(isa) prints the row of each available ISA and
+// returns whether it passed. Returns true if every row passed.
+template <class PrintRow>
+bool PrintIsaRows(PrintRow print_row) {
+  bool all_pass = true;
+  for (posenc_isa isa : AvailableIsas()) all_pass = print_row(isa) && all_pass;
+  return all_pass;
+}
+
+// Plans owned by a std::unique_ptr (or a std::shared_ptr given a PlanDeleter).
+struct PlanDeleter {
+  void operator()(posenc_rope_plan* plan) const { posenc_rope_plan_destroy(plan); }
+  void operator()(posenc_sinusoid_plan* plan) const { posenc_sinusoid_plan_destroy(plan); }
+};
+using RopePlan = std::unique_ptr<posenc_rope_plan, PlanDeleter>;
+using SinusoidPlan = std::unique_ptr<posenc_sinusoid_plan, PlanDeleter>;
 
 // A position of one of four kinds: typical context, near 2^31, negative anywhere, anywhere.
 int32_t RandomPosition(std::mt19937_64& rng);

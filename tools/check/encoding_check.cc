@@ -105,11 +105,6 @@ void CompareExact(const Case& c, const std::vector<float>& ref, const std::vecto
 
 // ---- sinusoids ------------------------------------------------------------------------
 
-struct SinusoidPlanDeleter {
-  void operator()(posenc_sinusoid_plan* plan) const { posenc_sinusoid_plan_destroy(plan); }
-};
-using SinusoidPlan = std::unique_ptr<posenc_sinusoid_plan, SinusoidPlanDeleter>;
-
 // The columns of pair i's sin and cos in a row (cos: kNoColumn for the lone sin of an odd
 // d's last pair), as posenc.h places them.
 void PairColumns(size_t dim, unsigned layout, size_t i, size_t& sin_col, size_t& cos_col) {
@@ -474,11 +469,10 @@ bool RunEncodingCheck(uint64_t seed, std::ostream& out) {
   out << "  isa       sin err     bound  sin acc     bound  alibi diff  learned diff  untouched"
          "  calls   result\n";
   const IsaErrors errors = CheckAll(seed);
-  bool all_pass = true;
-  for (posenc_isa isa : AvailableIsas()) {
-    all_pass = all_pass && Passes(errors[isa]);
+  const bool all_pass = PrintIsaRows([&](posenc_isa isa) {
     PrintRow(out, isa, errors[isa]);
-  }
+    return Passes(errors[isa]);
+  });
   out << "  (untouched: elements outside the written ones that changed; calls: failed calls)\n";
   return all_pass;
 }

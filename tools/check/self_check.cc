@@ -20,15 +20,10 @@ constexpr int kRandomCases = 10000;
 constexpr double kCosSinBound = 0x1p-22;  // posenc.h: accurate angles, |p| < 2^31
 constexpr int32_t kMaxPosition = INT32_MAX;
 
-struct PlanDeleter {
-  void operator()(posenc_rope_plan* plan) const { posenc_rope_plan_destroy(plan); }
-};
-using Plan = std::unique_ptr<posenc_rope_plan, PlanDeleter>;
-
-Plan MakePlan(size_t rotary_dim, double base, double att) {
+RopePlan MakePlan(size_t rotary_dim, double base, double att) {
   posenc_rope_plan* plan = nullptr;
   if (posenc_rope_plan_create(&plan, rotary_dim, base, att) != POSENC_OK) return nullptr;
-  return Plan(plan);
+  return RopePlan(plan);
 }
 
 // One strided view: [L, H, D] (heads inside tokens) or [H, L, D], with optional padding
@@ -153,7 +148,7 @@ std::vector<Errors> CompareWithScalar(uint64_t seed) {
   std::mt19937_64 rng(seed);
   for (int n = 0; n < kRandomCases; ++n) {
     const Case c = RandomCase(rng);
-    const Plan plan = MakePlan(c.rotary_dim, c.base, c.att);
+    const RopePlan plan = MakePlan(c.rotary_dim, c.base, c.att);
     const Output ref = Rotate(c, plan.get(), POSENC_ISA_SCALAR);
     for (posenc_isa isa : AvailableIsas()) {
       const Output out = Rotate(c, plan.get(), isa);
@@ -179,7 +174,7 @@ double WorstCosSin(posenc_isa isa, unsigned layout, double base, std::mt19937_64
   std::vector<float> x(tokens * dim, 0.0f);
   for (size_t t = 0; t < tokens; ++t)
     for (size_t i = 0; i < half; ++i) x[t * dim + (layout == POSENC_ROPE_GPTJ ? 2 * i : i)] = 1;
-  const Plan plan = MakePlan(dim, base, 1.0);
+  const RopePlan plan = MakePlan(dim, base, 1.0);
   std::vector<double> w(half);
   const posenc_rope_tensor q = {x.data(), 1, dim, dim};
   if (!plan || posenc_rope_plan_freqs(plan.get(), w.data()) != POSENC_OK ||
@@ -227,15 +222,14 @@ bool RunRopeCheck(uint64_t seed, std::ostream& out) {
          "    and 30 positions in (2^30, 2^31), bases 1e4, 5e5, 1e6, both pair layouts\n";
   out << "  isa               err      bound  untouched  calls  cos/sin err      bound   result\n";
   const std::vector<Errors> errors = CompareWithScalar(seed);
-  bool all_pass = true;
-  for (posenc_isa isa : AvailableIsas()) {
+  const bool all_pass = PrintIsaRows([&](posenc_isa isa) {
     const Errors& e = errors[isa];
     const double cos_sin = WorstCosSinAllPlans(isa, seed);
     const bool pass = e.worst <= POSENC_ROPE_SIMD_TOLERANCE && e.untouched_changed == 0 &&
                       e.failed_calls == 0 && cos_sin <= kCosSinBound;
-    all_pass = all_pass && pass;
     PrintRow(out, isa, e, cos_sin, pass);
-  }
+    return pass;
+  });
   out << "  (untouched: elements outside the rotated pairs that changed; calls: failed calls)\n";
   return all_pass;
 }

@@ -298,10 +298,6 @@ void CheckStorage(std::mt19937_64& rng, IsaErrors& errors, Count&& count) {
   }
 }
 
-struct RopePlanDeleter {
-  void operator()(posenc_rope_plan* plan) const { posenc_rope_plan_destroy(plan); }
-};
-
 // A RoPE call on q and k views ([L, H, D] or [H, L, D], padded) in one buffer, k after q.
 struct RopeCase {
   Storage storage = kBf16;
@@ -326,7 +322,7 @@ RopeCase RopeCase::Random(std::mt19937_64& rng, Storage s) {
   const double att = (rng() % 2) ? 1.0 : 0.5 + std::uniform_real_distribution<double>(0, 1)(rng);
   posenc_rope_plan* plan = nullptr;
   if (posenc_rope_plan_create(&plan, rotary_dim, kBases[rng() % 4], att) == POSENC_OK)
-    c.plan.reset(plan, RopePlanDeleter());
+    c.plan.reset(plan, PlanDeleter());
   c.head_dim = rotary_dim + ((rng() % 2) ? rng() % 9 : 0);
   c.tokens = 1 + rng() % 8;
   c.q_heads = 1 + rng() % 4;
@@ -371,10 +367,6 @@ bool RopeCase::Run(T* data) const {
            POSENC_OK;
 }
 
-struct SinusoidPlanDeleter {
-  void operator()(posenc_sinusoid_plan* plan) const { posenc_sinusoid_plan_destroy(plan); }
-};
-
 // A sinusoid fill, timesteps fill or add, with padded rows.
 struct SinusoidCase {
   enum Op { kFill, kTimesteps, kAdd } op = kFill;
@@ -402,7 +394,7 @@ SinusoidCase SinusoidCase::Random(std::mt19937_64& rng, Storage s) {
   c.rows = long_call ? 200 + rng() % 400 : 1 + rng() % 12;
   posenc_sinusoid_plan* plan = nullptr;
   if (posenc_sinusoid_plan_create(&plan, dim, kBases[rng() % 3]) == POSENC_OK)
-    c.plan.reset(plan, SinusoidPlanDeleter());
+    c.plan.reset(plan, PlanDeleter());
   c.flags =
       static_cast<unsigned>(rng() % 3) | ((rng() % 2) ? unsigned{POSENC_SINUSOID_F32_ANGLES} : 0u);
   if (rng() % 4 == 0) {
@@ -550,11 +542,10 @@ bool RunStorageCheck(uint64_t seed, std::ostream& out) {
   out << "  isa      softmax err     bound  softmax bf16  rope bf16/f16  sin bf16/f16"
          "  alibi bf16/f16  untouched  calls   result\n";
   const IsaErrors errors = CheckAll(seed);
-  bool all_pass = true;
-  for (posenc_isa isa : AvailableIsas()) {
-    all_pass = all_pass && Passes(errors[isa]);
+  const bool all_pass = PrintIsaRows([&](posenc_isa isa) {
     PrintRow(out, isa, errors[isa]);
-  }
+    return Passes(errors[isa]);
+  });
   out << "  (untouched: softmax elements outside the rows that changed; calls: failed calls)\n";
   return all_pass;
 }

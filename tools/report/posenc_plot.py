@@ -3,7 +3,7 @@
 
   posenc_plot.py report REPORT.json OUTDIR      OUTDIR/<kernel>.png and .svg for every kernel,
                                                 and OUTDIR/overview.png and .svg (all of them)
-  posenc_plot.py compare OUTDIR A.json B.json   OUTDIR/compare.png and .svg
+  posenc_plot.py compare OUTDIR ROWS.json       OUTDIR/compare.png and .svg
   posenc_plot.py --check                        exit 0 if matplotlib can be imported, else 3
   --isas scalar,sse4,...  (before report/compare) the ISAs in the order lines and legends
                           list them; posenc-report passes posenc's own list
@@ -14,13 +14,15 @@ loop, with the machine's limit (the limit_rmw or limit_write row the kernel is c
 on the same bytes) as a thick grey line and the CPU's caches as dotted verticals. compare
 draws, per file, the ISA the dispatcher picked there and that file's limit.
 
-Row names follow DESIGN.md: <kernel>/<variant>/<arg>:<value>/..., limit_rmw/bytes:<n>. Buffer
-sizes come from the report's "posenc" object (its row groups); for a plain posenc_bench JSON
-file they are estimated as 4 bytes per item and snapped to the nearest limit row.
+The script draws, it does not read Google Benchmark's rows: posenc-report does (tools/report/
+report_rates.cc). A report JSON's "posenc" object holds the CPU, the row groups (kernel,
+shape, buffer_bytes, limit row) and "bytes_per_second" per row (the median of its
+repetitions); `posenc-report compare` writes ROWS.json, {"reports": [...]}, one such object
+per file (with its "path"; groups estimated for a plain posenc_bench file). Row names follow
+DESIGN.md: <kernel>/<variant>/<arg>:<value>/..., limit_rmw/bytes:<n>.
 """
 
 import json
-import math
 import os
 import sys
 
@@ -48,7 +50,6 @@ def variant_color(variant):
     return "black"
 FILE_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
                "#17becf", "#7f7f7f", "#bcbd22"]
-TIME_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 EXIT_NO_MATPLOTLIB = 3
 
 
@@ -60,12 +61,6 @@ def human_bytes(n):
     return "%d B" % n
 
 
-def median(values):
-    values = sorted(values)
-    n = len(values)
-    return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
-
-
 def shape_args(shape):
     args = {}
     for part in shape.split("/"):
@@ -75,20 +70,19 @@ def shape_args(shape):
 
 
 class Report:
-    """One JSON file: bytes/s per row (median of its repetitions), groups, CPU."""
+    """One report as posenc-report wrote it: bytes/s per row (the median of its repetitions),
+    row groups, CPU, options."""
 
-    def __init__(self, path):
-        with open(path) as f:
-            doc = json.load(f)
+    def __init__(self, posenc, path):
+        if "bytes_per_second" not in posenc:
+            raise SystemExit("posenc_plot: %s: no \"bytes_per_second\" in its \"posenc\" "
+                             "object: written by an older posenc-report (`posenc-report compare "
+                             "FILE` plots it)" % path)
         self.path = path
-        context = doc.get("context", {})
-        posenc = doc.get("posenc", {})
         cpu = posenc.get("cpu", {})
-        self.cpu = cpu.get("model") or context.get("posenc_cpu") or "unknown CPU"
-        available = context.get("posenc_isas_available", "").split()
-        self.active = (cpu.get("isa", {}).get("active") or context.get("posenc_isa_active")
-                       or (available[-1] if available else "?"))
-        self.caches = cpu.get("caches") or context.get("caches") or []
+        self.cpu = cpu.get("model") or "unknown CPU"
+        self.active = cpu.get("isa", {}).get("active") or "?"
+        self.caches = cpu.get("caches") or []
         options = posenc.get("options", {})
         self.quick = options.get("quick", False)
         self.runs = ""
@@ -97,50 +91,17 @@ class Report:
             self.runs = "min_time %g s, %d %s" % (
                 options.get("min_time", 0), n,
                 "interleaved repetitions, medians" if n > 1 else "repetition")
-        self.rates, self.bytes_per_pass = read_rates(doc.get("benchmarks", []))
-        self.groups = posenc.get("groups") or self.derive_groups()
-
-    def derive_groups(self):
-        limit_sizes = sorted({int(n.rsplit(":", 1)[1]) for n in self.rates
-                              if n.startswith("limit_")})
-        groups, seen = [], set()
-        for name in self.rates:
-            parts = name.split("/", 2)
-            if name.startswith("limit_") or len(parts) < 3 or (parts[0], parts[2]) in seen:
-                continue
-            seen.add((parts[0], parts[2]))
-            estimate = self.bytes_per_pass.get(name, 0)
-            if limit_sizes and estimate > 0:
-                estimate = min(limit_sizes, key=lambda s: abs(math.log(s / estimate)))
-            if estimate <= 0:
-                continue
-            kind = "limit_write" if "_fill" in parts[0] else "limit_rmw"
-            groups.append({"kernel": parts[0], "shape": parts[2], "buffer_bytes": estimate,
-                           "limit": "%s/bytes:%d" % (kind, estimate)})
-        return groups
+        self.rates = posenc["bytes_per_second"]
+        self.groups = posenc.get("groups") or []
 
     def rate(self, name):
         value = self.rates.get(name)
         return None if value is None else value / 1e9
 
 
-def read_rates(benchmarks):
-    medians, runs, buffer_bytes = {}, {}, {}
-    for b in benchmarks:
-        rate = b.get("bytes_per_second")
-        if rate is None or b.get("error_occurred"):
-            continue
-        name = b.get("run_name", b.get("name", ""))
-        kind = b.get("run_type", "iteration")
-        if kind == "aggregate" and b.get("aggregate_name") == "median":
-            medians[name] = rate
-        elif kind == "iteration":
-            runs.setdefault(name, []).append(rate)
-            seconds = b.get("real_time", 0) * TIME_UNIT_SECONDS.get(b.get("time_unit", "ns"), 1e-9)
-            buffer_bytes[name] = 4 * b.get("items_per_second", 0) * seconds
-    rates = {name: median(values) for name, values in runs.items()}
-    rates.update(medians)
-    return rates, buffer_bytes
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
 
 
 class Panel:
@@ -310,7 +271,7 @@ def save(fig, out_dir, stem):
 
 def plot_report(json_path, out_dir):
     import matplotlib.pyplot as plt
-    report = Report(json_path)
+    report = Report(read_json(json_path).get("posenc", {}), json_path)
     panels = [p for p in panels_of(report.groups) if variants_of(report, p)]
     if not panels:
         print("posenc_plot: no kernel rows in %s" % json_path, file=sys.stderr)
@@ -357,9 +318,9 @@ def plot_report(json_path, out_dir):
     return 0
 
 
-def plot_compare(out_dir, json_paths):
+def plot_compare(out_dir, rows_path):
     import matplotlib.pyplot as plt
-    reports = [Report(p) for p in json_paths]
+    reports = [Report(r, r.get("path", "?")) for r in read_json(rows_path).get("reports", [])]
     panels, seen = [], set()
     for report in reports:
         for panel in panels_of(report.groups):
@@ -427,8 +388,8 @@ def main(argv):
         argv = argv[2:]
     if len(argv) == 3 and argv[0] == "report":
         return plot_report(argv[1], argv[2])
-    if len(argv) >= 3 and argv[0] == "compare":
-        return plot_compare(argv[1], argv[2:])
+    if len(argv) == 3 and argv[0] == "compare":
+        return plot_compare(argv[1], argv[2])
     print(__doc__, file=sys.stderr)
     return 2
 

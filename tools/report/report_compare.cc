@@ -18,6 +18,7 @@
 
 #include "report_json.h"
 #include "report_plot.h"
+#include "report_rates.h"
 
 namespace posenc_report {
 namespace {
@@ -33,6 +34,7 @@ struct SavedReport {
   std::string path, cpu, active, date;
   std::map<std::string, double> rates;
   std::vector<std::pair<std::string, std::string>> groups;  // (kernel, shape), in order
+  JsonValue plot;  // what posenc_plot.py draws of this file (see PlotJson)
 };
 
 void PrintUsage() {
@@ -58,29 +60,17 @@ bool ParseCompareOptions(int argc, char** argv, CompareOptions& o) {
   return !o.files.empty();
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Bytes/s of each row: Google Benchmark's median aggregate when it has one, else the median
-// of the row's iteration runs.
-void ReadRates(const JsonValue& benchmarks, SavedReport& r) {
-  std::map<std::string, std::vector<double>> runs;
-  for (const JsonValue& b : benchmarks.items()) {
-    const JsonValue* bytes = b.Find("bytes_per_second");
-    const JsonValue* error = b.Find("error_occurred");
-    if (!bytes || !bytes->IsNumber() || (error && error->boolean())) continue;
-    const std::string name = b.StringOr("run_name", b.StringOr("name", ""));
-    const std::string type = b.StringOr("run_type", "iteration");
-    if (type == "aggregate" && b.StringOr("aggregate_name", "") == "median")
-      r.rates[name] = bytes->number();
-    else if (type == "iteration")
-      runs[name].push_back(bytes->number());
-  }
-  for (const auto& [name, values] : runs)
-    if (!r.rates.count(name)) r.rates[name] = Median(values);
+// The file as posenc_plot.py reads a report: its path, CPU, active ISA, row groups (the
+// report's own, else estimated from the rows) and bytes/s per row.
+JsonValue PlotJson(const SavedReport& r, const JsonValue* groups, const RowRates& rates) {
+  JsonValue plot = JsonValue::Object();
+  plot.Set("path", JsonValue::String(r.path));
+  JsonValue& cpu = plot.Set("cpu", JsonValue::Object());
+  cpu.Set("model", JsonValue::String(r.cpu));
+  cpu.Set("isa", JsonValue::Object()).Set("active", JsonValue::String(r.active));
+  plot.Set("groups", groups ? *groups : EstimatedRowGroupsJson(rates));
+  plot.Set("bytes_per_second", RatesJson(rates));
+  return plot;
 }
 
 bool LoadReport(const std::string& path, SavedReport& r, std::string& error) {
@@ -97,7 +87,8 @@ bool LoadReport(const std::string& path, SavedReport& r, std::string& error) {
     return false;
   }
   r.path = path;
-  ReadRates(*benchmarks, r);
+  const RowRates rates = MedianRates(*benchmarks);
+  r.rates = rates.bytes_per_second;
   const JsonValue empty = JsonValue::Object();
   const JsonValue* context = doc.Find("context");
   if (!context) context = &empty;
@@ -112,9 +103,11 @@ bool LoadReport(const std::string& path, SavedReport& r, std::string& error) {
     for (std::string w; available >> w;) r.active = w;
   }
   r.date = context->StringOr("date", "");
-  if (const JsonValue* groups = posenc ? posenc->Find("groups") : nullptr)
+  const JsonValue* groups = posenc ? posenc->Find("groups") : nullptr;
+  if (groups)
     for (const JsonValue& g : groups->items())
       r.groups.emplace_back(g.StringOr("kernel", ""), g.StringOr("shape", ""));
+  r.plot = PlotJson(r, groups, rates);
   return true;
 }
 
@@ -140,13 +133,6 @@ int VariantRank(const std::string& variant) {
   return variant == "naive" ? POSENC_ISA_COUNT + 1 : POSENC_ISA_COUNT;
 }
 
-bool IsLimit(const std::string& name) { return name.rfind("limit_", 0) == 0; }
-
-unsigned long long LimitBytes(const std::string& name) {
-  const size_t colon = name.rfind(':');
-  return colon == std::string::npos ? 0 : std::strtoull(name.c_str() + colon + 1, nullptr, 10);
-}
-
 // Every row of any file, as sections: one per (kernel, shape) group in the files' group
 // order (unknown groups after, by name), its variants in ISA order; then the limit rows by
 // size.
@@ -163,7 +149,7 @@ std::vector<std::vector<std::string>> Sections(const std::vector<SavedReport>& r
   std::map<std::string, std::vector<std::string>> by_group;
   std::vector<std::string> limits;
   for (const std::string& name : names) {
-    if (IsLimit(name)) {
+    if (IsLimitRow(name)) {
       limits.push_back(name);
       continue;
     }
@@ -184,7 +170,7 @@ std::vector<std::vector<std::string>> Sections(const std::vector<SavedReport>& r
     sections.push_back(rows);
   }
   std::stable_sort(limits.begin(), limits.end(), [](const std::string& a, const std::string& b) {
-    return LimitBytes(a) < LimitBytes(b);
+    return LimitRowBytes(a) < LimitRowBytes(b);
   });
   if (!limits.empty()) sections.push_back(limits);
   return sections;
@@ -259,7 +245,7 @@ void PrintSummary(const std::vector<SavedReport>& reports, std::ostream& out) {
     for (const auto& [name, rate] : reports[i].rates) {
       const auto first = RateOf(reports[0], name);
       if (!first || *first <= 0 || rate <= 0) continue;
-      const int limit = IsLimit(name) ? 1 : 0;
+      const int limit = IsLimitRow(name) ? 1 : 0;
       log_sum[limit] += std::log(rate / *first);
       ++count[limit];
     }
@@ -299,10 +285,15 @@ int RunCompare(int argc, char** argv) {
   std::ofstream(table_path) << text.str();
   std::cout << "\nTable: " << table_path << "\n";
   if (o.plots) {
-    std::vector<std::string> args = {"compare", o.out_dir};
-    args.insert(args.end(), o.files.begin(), o.files.end());
-    if (RunPlotScript(args, std::cout))
+    // The plot script reads the files' rows as read here, from a temporary file.
+    JsonValue plot = JsonValue::Object();
+    JsonValue& files = plot.Set("reports", JsonValue::Array());
+    for (const SavedReport& r : reports) files.Push(r.plot);
+    const std::string plot_input = o.out_dir + "/compare-plot.json.tmp";
+    std::ofstream(plot_input, std::ios::binary | std::ios::trunc) << plot.Dump() << "\n";
+    if (RunPlotScript({"compare", o.out_dir, plot_input}, std::cout))
       std::cout << "Plot:  " << o.out_dir << "/compare.png, " << o.out_dir << "/compare.svg\n";
+    std::filesystem::remove(plot_input, ec);
   }
   return 0;
 }

@@ -1,4 +1,4 @@
-// posenc-report's plots are drawn by tools/posenc_plot.py (matplotlib) from the saved JSON.
+// posenc-report's plots are drawn by tools/report/posenc_plot.py (matplotlib) from the saved JSON.
 #ifndef POSENC_TOOLS_REPORT_PLOT_H
 #define POSENC_TOOLS_REPORT_PLOT_H
 

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "report_rates.h"
+
 namespace posenc_report {
 namespace {
 
@@ -182,7 +184,7 @@ JsonValue SelfCheckJson(uint64_t seed, bool pass, const std::string& text) {
   return check;
 }
 
-bool WriteReportJson(const std::string& benchmark_json_path, const JsonValue& posenc,
+bool WriteReportJson(const std::string& benchmark_json_path, JsonValue posenc,
                      const std::string& path, std::string& error) {
   std::string text;
   if (!ReadFile(benchmark_json_path, text)) {
@@ -191,10 +193,14 @@ bool WriteReportJson(const std::string& benchmark_json_path, const JsonValue& po
   }
   JsonValue parsed;
   const size_t brace = text.find('{');
-  if (!JsonValue::Parse(text, parsed, error) || brace == std::string::npos) {
-    error = "Google Benchmark's JSON " + benchmark_json_path + ": " + error;
+  const JsonValue* benchmarks = nullptr;
+  if (!JsonValue::Parse(text, parsed, error) || brace == std::string::npos ||
+      !(benchmarks = parsed.Find("benchmarks"))) {
+    error = "Google Benchmark's JSON " + benchmark_json_path + ": " +
+            (error.empty() ? "no \"benchmarks\"" : error);
     return false;
   }
+  posenc.Set("bytes_per_second", RatesJson(MedianRates(*benchmarks)));
   const std::string combined = text.substr(0, brace + 1) + "\n  \"posenc\": " + posenc.Dump(2) +
                                "," + text.substr(brace + 1);
   if (!JsonValue::Parse(combined, parsed, error)) {

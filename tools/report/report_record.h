@@ -1,7 +1,8 @@
 // What posenc-report saves beside Google Benchmark's JSON: a "posenc" object with the CPU
-// description, the run's options, the self-check's results and the row groups, written as
-// the first member of Google Benchmark's top-level object (whose "context" and "benchmarks"
-// stay as Google Benchmark wrote them).
+// description, the run's options, the self-check's results, the row groups and the bytes/s
+// of every row (the median of its repetitions: what the tables show and the plots draw),
+// written as the first member of Google Benchmark's top-level object (whose "context" and
+// "benchmarks" stay as Google Benchmark wrote them).
 #ifndef POSENC_TOOLS_REPORT_RECORD_H
 #define POSENC_TOOLS_REPORT_RECORD_H
 
@@ -30,9 +31,10 @@ JsonValue CpuDescriptionJson(const IsaChoice& isa);
 // (column name -> number or string, "result" PASS/FAIL), plus the text itself.
 JsonValue SelfCheckJson(uint64_t seed, bool pass, const std::string& text);
 
-// Writes Google Benchmark's JSON from `benchmark_json_path` to `path` with `posenc` added as
-// the first member of its top-level object. Returns false and sets `error` on failure.
-bool WriteReportJson(const std::string& benchmark_json_path, const JsonValue& posenc,
+// Writes Google Benchmark's JSON from `benchmark_json_path` to `path` with `posenc`, plus its
+// "bytes_per_second" of every row (report_rates.h), added as the first member of its
+// top-level object. Returns false and sets `error` on failure.
+bool WriteReportJson(const std::string& benchmark_json_path, JsonValue posenc,
                      const std::string& path, std::string& error);
 
 }  // namespace posenc_report

@@ -1,0 +1,44 @@
+// The throughput of each benchmark row, read out of Google Benchmark's JSON in one place:
+// posenc-report saves it in its JSON's "posenc" object ("bytes_per_second"), compare reads it
+// from every file, and the plot script (posenc_plot.py) draws what these functions give.
+#ifndef POSENC_TOOLS_REPORT_RATES_H
+#define POSENC_TOOLS_REPORT_RATES_H
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "report_json.h"
+
+namespace posenc_report {
+
+// Bytes/s per row name: Google Benchmark's median aggregate when it has one, else the median
+// of the row's iteration runs (failed runs left out).
+struct RowRates {
+  std::vector<std::string> names;  // rows with iteration runs as they first appear, then the
+                                   // rows that have only a median aggregate
+  std::map<std::string, double> bytes_per_second;
+  // Per row with iteration runs: 4 bytes per item times the items of one pass (the last
+  // run's items_per_second x real_time), an estimate of its buffer size.
+  std::map<std::string, double> buffer_estimate;
+};
+
+// A limit row (limit_rmw/bytes:<n>, limit_write/bytes:<n>, ...), and its <n>.
+bool IsLimitRow(const std::string& name);
+unsigned long long LimitRowBytes(const std::string& name);
+
+// `benchmarks`: the "benchmarks" array of a Google Benchmark JSON file.
+RowRates MedianRates(const JsonValue& benchmarks);
+
+// {row: bytes/s} in the order of `rates.names`.
+JsonValue RatesJson(const RowRates& rates);
+
+// Row groups (kernel, shape, buffer_bytes, limit) for a JSON file without posenc-report's
+// "groups" (a plain posenc_bench file): a kernel row's buffer size is its estimate snapped to
+// the nearest limit row size, and it is compared with limit_write for table fills, else
+// limit_rmw. Rows without an estimate have no group.
+JsonValue EstimatedRowGroupsJson(const RowRates& rates);
+
+}  // namespace posenc_report
+
+#endif  // POSENC_TOOLS_REPORT_RATES_H
