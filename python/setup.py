@@ -5,6 +5,9 @@ directory named by the environment variable POSENC_SOURCE_DIR. pip >= 21.3 build
 directory in place, so the parent is found; set POSENC_SOURCE_DIR when building from a copy
 (an sdist, an older pip). Needs cmake, a C compiler and libsleef-dev (scripts/install-deps.sh).
 Parallel jobs: POSENC_BUILD_JOBS, else CMAKE_BUILD_PARALLEL_LEVEL, else the CPU count.
+POSENC_CMAKE_BUILD_DIR names a CMake build directory of the same sources to build target
+posenc in (configured there first if it is not yet), instead of a temporary one: a build
+that has the library already (scripts/test.sh passes the native suite's) compiles nothing.
 """
 
 import os
@@ -53,23 +56,33 @@ def build_jobs():
 
 
 def build_library(package_dir):
-    """Configures and builds target posenc in a temporary directory and copies the shared
-    library (the file itself, not its symlinks) to package_dir/libposenc.so."""
+    """Configures and builds target posenc in a temporary directory (or the one named by
+    POSENC_CMAKE_BUILD_DIR) and copies the shared library (the file itself, not its
+    symlinks) to package_dir/libposenc.so."""
+    given = os.environ.get("POSENC_CMAKE_BUILD_DIR")
+    if given:
+        compile_library(Path(given).resolve(), package_dir)
+    else:
+        with tempfile.TemporaryDirectory(prefix="posenc-cmake-") as build_dir:
+            compile_library(Path(build_dir), package_dir)
+
+
+def compile_library(build_dir, package_dir):
     cmake = shutil.which("cmake")
     if cmake is None:
         raise RuntimeError("posenc: cmake not found (scripts/install-deps.sh installs it)")
-    root = source_root()
-    with tempfile.TemporaryDirectory(prefix="posenc-cmake-") as build_dir:
-        subprocess.run([cmake, "-S", str(root), "-B", build_dir, *CMAKE_OPTIONS], check=True)
-        subprocess.run([cmake, "--build", build_dir, "--target", "posenc",
-                        "--parallel", build_jobs()], check=True)
-        built = sorted(Path(build_dir).rglob("libposenc.so"))
-        if not built:
-            raise RuntimeError(f"posenc: the build produced no libposenc.so in {build_dir}")
-        package_dir.mkdir(parents=True, exist_ok=True)
-        target = package_dir / "libposenc.so"
-        shutil.copyfile(built[0].resolve(), target)
-        target.chmod(0o755)
+    if not (build_dir / "CMakeCache.txt").is_file():
+        subprocess.run([cmake, "-S", str(source_root()), "-B", str(build_dir), *CMAKE_OPTIONS],
+                       check=True)
+    subprocess.run([cmake, "--build", str(build_dir), "--target", "posenc",
+                    "--parallel", build_jobs()], check=True)
+    built = build_dir / "libposenc.so"
+    if not built.exists():
+        raise RuntimeError(f"posenc: the build produced no libposenc.so in {build_dir}")
+    package_dir.mkdir(parents=True, exist_ok=True)
+    target = package_dir / "libposenc.so"
+    shutil.copyfile(built.resolve(), target)
+    target.chmod(0o755)
 
 
 class BuildPyWithLibrary(build_py):

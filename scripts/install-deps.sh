@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages posenc needs, if any is missing. Non-interactive; safe to run
-# again. Usage: scripts/install-deps.sh [--aarch64] [--emulation] [--sanitizers] [--plots]
+# again. Usage: scripts/install-deps.sh [--aarch64] [--emulation] [--sanitizers] [--format]
+#   [--plots]
 #   (no option)  build, test and benchmark natively
 #   --aarch64    also the aarch64 cross build and its tests under qemu-aarch64: Debian's
 #                cross compilers, qemu-user, GoogleTest's sources (built for the target), and
@@ -11,6 +12,7 @@
 #   --sanitizers also clang and its runtimes (ASan/UBSan/MSan/TSan, libFuzzer), and
 #                GoogleTest's sources (the MSan build compiles them instrumented), for
 #                scripts/test-sanitizers.sh, test-tsan.sh and test-fuzz.sh
+#   --format     also clang-format (scripts/test.sh checks the sources' format)
 #   --plots      also Python 3 with matplotlib (Debian's python3-matplotlib), with which
 #                posenc-report draws its plots (scripts/report.sh)
 set -euo pipefail
@@ -25,8 +27,10 @@ for option in "$@"; do
       multiarch=arm64 ;;
     --emulation) packages+=(qemu-user) ;;
     --sanitizers) packages+=(clang libclang-rt-14-dev googletest) ;;
+    --format) packages+=(clang-format) ;;
     --plots) packages+=(python3-matplotlib) ;;
-    *) echo "usage: $0 [--aarch64] [--emulation] [--sanitizers] [--plots]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--aarch64] [--emulation] [--sanitizers] [--format] [--plots]" >&2
+       exit 2 ;;
   esac
 done
 

@@ -4,12 +4,15 @@
 # pytest, numpy and hypothesis from PyPI, and runs its pytest suite (python/tests) on every
 # ISA this CPU has. Installs the Debian packages it needs first. Exit status: pytest's (5 when
 # no test was collected).
-# Usage: scripts/test-python.sh [build-dir]   (default: build-python; PYTHON picks the
-#        interpreter, default python3)
+# Usage: scripts/test-python.sh [build-dir] [cmake-build-dir]   (default: build-python; PYTHON
+#        picks the interpreter, default python3; a CMake build directory given second is
+#        where the package's build compiles the library, POSENC_CMAKE_BUILD_DIR: scripts/test.sh
+#        passes the native suite's, so nothing is compiled again)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 build=${1:-build-python}
+if [ -n "${2:-}" ]; then export POSENC_CMAKE_BUILD_DIR; POSENC_CMAKE_BUILD_DIR=$(cd "$2" && pwd); fi
 python=${PYTHON:-python3}
 
 scripts/install-deps.sh

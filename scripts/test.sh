@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite, warnings as errors: the native build's ctest suite (tests and
+# The whole test suite, warnings as errors: the sources' format (clang-format); the native
+# build's ctest suite (tests and
 # examples; each test process tests one ISA); the packaging consumers (find_package,
 # pkg-config, add_subdirectory) against the native build installed into a prefix; the Python
 # package's pytest suite; the whole ctest suite under ASan+UBSan (gcc and clang) and MSan
@@ -39,13 +40,23 @@ print_times() {
 }
 trap print_times EXIT
 
+part "packages (one apt-get run for every part)"
+if [ "$native_only" = 1 ]; then
+  scripts/install-deps.sh --format
+elif [ "$(uname -m)" = x86_64 ]; then
+  scripts/install-deps.sh --format --sanitizers --aarch64 --emulation
+else
+  scripts/install-deps.sh --format --sanitizers
+fi
+part "source format (clang-format --dry-run -Werror)"
+git ls-files -z '*.c' '*.h' '*.cc' | xargs -0 clang-format --dry-run -Werror
 part "native suite ($(uname -m))"
 scripts/test-native.sh "$build"
 if [ "$native_only" = 1 ]; then exit 0; fi
 part "packaging: consumers of the installed library and of the source tree"
 scripts/test-consumers.sh "$build"
 part "Python package"
-scripts/test-python.sh "$build-python"
+scripts/test-python.sh "$build-python" "$build"
 part "sanitizers: ASan+UBSan (gcc)"
 scripts/test-sanitizers.sh "$build-san" gcc
 part "sanitizers: ASan+UBSan (clang)"
