@@ -1,19 +1,18 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus of fuzz_api (fuzz/corpus/): for each of the twenty kernel families
-(byte 0: 0 rope, 1 sinusoid fill, 2 sinusoid timesteps, 3 sinusoid add, 4 alibi add,
-5 alibi bias, 6 learned, 7 alibi softmax f32, 8 alibi softmax bf16, 9 rope bf16, 10 rope
-f16, 11-13 sinusoid fill / timesteps / add and 14-15 alibi add / bias on bf16 or f16 rows,
-16 mrope f32, 17 mrope on bf16 or f16, 18 rope rerotate f32, 19 rope rerotate on bf16 or
-f16 (for 11-15, 17 and 19 the byte after misc picks the type)), three inputs the
-library accepts and three it rejects (one of those a NULL tensor or a misaligned pointer),
-chosen among deterministic pseudo-random candidates by running them through the built
-target (POSENC_FUZZ_VERBOSE=1 prints each input's family and scalar status). The target's
-cursor reader decodes the bytes after the family into shapes, strides, flags, positions,
-parameters and data (past the end: zeros, and PRNG data).
-Usage: fuzz/make_corpus.py <fuzz_api binary> [out-dir [family...]]
-With families given (numbers), only their seeds are written: the committed seeds of the
-other families are kept (this script does not reproduce them byte for byte; families 16-19
-were added with `fuzz/make_corpus.py <binary> fuzz/corpus 16 17 18 19`)."""
+"""Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/): for each family of
+each target (byte 0 of an input picks the family within its target, see FAMILIES;
+fuzz_learned has one family and no such byte), three inputs the library accepts and three
+it rejects (one of those a NULL tensor or a misaligned pointer), chosen among deterministic
+pseudo-random candidates by running them through the built target (POSENC_FUZZ_VERBOSE=1
+prints each input's family and scalar status), and the hand-written seeds below. For the
+families stored in bf16 or f16 the byte after misc picks the type. The targets' cursor
+readers decode the bytes after misc into shapes, strides, flags, positions, parameters and
+data (past the end: zeros, and PRNG data).
+Usage: fuzz/make_corpus.py <dir of the built targets> [out-dir [target...]]
+(e.g. build-fuzz/fuzz; out-dir defaults to fuzz/corpus.) With targets given, only their seeds
+are written. This script does not reproduce the committed seeds byte for byte (they were
+split from the single fuzz_api target's corpus, byte 0 renumbered; the M-RoPE and
+re-rotation families were added with its predecessor's `... 16 17 18 19`)."""
 import os
 import random
 import re
@@ -21,30 +20,43 @@ import subprocess
 import sys
 import tempfile
 
-binary = sys.argv[1]
+bindir = sys.argv[1]
 out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "corpus")
-names = ["rope", "sin_fill", "sin_timesteps", "sin_add", "alibi_add", "alibi_bias", "learned",
-         "alibi_softmax", "alibi_softmax_bf16", "rope_bf16", "rope_f16", "sin_fill16",
-         "sin_timesteps16", "sin_add16", "alibi_add16", "alibi_bias16", "mrope", "mrope16",
-         "rerotate", "rerotate16"]
-only = {int(f) for f in sys.argv[3:]}
+# Each target's families in the order of byte 0 (as its decode() reads it).
+FAMILIES = {
+    "fuzz_rope": ["rope", "rope_bf16", "rope_f16"],
+    "fuzz_mrope": ["mrope", "mrope16"],
+    "fuzz_rerotate": ["rerotate", "rerotate16"],
+    "fuzz_sinusoid": ["sin_fill", "sin_timesteps", "sin_add", "sin_fill16", "sin_timesteps16",
+                      "sin_add16"],
+    "fuzz_alibi": ["alibi_add", "alibi_bias", "alibi_softmax", "alibi_softmax_bf16",
+                   "alibi_add16", "alibi_bias16"],
+    "fuzz_learned": ["learned"],
+}
+only = set(sys.argv[3:])
 rng = random.Random(20261129)
 
 
-def candidate(family, misc):
+def selector(target, family):
+    """Byte 0 of the target's inputs (none for a target with one family)."""
+    return [family] if len(FAMILIES[target]) > 1 else []
+
+
+def candidate(target, family, misc):
     # Low bytes mostly pick the common branch of a selector; any byte may pick a special one.
     tame = rng.choice([0.98, 0.95, 0.9, 0.8])
     body = [rng.randrange(4, 8) if rng.random() < tame else rng.randrange(256)
             for _ in range(rng.randrange(12, 64))]
     data = [rng.randrange(256) for _ in range(rng.randrange(0, 200))]
-    return bytes([family, misc] + body + data)
+    return bytes(selector(target, family) + [misc] + body + data)
 
 
-def status(blob):
+def status(target, blob):
     with tempfile.NamedTemporaryFile(delete=False) as fh:
         fh.write(blob)
     try:
-        run = subprocess.run([binary, fh.name], env=dict(os.environ, POSENC_FUZZ_VERBOSE="1"),
+        run = subprocess.run([os.path.join(bindir, target), fh.name],
+                             env=dict(os.environ, POSENC_FUZZ_VERBOSE="1"),
                              capture_output=True, text=True, timeout=60)
     finally:
         os.unlink(fh.name)
@@ -54,69 +66,80 @@ def status(blob):
     return int(m.group(2))
 
 
-os.makedirs(out, exist_ok=True)
-written = 0
-for family, name in enumerate(names):
-    if only and family not in only:
-        continue
-    want = {"ok": 3, "error": 2, "error-null-or-misaligned": 1}
-    for _ in range(5000):
-        if not any(want.values()):
-            break
-        special = want["error-null-or-misaligned"] and rng.random() < 0.3
-        misc = rng.choice([0, 1]) if special else rng.choice([4, 5, 6, 7])
-        blob = candidate(family, misc)
-        st = status(blob)
-        kind = None if st is None else ("ok" if st == 0 else
-                                        ("error-null-or-misaligned" if special else "error"))
-        if kind and want[kind]:
-            want[kind] -= 1
-            path = os.path.join(out, f"{family}-{name}-{kind}-{want[kind]}")
-            with open(path, "wb") as fh:
-                fh.write(blob)
-            written += 1
+def write(target, name, blob):
+    os.makedirs(os.path.join(out, target), exist_ok=True)
+    with open(os.path.join(out, target, name), "wb") as fh:
+        fh.write(blob)
 
-# Hand-written seeds of the M-RoPE and re-rotation families, byte by byte in fuzz_api.c's
-# decode order (after them the reader gives zeros and the tensor data comes from the PRNG).
+
+written = 0
+for target, names in FAMILIES.items():
+    if only and target not in only:
+        continue
+    for family, name in enumerate(names):
+        want = {"ok": 3, "error": 2, "error-null-or-misaligned": 1}
+        for _ in range(5000):
+            if not any(want.values()):
+                break
+            special = want["error-null-or-misaligned"] and rng.random() < 0.3
+            misc = rng.choice([0, 1]) if special else rng.choice([4, 5, 6, 7])
+            blob = candidate(target, family, misc)
+            st = status(target, blob)
+            kind = None if st is None else ("ok" if st == 0 else
+                                            ("error-null-or-misaligned" if special else "error"))
+            if kind and want[kind]:
+                want[kind] -= 1
+                prefix = "".join(f"{b}-" for b in selector(target, family))
+                write(target, f"{prefix}{name}-{kind}-{want[kind]}", blob)
+                written += 1
+
+# Hand-written seeds of fuzz_mrope and fuzz_rerotate, byte by byte in their decode order
+# (after them the reader gives zeros and the tensor data comes from the PRNG).
 PLAN_128 = [64, 4, 0, 1]  # decode_rope_plan_new: rotary_dim 128, base path, att 1, base 1e4
 VIEWS = [1, 20, 2, 1, 1, 0, 0, 0]  # D = R, 20 tokens, 2 q heads, 1 k head, [L, H, D], offset 0
 # mrope_positions_of: start 0; text 0-2; an image (T 1, H 2, W 3) at 3; a video (T 2, H 2,
 # W 2) at 6; text 8-10 (Qwen2-VL's get_rope_index).
 QWEN_POSITIONS = [2, 0] + [0, 0, 0] + [2, 1, 2] + [10, 1, 1] + [0, 0, 0]
-handmade = {
-    # contiguous sections [16, 24, 24] (Qwen2-VL's mrope_section)
-    "16-mrope-hand-qwen2vl": [16, 4] + PLAN_128 + VIEWS + [0, 4] + QWEN_POSITIONS,
-    # sections that sum to R/2 only modulo 2^64: must fail
-    "16-mrope-hand-error-sections-wrap": [16, 4] + PLAN_128 + VIEWS + [0, 2, 5] + QWEN_POSITIONS,
-    # f16, GPTJ | MROPE_INTERLEAVED, sections [24, 20, 20] (Qwen3-VL's)
-    "17-mrope16-hand-qwen3vl-f16-gptj": [17, 4, 1] + PLAN_128 + VIEWS + [3, 20] + QWEN_POSITIONS,
-    # the same plan (to = from), positions 100-129 to 90-119: a context shift
-    "18-rerotate-hand-context-shift": [18, 4] + PLAN_128 + [0] + [1, 30, 2, 1, 1, 0, 0, 0] + [0]
-    + [1, 8, 100, 0] + [0] * 30 + [0, 4, 10] + [8, 0, 0],
-    # to: the frequencies halved (linear scaling 2), att 2 (r = 2); GPTJ; packed rows, 3
-    # heads at offset 1; the run 131077.. to itself
-    "18-rerotate-hand-linear-scaling": [18, 4] + PLAN_128 + [2, 1, 4, 16]
-    + [1, 12, 3, 0, 0, 2, 1] + [1] + [0, 6, 5] + [1],
-    # F32_ANGLES, from: w = 1024 at 2^31 - 1; to: w' = 1 at 3 (a float32-recipe angle of
-    # 2^41 rad: fuzz_api.c's known issue, compared with POSENC_FUZZ_STRICT=1); u = 1, v = 0
-    "18-rerotate-hand-f32-angles-beyond-2p32": [18, 4] + [1, 3, 0, 34] + [2, 3, 0, 0]
-    + [1, 1, 1, 0, 0, 0, 0, 0] + [8] + [1, 1, 0] + [2, 1, 8, 3, 0, 0] + [0, 0, 0, 0]
-    + [0, 8, 0, 0],
-    # to: rotary_dim 126: must fail
-    "18-rerotate-hand-error-rotary-dim": [18, 4] + PLAN_128 + [7, 6] + VIEWS + [0] + [0, 8, 0, 0]
-    + [1],
-    # bf16, rotary_dim 80; to: the same frequencies in another plan, att 1e-30 (r = 1e-30);
-    # positions -16..-1 to 2^31 - 16..: p' - p = 2^31, past int32
-    "19-rerotate16-hand-bf16-delta-past-int32": [19, 4, 0] + [40, 4, 0, 1] + [5, 5]
-    + [1, 16, 4, 2, 1, 0, 2, 1] + [0] + [1, 5, 16, 0] + [0] * 16 + [0, 1, 0] + [8, 0, 0],
-    # bf16, rotary_dim 40; to: att FLT_MIN (r = FLT_MIN, the least accepted); run 0.. to 50..
-    "19-rerotate16-hand-r-flt-min": [19, 4, 0] + [20, 4, 0, 1] + [7, 4]
-    + [1, 8, 2, 0, 0, 0, 0, 0] + [0] + [0, 8, 0, 0] + [2, 1, 8, 50, 0],
+HANDMADE = {
+    "fuzz_mrope": {
+        # contiguous sections [16, 24, 24] (Qwen2-VL's mrope_section)
+        "0-mrope-hand-qwen2vl": [0, 4] + PLAN_128 + VIEWS + [0, 4] + QWEN_POSITIONS,
+        # sections that sum to R/2 only modulo 2^64: must fail
+        "0-mrope-hand-error-sections-wrap": [0, 4] + PLAN_128 + VIEWS + [0, 2, 5]
+        + QWEN_POSITIONS,
+        # f16, GPTJ | MROPE_INTERLEAVED, sections [24, 20, 20] (Qwen3-VL's)
+        "1-mrope16-hand-qwen3vl-f16-gptj": [1, 4, 1] + PLAN_128 + VIEWS + [3, 20]
+        + QWEN_POSITIONS,
+    },
+    "fuzz_rerotate": {
+        # the same plan (to = from), positions 100-129 to 90-119: a context shift
+        "0-rerotate-hand-context-shift": [0, 4] + PLAN_128 + [0] + [1, 30, 2, 1, 1, 0, 0, 0]
+        + [0] + [1, 8, 100, 0] + [0] * 30 + [0, 4, 10] + [8, 0, 0],
+        # to: the frequencies halved (linear scaling 2), att 2 (r = 2); GPTJ; packed rows, 3
+        # heads at offset 1; the run 131077.. to itself
+        "0-rerotate-hand-linear-scaling": [0, 4] + PLAN_128 + [2, 1, 4, 16]
+        + [1, 12, 3, 0, 0, 2, 1] + [1] + [0, 6, 5] + [1],
+        # F32_ANGLES, from: w = 1024 at 2^31 - 1; to: w' = 1 at 3 (a float32-recipe angle of
+        # 2^41 rad, whose difference and reduction once lost up to 2^-13)
+        "0-rerotate-hand-f32-angles-beyond-2p32": [0, 4] + [1, 3, 0, 34] + [2, 3, 0, 0]
+        + [1, 1, 1, 0, 0, 0, 0, 0] + [8] + [1, 1, 0] + [2, 1, 8, 3, 0, 0] + [0, 0, 0, 0]
+        + [0, 8, 0, 0],
+        # to: rotary_dim 126: must fail
+        "0-rerotate-hand-error-rotary-dim": [0, 4] + PLAN_128 + [7, 6] + VIEWS + [0]
+        + [0, 8, 0, 0] + [1],
+        # bf16, rotary_dim 80; to: the same frequencies in another plan, att 1e-30 (r = 1e-30);
+        # positions -16..-1 to 2^31 - 16..: p' - p = 2^31, past int32
+        "1-rerotate16-hand-bf16-delta-past-int32": [1, 4, 0] + [40, 4, 0, 1] + [5, 5]
+        + [1, 16, 4, 2, 1, 0, 2, 1] + [0] + [1, 5, 16, 0] + [0] * 16 + [0, 1, 0] + [8, 0, 0],
+        # bf16, rotary_dim 40; to: att FLT_MIN (r = FLT_MIN, the least accepted); run 0.. to 50..
+        "1-rerotate16-hand-r-flt-min": [1, 4, 0] + [20, 4, 0, 1] + [7, 4]
+        + [1, 8, 2, 0, 0, 0, 0, 0] + [0] + [0, 8, 0, 0] + [2, 1, 8, 50, 0],
+    },
 }
-for name, blob in handmade.items():
-    if only and int(name.split("-")[0]) not in only:
+for target, seeds in HANDMADE.items():
+    if only and target not in only:
         continue
-    with open(os.path.join(out, name), "wb") as fh:
-        fh.write(bytes(blob))
-    written += 1
+    for name, blob in seeds.items():
+        write(target, name, bytes(blob))
+        written += 1
 print(f"make_corpus: wrote {written} files to {out}")

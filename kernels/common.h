@@ -14,6 +14,9 @@
  * not a compile-time constant, uses at most this many lanes (an SVE whilelt predicate, an
  * RVV vsetvl) and checks the same at run time; raising the limit costs only padding. */
 #define POSENC_MAX_LANES 16
+/* Such a layer also defines VF_SIZELESS: its vector types cannot be array elements or
+ * struct members, so the few register-blocked fast paths (rope_simd.h) are left out of its
+ * build and the general loops, which keep no vector in memory, serve every shape. */
 
 /* The name of a static helper of one per-ISA translation unit, suffixed with the layer's
  * VEC_SUFFIX so that profiles tell the ISAs apart. Nothing with external linkage is named

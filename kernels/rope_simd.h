@@ -91,10 +91,9 @@ static void VFN(prepare_delta_)(const struct posenc_rope_plan *from, int32_t fro
 /* cos/sin of a block of 64 pairs (R = 128, the most common rotary size) are held in
  * registers while they are applied to every head, ROPE_BLOCK vectors of them; on narrower
  * ISAs the compiler spills part of the block, which measured faster than the head-by-head
- * order. This is the one array of vectors left in the kernels: the vector types of a
- * length-agnostic layer (SVE, RVV) are sizeless and cannot form an array, so such a layer
- * would need this block written another way (cos/sin reloaded from the buffer per head,
- * slower here, since stores to the row may alias the buffer and the loads stay in the loop). */
+ * order. The vector types of a length-agnostic layer (SVE, RVV) are sizeless and cannot
+ * form an array: such a layer defines VF_SIZELESS (kernels/common.h) and its rows take the
+ * head-by-head order, cos/sin reloaded from the buffer, with no change here. */
 #define ROPE_BLOCK_PAIRS 64
 #define ROPE_BLOCK (ROPE_BLOCK_PAIRS / VF_W)
 
@@ -140,6 +139,7 @@ POSENC_INLINE void VFN(gptj_part_)(void *x, size_t i, vf c, vf s, size_t m, pose
 POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, void *row, size_t half, size_t p0,
                                      size_t n, const float *c, const float *s, posenc_elem e) {
   const size_t nh = view->n_heads, hs = view->head_stride;
+#ifndef VF_SIZELESS
   if (n == ROPE_BLOCK_PAIRS) {
     vf cb[ROPE_BLOCK], sb[ROPE_BLOCK];
     for (int b = 0; b < ROPE_BLOCK; ++b) {
@@ -153,6 +153,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, void *row, size_t ha
     }
     return;
   }
+#endif
   for (size_t h = 0; h < nh; ++h) {
     const size_t u = h * hs + p0, v = u + half;
     size_t i = 0;
@@ -166,6 +167,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, void *row, size_t ha
 POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, void *row, size_t p0, size_t n,
                                      const float *c, const float *s, posenc_elem e) {
   const size_t nh = view->n_heads, hs = view->head_stride, m = 2 * n;
+#ifndef VF_SIZELESS
   if (m == 2 * ROPE_BLOCK_PAIRS) {
     vf cb[2 * ROPE_BLOCK], sb[2 * ROPE_BLOCK];
     for (int b = 0; b < 2 * ROPE_BLOCK; ++b) {
@@ -177,6 +179,7 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, void *row, size_t p0
         VFN(gptj_vec_)(row, h * hs + 2 * p0 + b * VF_W, cb[b], sb[b], e);
     return;
   }
+#endif
   for (size_t h = 0; h < nh; ++h) {
     const size_t x = h * hs + 2 * p0;
     size_t i = 0;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, warnings as errors: the sources' format (clang-format); the native
-# build's ctest suite (tests and
+# build's ctest suite and a check that every exported function and kernel variant is
+# defined literally (scripts/check-names.sh) (tests and
 # examples; each test process tests one ISA); the packaging consumers (find_package,
 # pkg-config, add_subdirectory) against the native build installed into a prefix; the Python
 # package's pytest suite; the whole ctest suite under ASan+UBSan (gcc and clang) and MSan
@@ -52,6 +53,8 @@ part "source format (clang-format --dry-run -Werror)"
 git ls-files -z '*.c' '*.h' '*.cc' | xargs -0 clang-format --dry-run -Werror
 part "native suite ($(uname -m))"
 scripts/test-native.sh "$build"
+part "every exported function and kernel variant defined literally (git grep finds it)"
+scripts/check-names.sh "$build"
 if [ "$native_only" = 1 ]; then exit 0; fi
 part "packaging: consumers of the installed library and of the source tree"
 scripts/test-consumers.sh "$build"

@@ -1,0 +1,52 @@
+/* Shared parts of the RoPE fuzz targets (fuzz_rope, fuzz_mrope, fuzz_rerotate): the views,
+ * plans and flags they decode, the pairs they rotate, and the differential on those pairs:
+ * every rotated element within POSENC_ROPE_SIMD_TOLERANCE * att * (|u| + |v|) of scalar's
+ * (bf16 / f16: plus one ulp of the storage type, on the 16-bit elements widened). */
+#ifndef POSENC_FUZZ_ROPE_COMMON_H
+#define POSENC_FUZZ_ROPE_COMMON_H
+
+#include "common.h"
+
+/* The most pairs of a plan decode_rope_plan_new creates. */
+#define MAX_NEW_PAIRS 320
+
+/* A RoPE call on f32 elements, or on bf16 / f16 ones two to an arena float (base.halves;
+ * offsets, strides and spans in elements). */
+typedef struct rope_call {
+  call base;
+  posenc_rope_plan *plan; /* fuzz_rerotate: the plan rotated from */
+  size_t head_dim, n_tokens, q_off, q_heads, q_ts, q_hs, k_off, k_heads, k_ts, k_hs;
+  int with_k;
+  unsigned flags;
+  int32_t *positions; /* fuzz_mrope: 3 rows of n_tokens; fuzz_rerotate: rotated to */
+  int32_t start_pos;
+  double att; /* the tolerance's factor: the attention factor (fuzz_rerotate: r) */
+} rope_call;
+
+posenc_rope_plan *decode_rope_plan_new(reader *r, size_t *rotary);
+void decode_rope_views(reader *r, rope_call *c, size_t rd);
+unsigned new_rope_flags(reader *r, int mrope);
+
+/* Element off of the call's tensor type in the arena. */
+void *rope_data(const rope_call *c, float *arena, size_t off);
+
+/* posenc_rope_f32 / _bf16 / _f16 on the call's views with the given positions and flags. */
+posenc_status invoke_plain_rope(const rope_call *c, float *arena, const int32_t *positions,
+                                int32_t start_pos, unsigned flags);
+
+/* Calls fn(ctx, token, head, pair, u, w) for every rotated pair (u, w: element indices, as
+ * the views count them) of the q and k views. */
+typedef void (*rope_pair_fn)(void *ctx, size_t t, size_t h, size_t i, size_t u, size_t w);
+void each_rope_pair(const rope_call *c, rope_pair_fn fn, void *ctx);
+
+/* The call's elements of a GUARD-framed run buffer (first = GUARD) or of its input
+ * (first = 0) as floats, indexed as the views count them (16-bit: widened); to be freed. */
+float *rope_elements(const rope_call *c, const float *buf, size_t first);
+
+/* fuzz_target hooks. */
+void mark_rope_outputs(call *c);
+void check_rope_values(const call *c, const char *isa, const run_result *res,
+                       const run_result *scalar);
+void free_rope_call(rope_call *c);
+
+#endif
