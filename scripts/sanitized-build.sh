@@ -4,9 +4,9 @@
 # scripts/test-fuzz.sh its fuzz target, so one build serves both (nothing is compiled twice):
 #   gcc    ASan + UBSan with gcc
 #   clang  ASan + UBSan with clang; the C code also carries libFuzzer's coverage
-#          instrumentation (-fsanitize=fuzzer-no-link) and fuzz/fuzz_api is built
+#          instrumentation (-fsanitize=fuzzer-no-link) and the fuzz targets (fuzz/) are built
 #   msan   MSan with clang (origins tracked), GoogleTest compiled instrumented from Debian's
-#          /usr/src/googletest, libFuzzer coverage and fuzz_api as for clang. Debian's
+#          /usr/src/googletest, libFuzzer coverage and the fuzz targets as for clang. Debian's
 #          libstdc++ is not instrumented: its header code and GoogleTest's message formatting
 #          are left unchecked (tests/sanitizers/msan-ignorelist.txt) and std::string is
 #          instantiated in the instrumented code (-D_GLIBCXX_ASSERTIONS turns its extern

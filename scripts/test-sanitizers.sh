@@ -3,8 +3,8 @@
 # holds the flags and what each build leaves unchecked):
 #  1. ASan + UBSan, gcc
 #  2. ASan + UBSan, clang (links against Debian's gcc-built libgtest: both use libstdc++); the
-#     same build holds the fuzz target that scripts/test-fuzz.sh runs
-#  3. MSan, clang (GoogleTest built instrumented; the MSan fuzz target too)
+#     same build holds the fuzz targets that scripts/test-fuzz.sh runs
+#  3. MSan, clang (GoogleTest built instrumented; the MSan fuzz targets too)
 # Each test process tests one ISA (tests/CMakeLists.txt), as natively. UBSan does not recover,
 # ASan aborts on the first error and LeakSanitizer runs at exit; MSan halts on the first
 # report. The death tests (fork + PROT_NONE guard pages) work under ASan and MSan: a
