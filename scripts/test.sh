@@ -11,14 +11,14 @@
 # the native suite again on emulated Haswell (avx2) and Nehalem (sse4) CPUs. Installs what it
 # needs. Stops at the first failing part; prints each part's wall time at the end (also when a
 # part failed).
-# Fuzzing time per sanitizer: POSENC_FUZZ_SECONDS (default 240 for ASan+UBSan, MSan half).
+# Fuzzing time per sanitizer: POSENC_FUZZ_SECONDS (default 120 for ASan+UBSan, MSan half).
 # Usage: scripts/test.sh [--native-only] [build-dir]   (default: build-test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 native_only=0
 if [ "${1:-}" = "--native-only" ]; then native_only=1; shift; fi
 build=${1:-build-test}
-fuzz_seconds=${POSENC_FUZZ_SECONDS:-240}
+fuzz_seconds=${POSENC_FUZZ_SECONDS:-120}
 
 names=() times=()
 current="" current_start=$SECONDS
