@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite, warnings as errors: the sources' format (clang-format); the native
-# build's ctest suite and a check that every exported function and kernel variant is
-# defined literally (scripts/check-names.sh) (tests and
-# examples; each test process tests one ISA); the packaging consumers (find_package,
-# pkg-config, add_subdirectory) against the native build installed into a prefix; the Python
-# package's pytest suite; the whole ctest suite under ASan+UBSan (gcc and clang) and MSan
-# (clang); the dispatcher race test under TSan (100 rounds); the libFuzzer differential target
-# on both cores, time-boxed, under ASan+UBSan and MSan (in the clang and MSan builds of the
-# sanitizer suite); then, on an x86-64 host, the aarch64 build's suite under qemu-aarch64 and
-# the native suite again on emulated Haswell (avx2) and Nehalem (sse4) CPUs. Installs what it
-# needs. Stops at the first failing part; prints each part's wall time at the end (also when a
-# part failed).
+# build's ctest suite (tests and examples; each test process tests one ISA) and a check that
+# every exported function and kernel variant is defined literally (scripts/check-names.sh);
+# the packaging consumers (find_package, pkg-config, add_subdirectory) against the native
+# build installed into a prefix; the Python package's pytest suite; the whole ctest suite
+# under ASan+UBSan (gcc, clang) and MSan (clang); the dispatcher race test under
+# TSan (100 rounds); the libFuzzer differential targets on both cores, time-boxed, under
+# ASan+UBSan and MSan (in the clang and MSan builds of the sanitizer suite); then, on an
+# x86-64 host, the aarch64 build's suite under qemu-aarch64 and the native binaries again on
+# emulated Haswell (avx2) and Nehalem (scalar, sse4) CPUs (scripts/test-emulated-x86.sh). Installs what it needs. Stops at the first
+# failing part; prints each part's wall time at the end (also when a part failed).
 # Fuzzing time per sanitizer: POSENC_FUZZ_SECONDS (default 120 for ASan+UBSan, MSan half).
 # Usage: scripts/test.sh [--native-only] [build-dir]   (default: build-test)
 set -euo pipefail
