@@ -9,22 +9,10 @@ static posenc_status run(const float *slopes, size_t n_heads, size_t n_q, size_t
                          size_t q_offset, void *scores, posenc_elem e, size_t head_stride,
                          size_t row_stride, float scale, unsigned flags) {
   const posenc_alibi_rules rules = {.extent_elem_size = sizeof(float), .slopes_apart = 1};
-  alibi_args a;
+  alibi_softmax_args args;
   const posenc_status st = posenc_alibi_check(slopes, n_heads, n_q, n_k, q_offset, scores, e,
-                                              head_stride, row_stride, scale, flags, rules, &a);
-  if (st != POSENC_OK || a.n_heads == 0) return st;
-  const alibi_softmax_args args = {
-      .slopes = a.slopes,
-      .n_heads = a.n_heads,
-      .n_q = a.n_q,
-      .n_k = a.n_k,
-      .q_offset = a.q_offset,
-      .scores = a.scores,
-      .head_stride = a.head_stride,
-      .row_stride = a.row_stride,
-      .scale = a.scale,
-      .flags = a.flags,
-  };
+                                              head_stride, row_stride, scale, flags, rules, &args);
+  if (st != POSENC_OK || args.n_heads == 0) return st;
   const posenc_kernel_table *t = posenc_active_table();
   /* No f16 softmax kernel: no entry point passes POSENC_ELEM_F16. */
   POSENC_BY_ELEM(e, t->alibi_softmax_f32, t->alibi_softmax_bf16, NULL)(&args);

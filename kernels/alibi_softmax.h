@@ -8,17 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "alibi.h"
 #include "posenc.h"
 
-typedef struct alibi_softmax_args {
-  const float *slopes;
-  size_t n_heads, n_q, n_k;
-  int32_t q_offset;
-  void *scores; /* float * (f32) or uint16_t * (bf16) */
-  size_t head_stride, row_stride;
-  float scale;
-  unsigned flags; /* CAUSAL */
-} alibi_softmax_args;
+/* The softmax takes the ALiBi argument block (kernels/alibi.h), with flags CAUSAL only: the
+ * public layer checks both with posenc_alibi_check. */
+typedef alibi_args alibi_softmax_args;
 
 typedef void (*alibi_softmax_fn)(const alibi_softmax_args *args);
 
