@@ -58,7 +58,10 @@ posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t
   const size_t header = round_up(sizeof(struct posenc_rope_plan), 64);
   const size_t doubles = round_up(n_pad * sizeof(double), 64);
   const size_t floats = round_up(n_pad * sizeof(float), 64);
-  const size_t bytes = header + 7 * doubles + floats;
+  /* One-chunk plans: the step table, POSENC_ROPE_ANCHOR rows of n_pad cos and as many sin. */
+  const int stepped = n <= POSENC_ROPE_CHUNK;
+  const size_t steps = stepped ? 2 * POSENC_ROPE_ANCHOR * doubles : 0;
+  const size_t bytes = header + 7 * doubles + floats + steps;
   unsigned char *block = aligned_alloc(64, bytes);
   if (!block) return POSENC_ERR_OUT_OF_MEMORY;
   memset(block, 0, bytes);
@@ -68,6 +71,8 @@ posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t
   double *turn = take(&cursor, doubles), *cos_w = take(&cursor, doubles);
   double *sin_w = take(&cursor, doubles);
   float *inv_freq = take(&cursor, floats);
+  double *step_c = stepped ? take(&cursor, POSENC_ROPE_ANCHOR * doubles) : NULL;
+  double *step_s = stepped ? take(&cursor, POSENC_ROPE_ANCHOR * doubles) : NULL;
   double max_turn = 0;
   for (size_t i = 0; i < n; ++i) {
     w[i] = freqs[i];
@@ -78,6 +83,13 @@ posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t
     cos_w[i] = cos(freqs[i]);
     sin_w[i] = sin(freqs[i]);
   }
+  /* cos and sin of k w_i (the padding's w = 0 gives 1 and 0); k w_i is within an ulp of the
+   * exact product, far below float precision. */
+  for (size_t k = 0; stepped && k < POSENC_ROPE_ANCHOR; ++k)
+    for (size_t i = 0; i < n_pad; ++i) {
+      step_c[k * n_pad + i] = cos((double)k * w[i]);
+      step_s[k * n_pad + i] = sin((double)k * w[i]);
+    }
   struct posenc_rope_plan *p = (struct posenc_rope_plan *)block;
   p->rotary_dim = rotary_dim;
   p->n_pairs = n;
@@ -91,6 +103,9 @@ posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t
   p->sin_w = sin_w;
   p->small_limit = max_turn > 0 ? ldexp(1.0, 22) / max_turn : ldexp(1.0, 32);
   p->inv_freq_f32 = inv_freq;
+  p->step_c = step_c;
+  p->step_s = step_s;
+  p->n_pad = n_pad;
   *plan = p;
   return POSENC_OK;
 }
@@ -180,24 +195,28 @@ static posenc_status rope_run(rope_args *args, size_t head_dim, const posenc_rop
     return POSENC_ERR_INVALID_ARGUMENT;
   for (int i = 0; i < 2; ++i) {
     if (!used[i]) continue;
-    args->views[args->n_views++] = (rope_view){.data = views[i]->data,
+    args->views[args->n_views++] = (rope_view){.src = views[i]->data,
+                                               .dst = views[i]->data,
                                                .n_heads = views[i]->n_heads,
-                                               .token_stride = views[i]->token_stride,
-                                               .head_stride = views[i]->head_stride};
+                                               .head_dim = head_dim,
+                                               .src_token_stride = views[i]->token_stride,
+                                               .src_head_stride = views[i]->head_stride,
+                                               .dst_token_stride = views[i]->token_stride,
+                                               .dst_head_stride = views[i]->head_stride};
   }
   if (args->n_views == 0) return POSENC_OK;
+  args->n_pairs = args->plan->n_pairs;
+  args->n_batch = 1;
   const posenc_kernel_table *t = posenc_active_table();
   POSENC_BY_ELEM(elem, t->rope_f32, t->rope_bf16, t->rope_f16)(args);
   return POSENC_OK;
 }
 
-static const unsigned ROPE_FLAGS = POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES;
-
 static posenc_status rope_plain(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
                                 const int32_t *positions, int32_t start_pos,
                                 const posenc_rope_tensor *q, const posenc_rope_tensor *k,
                                 unsigned flags, posenc_elem elem) {
-  if (!plan || !q || (flags & ~ROPE_FLAGS) || head_dim < plan->rotary_dim)
+  if (!plan || !q || (flags & ~POSENC_ROPE_FLAGS) || head_dim < plan->rotary_dim)
     return POSENC_ERR_INVALID_ARGUMENT;
   if (!posenc_positions_valid(positions, start_pos, n_tokens)) return POSENC_ERR_INVALID_ARGUMENT;
   rope_args args = {.plan = plan,
@@ -210,22 +229,13 @@ static posenc_status rope_plain(const posenc_rope_plan *plan, size_t head_dim, s
   return rope_run(&args, head_dim, q, k, elem);
 }
 
-/* 1 if sections[3] assign the plan's n pairs as posenc_mrope_f32 requires. */
-static int mrope_sections_valid(const size_t *sections, size_t n, int interleaved) {
-  if (!sections || sections[0] > n || sections[1] > n || sections[2] > n ||
-      sections[0] + sections[1] + sections[2] != n)
-    return 0;
-  if (!interleaved) return 1;
-  return (sections[1] == 0 || 3 * sections[1] - 2 < n) &&
-         (sections[2] == 0 || 3 * sections[2] - 1 < n);
-}
-
 static posenc_status mrope(const posenc_rope_plan *plan, const size_t sections[3], size_t head_dim,
                            size_t n_tokens, const int32_t *positions, const posenc_rope_tensor *q,
                            const posenc_rope_tensor *k, unsigned flags, posenc_elem elem) {
   const int interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0;
-  if (!plan || !q || (flags & ~(ROPE_FLAGS | POSENC_ROPE_MROPE_INTERLEAVED)) ||
-      head_dim < plan->rotary_dim || !mrope_sections_valid(sections, plan->n_pairs, interleaved))
+  if (!plan || !q || (flags & ~(POSENC_ROPE_FLAGS | POSENC_ROPE_MROPE_INTERLEAVED)) ||
+      head_dim < plan->rotary_dim ||
+      !posenc_mrope_sections_valid(sections, plan->n_pairs, interleaved))
     return POSENC_ERR_INVALID_ARGUMENT;
   if (!positions && n_tokens > 0) return POSENC_ERR_INVALID_ARGUMENT;
   /* 3 * n_tokens positions must be addressable. */

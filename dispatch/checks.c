@@ -67,3 +67,44 @@ double *posenc_default_freqs(double base, size_t n, size_t d) {
     for (size_t i = 0; i < n; ++i) w[i] = posenc_default_freq(base, i, d);
   return w;
 }
+
+int posenc_mrope_sections_valid(const size_t *sections, size_t n, int interleaved) {
+  if (!sections || sections[0] > n || sections[1] > n || sections[2] > n ||
+      sections[0] + sections[1] + sections[2] != n)
+    return 0;
+  if (!interleaved) return 1;
+  return (sections[1] == 0 || 3 * sections[1] - 2 < n) &&
+         (sections[2] == 0 || 3 * sections[2] - 1 < n);
+}
+
+/* The dimensions (count > 1) of a 3-D grid sorted by stride, for the nesting check. */
+int posenc_grid3_extent_elems(size_t elem_size, const size_t count[3], const size_t stride[3],
+                              size_t width, int disjoint, size_t *extent) {
+  size_t ext = width;
+  size_t n[3], st[3], m = 0;
+  for (int d = 0; d < 3; ++d) {
+    size_t span;
+    if (count[d] == 0) return 0;
+    if (__builtin_mul_overflow(count[d] - 1, stride[d], &span) ||
+        __builtin_add_overflow(ext, span, &ext))
+      return 0;
+    if (count[d] > 1) {
+      size_t j = m++;
+      for (; j > 0 && st[j - 1] > stride[d]; --j) {
+        st[j] = st[j - 1];
+        n[j] = n[j - 1];
+      }
+      st[j] = stride[d];
+      n[j] = count[d];
+    }
+  }
+  if (ext > PTRDIFF_MAX / elem_size) return 0;
+  *extent = ext;
+  if (!disjoint) return 1;
+  size_t inner = width; /* extent of the dimensions inside the current one */
+  for (size_t j = 0; j < m; ++j) {
+    if (st[j] < inner) return 0;
+    inner += (n[j] - 1) * st[j]; /* <= ext: no overflow */
+  }
+  return 1;
+}

@@ -52,4 +52,18 @@ posenc_status posenc_alibi_check(const float *slopes, size_t n_heads, size_t n_q
                                  size_t row_stride, float scale, unsigned flags,
                                  posenc_alibi_rules rules, alibi_args *args);
 
+/* The flags of posenc_rope_f32 (and the other plain RoPE forms). */
+#define POSENC_ROPE_FLAGS (POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES)
+
+/* 1 if sections[3] assign a plan's n pairs as posenc_mrope_f32 requires. */
+int posenc_mrope_sections_valid(const size_t *sections, size_t n, int interleaved);
+
+/* 1 if a grid of rows of `width` elements at sum_d i_d * stride[d] (i_d < count[d], every
+ * count >= 1) spans at most PTRDIFF_MAX bytes of elements of elem_size bytes (*extent: the
+ * elements from the first to one past the last) and, if `disjoint`, its rows are pairwise
+ * disjoint by nesting: the dimensions with a count above 1, sorted by stride, each have a
+ * stride of at least the extent of those inside it (the first at least `width`). */
+int posenc_grid3_extent_elems(size_t elem_size, const size_t count[3], const size_t stride[3],
+                              size_t width, int disjoint, size_t *extent);
+
 #endif /* POSENC_CHECKS_H */

@@ -12,7 +12,8 @@
 /* One entry per kernel family. Each ISA's row (dispatch/dispatch.c) names the variants
  * that kernels/variants.h declares. */
 typedef struct posenc_kernel_table {
-  rope_fn rope_f32, rope_bf16, rope_f16;
+  rope_fn rope_f32, rope_bf16, rope_f16; /* in place or out of place, same type */
+  rope_fn rope_f32_bf16, rope_f32_f16;   /* f32 rows rotated into 16-bit ones */
   sinusoid_fn sinusoid_f32, sinusoid_bf16, sinusoid_f16;
   alibi_fn alibi_f32, alibi_bf16, alibi_f16;
   alibi_softmax_fn alibi_softmax_f32;

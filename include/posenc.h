@@ -340,6 +340,43 @@ POSENC_API posenc_status posenc_rope_plan_create_scaled(posenc_rope_plan **plan,
                                                         double base,
                                                         const posenc_rope_scaling *scaling);
 
+/** The rope parameters of llama.cpp / GGUF, as passed to ggml's ggml_rope_ext (llama.cpp
+ * derives them from the GGUF keys rope.dimension_count, rope.freq_base,
+ * rope.scaling.factor (freq_scale = 1 / factor), rope.scaling.original_context_length and
+ * the YaRN keys). posenc_rope_plan_create_ggml builds the plan that rotates as ggml's rope
+ * does with these arguments (its YaRN recipe, evaluated in double): with
+ * theta_scale = freq_base^(-2/n_dims) and w_i = theta_scale^i / freq_factors[i] (1 without),
+ *     w'_i = w_i * (freq_scale * (1 - m_i) + m_i),   m_i = ramp(i) * ext_factor
+ *     ramp(i) = 1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1)
+ *     lo = max(0, floor(c(beta_fast))), hi = min(n_dims - 1, ceil(c(beta_slow))),
+ *     c(b) = n_dims * ln(n_ctx_orig / (2 pi b)) / (2 ln(freq_base))
+ * and attention factor attn_factor, times 1 + 0.1 ln(1 / freq_scale) when ext_factor != 0.
+ * Zero-initialise and set: n_dims (R), freq_base, freq_scale (0 -> 1), attn_factor
+ * (0 -> 1); ext_factor, beta_fast, beta_slow and n_ctx_orig are read only when ext_factor
+ * != 0 (llama.cpp passes 0 unless the model uses YaRN). The plan's pair layout is the
+ * caller's flag: ggml's GGML_ROPE_TYPE_NEOX is POSENC_ROPE_NEOX, its normal mode
+ * POSENC_ROPE_GPTJ (adjacent pairs). */
+typedef struct posenc_rope_ggml_params {
+  size_t n_dims;             /**< rotated dimensions R (even, as posenc_rope_plan_create) */
+  double freq_base;          /**< rope.freq_base (10000, 500000, ...) */
+  double freq_scale;         /**< 1 / rope.scaling.factor; 0 -> 1 */
+  double ext_factor;         /**< YaRN extrapolation mix, 0 (off) to 1 */
+  double attn_factor;        /**< 0 -> 1 */
+  double beta_fast;          /**< YaRN, read when ext_factor != 0 (llama.cpp: 32) */
+  double beta_slow;          /**< YaRN, read when ext_factor != 0 (llama.cpp: 1) */
+  size_t n_ctx_orig;         /**< YaRN, read when ext_factor != 0: original context */
+  const float *freq_factors; /**< optional, n_dims / 2 divisors (> 0), ggml's rope_freqs */
+} posenc_rope_ggml_params;
+
+/** A plan from ggml rope parameters (above). Errors (*plan = NULL): POSENC_ERR_INVALID_ARGUMENT
+ * for a NULL params, what posenc_rope_plan_create refuses for n_dims and freq_base, a NaN,
+ * infinite or negative parameter, freq_scale or attn_factor not > 0 after the defaults,
+ * ext_factor != 0 with n_ctx_orig 0 or beta_fast or beta_slow <= 0, a freq_factor that is
+ * not finite and > 0, or resulting frequencies / attention factor a plan cannot hold;
+ * POSENC_ERR_OUT_OF_MEMORY. */
+POSENC_API posenc_status posenc_rope_plan_create_ggml(posenc_rope_plan **plan,
+                                                      const posenc_rope_ggml_params *params);
+
 /** A strided view of head vectors: element d of head h of token t is at
  *     data[t * token_stride + h * head_stride + d],  d in [0, head_dim).
  *   [L, H, D] contiguous:      token_stride = H*D, head_stride = D
@@ -499,6 +536,132 @@ POSENC_API posenc_status posenc_rope_rerotate_f16(const posenc_rope_plan *from,
                                                   size_t head_dim, size_t n_tokens,
                                                   const posenc_rope_tensor *keys, unsigned flags);
 /**@}*/
+
+/* ----- Runtime-shaped RoPE: 4-D views, out of place, shared rotation factors ----------- */
+
+/** Storage type of the elements of a posenc_rope_view. */
+typedef enum posenc_dtype {
+  POSENC_DTYPE_F32 = 0,  /**< float */
+  POSENC_DTYPE_BF16 = 1, /**< bfloat16 bits in a uint16_t */
+  POSENC_DTYPE_F16 = 2   /**< IEEE binary16 bits in a uint16_t */
+} posenc_dtype;
+
+/** A 4-D strided view of head vectors: element d of head h of token t of batch b is at
+ *     data[b * batch_stride + t * token_stride + h * head_stride + d],  d in [0, head_dim)
+ * (strides in elements of `dtype`). Every layout runtimes use is one view:
+ *   [B, L, H, D] contiguous (llama.cpp, vLLM):  batch_stride = L*H*D, token_stride = H*D,
+ *                                               head_stride = D
+ *   [B, H, L, D] contiguous (HF transformers):  batch_stride = H*L*D, token_stride = D,
+ *                                               head_stride = L*D
+ *   one K-cache row per token (f16/bf16 cache):  data = cache + slot * row, token_stride = row
+ *   packed QKV rows: as posenc_rope_tensor.
+ * A destination view's head vectors must be pairwise disjoint: the three (count, stride)
+ * dimensions with a count above 1, sorted by stride, must nest (each stride at least the
+ * extent of the dimensions inside it, the smallest at least head_dim). A source view is only
+ * read, and may repeat head vectors (batch_stride 0 reads one tensor for every batch).
+ * `data` needs element alignment only; a source is never written through. */
+typedef struct posenc_rope_view {
+  void *data;
+  posenc_dtype dtype;
+  size_t n_heads;
+  size_t token_stride;
+  size_t head_stride;
+  size_t batch_stride; /**< ignored when the call's n_batch is 1 */
+} posenc_rope_view;
+
+/** Out-of-place RoPE: dst = rope(src), reading each element of src once and writing each
+ * element of dst once (elements [R, head_dim) of each head vector are copied, converted to
+ * dst's type when it differs). Type pairs (src -> dst): f32 -> f32, bf16 -> bf16,
+ * f16 -> f16, f32 -> bf16 and f32 -> f16 (a K projection rotated straight into a 16-bit KV
+ * cache; the f32 result rounded once, as posenc_rope_bf16 / _f16 round). Every rotated
+ * element is bitwise the element posenc_rope_f32 (or _bf16 / _f16 for 16-bit sources) of the
+ * same ISA computes in place for the same position, flags and plan, rounded to dst's type.
+ *
+ * Shape: n_batch x n_tokens tokens of src->n_heads heads (dst->n_heads must be equal).
+ * Positions: token t of batch b is at positions[b * n_tokens + t] (HF's position_ids
+ * [B, L] row-major), or, if positions is NULL, at start_pos + t in every batch.
+ * dst->data == src->data with the same dtype and strides is the in-place case (then as
+ * posenc_rope_f32 on that view); any other overlap of the two views' address ranges is an
+ * error. flags: as posenc_rope_f32 (NEOX / GPTJ, INVERSE, F32_ANGLES).
+ * Errors (nothing written): POSENC_ERR_INVALID_ARGUMENT for a NULL plan, src or dst, NULL
+ * data with work to do, an unsupported type pair or unknown dtype, unknown flags, R >
+ * head_dim, different head counts, a destination whose head vectors overlap, src and dst
+ * overlapping (other than the in-place case), a view whose extent overflows, a run (NULL
+ * positions) passing INT32_MAX, n_batch * n_tokens overflowing. n_batch, n_tokens or
+ * n_heads 0: a valid no-op. */
+POSENC_API posenc_status posenc_rope_out(const posenc_rope_plan *plan, size_t head_dim,
+                                         size_t n_batch, size_t n_tokens, const int32_t *positions,
+                                         int32_t start_pos, const posenc_rope_view *src,
+                                         const posenc_rope_view *dst, unsigned flags);
+
+/** posenc_rope_out for M-RoPE (see posenc_mrope_f32): positions holds 3 rows (temporal,
+ * height, width) of n_batch * n_tokens positions each, HF's position_ids (3, B, L)
+ * row-major; flags may add POSENC_ROPE_MROPE_INTERLEAVED. Errors: those of posenc_rope_out
+ * and posenc_mrope_f32. */
+POSENC_API posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const size_t sections[3],
+                                          size_t head_dim, size_t n_batch, size_t n_tokens,
+                                          const int32_t *positions, const posenc_rope_view *src,
+                                          const posenc_rope_view *dst, unsigned flags);
+
+/** Rotation factors: the cos/sin (times the plan's attention factor) of n_rows tokens, made
+ * once per decode step or prefill by posenc_rope_factors_compute and applied by
+ * posenc_rope_apply to the Q and K of every layer: a pure stream with no sin/cos and no
+ * plan. The storage is the caller's (posenc_rope_factors_bytes); the struct says what it
+ * holds. Row r is `row_floats` floats at data + r * row_floats; its layout is the one the
+ * kernels read (NEOX: R/2 cos then R/2 sin, each block padded with zeros to a multiple of
+ * 16 floats; GPTJ: R cos then R signed sin, duplicated per pair), treated as opaque. A
+ * sub-range of rows is a copy of the struct with `data` moved on by whole rows and n_rows
+ * reduced (e.g. to share one buffer among threads). */
+typedef struct posenc_rope_factors {
+  float *data;
+  size_t n_rows;
+  size_t rotary_dim;
+  size_t row_floats;
+  unsigned flags; /**< POSENC_ROPE_GPTJ if made for interleaved pairs, else 0 */
+} posenc_rope_factors;
+
+/** Bytes of storage for n_rows rows of factors of a plan with this rotary_dim and pair
+ * layout (flags & POSENC_ROPE_GPTJ); 0 for an invalid rotary_dim, unknown flags or a size
+ * that overflows. */
+POSENC_API size_t posenc_rope_factors_bytes(size_t rotary_dim, size_t n_rows, unsigned flags);
+
+/** Fills `storage` (float-aligned, storage_bytes >= posenc_rope_factors_bytes(R, n_rows,
+ * flags)) with the factors of rows r in [0, n_rows): the position of row r is positions[r],
+ * or start_pos + r when positions is NULL. flags: NEOX / GPTJ, optionally
+ * | POSENC_ROPE_F32_ANGLES (INVERSE is chosen when applying). *factors describes the result.
+ * The values are exactly those posenc_rope_f32 of the same ISA uses for that position, so
+ * applying them gives bitwise the plan path's result.
+ * Errors (nothing written): POSENC_ERR_INVALID_ARGUMENT for a NULL plan, factors or storage
+ * (with n_rows > 0), misaligned storage, storage_bytes too small, unknown flags, a run
+ * passing INT32_MAX. */
+POSENC_API posenc_status posenc_rope_factors_compute(const posenc_rope_plan *plan, size_t n_rows,
+                                                     const int32_t *positions, int32_t start_pos,
+                                                     unsigned flags, void *storage,
+                                                     size_t storage_bytes,
+                                                     posenc_rope_factors *factors);
+
+/** The same for M-RoPE: positions holds 3 rows of n_rows positions (temporal, height,
+ * width); flags may add POSENC_ROPE_MROPE_INTERLEAVED. Errors also as posenc_mrope_f32. */
+POSENC_API posenc_status posenc_mrope_factors_compute(const posenc_rope_plan *plan,
+                                                      const size_t sections[3], size_t n_rows,
+                                                      const int32_t *positions, unsigned flags,
+                                                      void *storage, size_t storage_bytes,
+                                                      posenc_rope_factors *factors);
+
+/** Applies factors to n_batch x n_tokens tokens, in place (dst == src, as for
+ * posenc_rope_out) or out of place, with posenc_rope_out's type pairs and views: token t of
+ * batch b takes row first_row + b * row_batch_stride + t (row_batch_stride = n_tokens: one
+ * row per token of every sequence; 0: every batch at the same positions). The plan's
+ * rotary_dim is factors->rotary_dim. flags: the layout the factors were made for
+ * (POSENC_ROPE_NEOX or POSENC_ROPE_GPTJ), optionally | POSENC_ROPE_INVERSE.
+ * Errors (nothing written): those of posenc_rope_out for the views, plus a NULL factors or
+ * data, a layout other than the factors', POSENC_ROPE_F32_ANGLES or other unknown flags,
+ * rotary_dim invalid or > head_dim, row_floats not the one posenc_rope_factors_compute
+ * writes, and rows beyond n_rows (factors too small for the shape). */
+POSENC_API posenc_status posenc_rope_apply(const posenc_rope_factors *factors, size_t first_row,
+                                           size_t row_batch_stride, size_t head_dim, size_t n_batch,
+                                           size_t n_tokens, const posenc_rope_view *src,
+                                           const posenc_rope_view *dst, unsigned flags);
 
 /** @} */
 

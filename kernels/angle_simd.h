@@ -6,7 +6,16 @@
 #define POSENC_KERNELS_ANGLE_SIMD_H
 
 #include "common.h"      /* VFN */
-#include "rope_driver.h" /* rope_state */
+#include "rope_driver.h" /* rope_anchor */
+
+/* The sinusoid's stepping state: forward cos/sin of one chunk, in double. */
+typedef struct rope_state {
+  _Alignas(64) double c[POSENC_ROPE_CHUNK];
+  _Alignas(64) double s[POSENC_ROPE_CHUNK];
+} rope_state;
+
+/* Rows stepped from one prepared row before sin/cos are computed afresh (sinusoid). */
+#define POSENC_ROPE_RUN 256
 
 /* Accurate angles of VD_W pairs starting at k: see rope_reduced_angle(). */
 static inline vd VFN(angle_)(vd p, const struct posenc_rope_plan *plan, size_t k) {
@@ -78,12 +87,33 @@ static inline vd VFN(angle_difference_)(vd b, vd a) {
   return VFN(reduce_angle_)(vd_sub(VFN(reduce_angle_)(b), VFN(reduce_angle_)(a)));
 }
 
-/* Saves float cos/sin of VF_W pairs as doubles at state index i, for stepping. */
-static inline void VFN(save_state_)(rope_state *state, size_t i, vf cv, vf sv) {
-  vd_store(state->c + i, vd_from_vf_lo(cv));
-  vd_store(state->c + i + VD_W, vd_from_vf_hi(cv));
-  vd_store(state->s + i, vd_from_vf_lo(sv));
-  vd_store(state->s + i + VD_W, vd_from_vf_hi(sv));
+/* Saves float cos/sin of VF_W pairs as doubles at index i of c and s. */
+static inline void VFN(save_state_)(double *c, double *s, size_t i, vf cv, vf sv) {
+  vd_store(c + i, vd_from_vf_lo(cv));
+  vd_store(c + i + VD_W, vd_from_vf_hi(cv));
+  vd_store(s + i, vd_from_vf_lo(sv));
+  vd_store(s + i + VD_W, vd_from_vf_hi(sv));
+}
+
+/* cos/sin of VD_W pairs at index i of an anchor's (ac, as) rotated by a step table row's
+ * (tc, ts): (ac*tc - as*ts, as*tc + ac*ts) in double, each product rounded (no
+ * contraction), the same operations for every position. */
+static inline void VFN(rotate_anchor_vd_)(const double *ac, const double *as, size_t i,
+                                          const double *tc, const double *ts, vd *cn, vd *sn) {
+  const vd c = vd_load(ac + i), s = vd_load(as + i);
+  const vd wc = vd_load(tc + i), ws = vd_load(ts + i);
+  *cn = vd_sub(vd_mul(c, wc), vd_mul(s, ws));
+  *sn = vd_add(vd_mul(s, wc), vd_mul(c, ws));
+}
+
+/* The same for VF_W pairs, rounded to float vectors. */
+static inline void VFN(rotate_anchor_)(const double *ac, const double *as, size_t i,
+                                       const double *tc, const double *ts, vf *cv, vf *sv) {
+  vd c_lo, s_lo, c_hi, s_hi;
+  VFN(rotate_anchor_vd_)(ac, as, i, tc, ts, &c_lo, &s_lo);
+  VFN(rotate_anchor_vd_)(ac, as, i + VD_W, tc, ts, &c_hi, &s_hi);
+  *cv = vf_from_vd(c_lo, c_hi);
+  *sv = vf_from_vd(s_lo, s_hi);
 }
 
 /* One position on for VD_W pairs at state index i, whose one-position rotation is cw, sw:

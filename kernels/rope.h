@@ -38,16 +38,32 @@ struct posenc_rope_plan {
   double small_limit;
   const float *inv_freq_f32; /* (float)w_i, for POSENC_ROPE_F32_ANGLES */
   const double *cos_w;       /* cos(w_i), sin(w_i): one position's rotation, for stepping */
-  const double *sin_w;       /* from one token's cos/sin to the next (rope_driver.h) */
+  const double *sin_w;       /* from one row's sin/cos to the next (sinusoid_simd.h) */
+  /* Plans of one chunk (n_pairs <= POSENC_ROPE_CHUNK): cos(k w_i) and sin(k w_i) for
+   * k in [0, POSENC_ROPE_ANCHOR), row k at k * n_pad, in double. The SIMD variants form the
+   * cos/sin of position p from those of its anchor p - k (k = p mod POSENC_ROPE_ANCHOR) and
+   * row k (rope_driver.h). NULL for larger plans. */
+  const double *step_c;
+  const double *step_s;
+  size_t n_pad; /* n_pairs rounded up to POSENC_PLAN_PAD: the length of each plan array */
 };
 
-/* Strides in elements; data points to float, or to uint16_t holding bf16 / f16 bits: the
- * kernel entry point (posenc_rope_<type>_<isa>) knows which. */
+/* The spacing of anchor positions: multiples of it. A power of two. */
+#define POSENC_ROPE_ANCHOR 64
+
+/* One tensor a call rotates: head vectors read from `src` and written to `dst` (the same
+ * pointer and strides for an in-place call). Strides in elements of the source / destination
+ * storage type, which the kernel entry point (posenc_rope_<type>_<isa>,
+ * posenc_rope_<src>_<dst>_<isa>) knows. Element d of head h of token t of batch b is at
+ * b * batch_stride + t * token_stride + h * head_stride + d. Out of place, elements
+ * [rotary_dim, head_dim) of each head vector are copied (converted) too. */
 typedef struct rope_view {
-  void *data;
+  const void *src;
+  void *dst;
   size_t n_heads;
-  size_t token_stride;
-  size_t head_stride;
+  size_t head_dim;
+  size_t src_token_stride, src_head_stride, src_batch_stride;
+  size_t dst_token_stride, dst_head_stride, dst_batch_stride;
 } rope_view;
 
 /* What one call computes (rope_drive): a plain rotation (posenc_rope_*), multimodal RoPE
@@ -55,10 +71,14 @@ typedef struct rope_view {
 typedef enum { ROPE_PLAIN, ROPE_MROPE, ROPE_REROTATE } rope_kind;
 
 typedef struct rope_args {
-  const struct posenc_rope_plan *plan; /* REROTATE: the plan rotated to */
-  size_t n_tokens;
-  /* PLAIN, REROTATE (the positions rotated to): NULL: start_pos + t. MROPE: 3 rows of
-   * n_tokens (temporal, height, width), never NULL. */
+  const struct posenc_rope_plan *plan; /* REROTATE: the plan rotated to; NULL when applying
+                                          factors */
+  size_t n_pairs;                      /* R/2: the plan's, or the factors' */
+  size_t n_batch;                      /* >= 1 (REROTATE: 1) */
+  size_t n_tokens;                     /* per batch */
+  /* Token t of batch b is token g = b * n_tokens + t of the call. PLAIN, REROTATE (the
+   * positions rotated to): positions[g], or start_pos + t when NULL. MROPE: 3 rows of
+   * n_batch * n_tokens (temporal, height, width), never NULL. */
   const int32_t *positions;
   int32_t start_pos;
   size_t n_views; /* 1 (q) or 2 (q, k); views with no heads are dropped */
@@ -76,7 +96,22 @@ typedef struct rope_args {
   const int32_t *from_positions;
   int32_t from_start;
   int same_freqs;
+  /* Factors (posenc_rope_factors, rows of factor_row_floats floats: per * R/2 cos padded to
+   * factor_half floats, then as many sin; per = 2 for GPTJ, else 1):
+   *  - apply: `factors` given, no plan: token t of batch b takes row
+   *    factor_first_row + b * factor_batch_stride + t;
+   *  - compute: `factors_out` given, no views: row g receives token g's cos/sin. */
+  const float *factors;
+  float *factors_out;
+  size_t factor_half;
+  size_t factor_first_row, factor_batch_stride;
 } rope_args;
+
+/* The floats of one factor row's cos (or sin) block: per * n_pairs rounded up to 16. */
+static inline size_t rope_factor_half(size_t n_pairs, unsigned flags) {
+  const size_t per = (flags & POSENC_ROPE_GPTJ) ? 2 : 1;
+  return (per * n_pairs + 15) / 16 * 16;
+}
 
 /* MROPE: the row of positions (0 temporal, 1 height, 2 width) that pair i takes. */
 static inline int rope_mrope_row(const rope_args *a, size_t i) {
@@ -90,12 +125,13 @@ static inline int rope_mrope_row(const rope_args *a, size_t i) {
 
 typedef void (*rope_fn)(const rope_args *args);
 
-static inline int32_t rope_position(const rope_args *a, size_t t) {
-  return a->positions ? a->positions[t] : (int32_t)(a->start_pos + (int64_t)t);
+/* The position of token g = b * n_tokens + t. */
+static inline int32_t rope_position(const rope_args *a, size_t g, size_t t) {
+  return a->positions ? a->positions[g] : (int32_t)(a->start_pos + (int64_t)t);
 }
 
-static inline int32_t rope_from_position(const rope_args *a, size_t t) {
-  return a->from_positions ? a->from_positions[t] : (int32_t)(a->from_start + (int64_t)t);
+static inline int32_t rope_from_position(const rope_args *a, size_t g, size_t t) {
+  return a->from_positions ? a->from_positions[g] : (int32_t)(a->from_start + (int64_t)t);
 }
 
 /* The angle of pair i at position p reduced to [-pi, pi], in double. The product p * w_i

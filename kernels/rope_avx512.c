@@ -1,5 +1,5 @@
-/* RoPE for avx512, f32, bf16 and f16 rows: the shared SIMD source (rope_simd.h) over the avx512
- * vector layer, which it includes first. */
+/* RoPE for avx512, f32, bf16 and f16 rows (and f32 rows rotated into bf16 / f16): the shared SIMD
+ * source (rope_simd.h) over the avx512 vector layer, which it includes first. */
 #include "simd/vec_avx512.h"
 
 #include "rope_simd.h"
@@ -8,3 +8,5 @@
 void posenc_rope_f32_avx512(const rope_args *args) { rope_run_f32(args); }
 void posenc_rope_bf16_avx512(const rope_args *args) { rope_run_bf16(args); }
 void posenc_rope_f16_avx512(const rope_args *args) { rope_run_f16(args); }
+void posenc_rope_f32_bf16_avx512(const rope_args *args) { rope_run_f32_bf16(args); }
+void posenc_rope_f32_f16_avx512(const rope_args *args) { rope_run_f32_f16(args); }

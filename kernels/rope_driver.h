@@ -1,59 +1,72 @@
 /* Internal: the token / chunk / head loop shared by every RoPE variant.
  *
  * A variant supplies these functions and this driver does the rest:
- *   prepare(plan, pos, flags, att, p0, n, c, s): cos/sin (times att, sign set for the
- *       direction) of pairs [p0, p0 + n) at position pos, in the layout that
- *       rotate() reads: NEOX c[i], s[i]; GPTJ c[2i] = c[2i+1] = c_i, s[2i] = -s_i,
- *       s[2i+1] = s_i. It may write up to POSENC_ROPE_CHUNK pairs' worth of each buffer.
- *   rotate(view, row, p0, n, c, s, flags): rotates pairs [p0, p0 + n) of every head vector
- *       of one token's row of a view (the row's first head at `row`, R/2 = the plan's
- *       n_pairs), touching no other element. Taking all heads at once lets a SIMD variant
- *       keep a block of cos/sin in registers across heads. Each storage type (f32, bf16,
- *       f16) has its own rotate; cos/sin are floats for all of them.
- *   advance (optional; NULL in the scalar reference): for a single-chunk plan and a token
- *       whose position is the previous token's plus one, steps the double-precision
- *       cos/sin that prepare() saved in `state` by one position (angle addition with the
- *       cos(w_i), sin(w_i) it is given: the plan's, or a re-rotation's rope_delta_step) and
- *       writes c/s as prepare() would. The rotation is an
- *       isometry, so the error of the saved values carries over unchanged while each step
- *       adds ~2^-52; re-anchoring every POSENC_ROPE_RUN tokens keeps the sum far below the
- *       2^-22 budget. It replaces the sincos, the largest cost of a prefill token.
- *   prepare_delta(from, pos, to, pos', flags, att, p0, n, c, s, state): as prepare, for the
- *       angle rope_angle_difference(angle of `to` at pos', angle of `from` at pos)
- *       (re-rotation); the next token with both positions one on is stepped by w'_i - w_i.
+ *   prepare(plan, pos, flags, att, p0, n, c, s, anchor): cos/sin (times att) of pairs
+ *       [p0, p0 + n) at position pos, in the layout that rotate() reads: NEOX c[i], s[i];
+ *       GPTJ c[2i] = c[2i+1] = c_i, s[2i] = -s_i, s[2i+1] = s_i (forward direction: rotate()
+ *       negates s for POSENC_ROPE_INVERSE). It may write up to POSENC_ROPE_CHUNK pairs' worth
+ *       of each buffer. `anchor` (NULL in the scalar reference and where the plan has no
+ *       step table or the angles follow the float32 recipe): a SIMD variant forms the values
+ *       of pos from those of its anchor a = pos - (pos mod POSENC_ROPE_ANCHOR), computed by
+ *       the accurate sincos and kept in *anchor while the next tokens share it, and the
+ *       plan's cos/sin(k w_i) for k = pos - a, by angle addition in double. Either way the
+ *       values are a function of (plan, pos, flags, att) alone: whatever the call's first
+ *       token, split, batch or form (plan, factors, in place, out of place), a position's
+ *       cos/sin are the same bits (split invariance).
+ *   prepare_delta(from, pos, to, pos', flags, att, p0, n, c, s): as prepare, for the angle
+ *       rope_angle_difference(angle of `to` at pos', angle of `from` at pos) (re-rotation
+ *       between different frequency sets), always computed afresh.
+ *   rotate(view, src_row, dst_row, half, p0, n, c, s, flags): rotates pairs [p0, p0 + n) of
+ *       every head vector of one token's row of a view (R/2 = half), reading src and writing
+ *       dst (the same row in place), touching no other element; out of place, the chunk that
+ *       ends the pairs also copies elements [R, head_dim). Taking all heads at once lets a
+ *       SIMD variant keep a block of cos/sin in registers across heads.
  * M-RoPE tokens take each pair's cos/sin from the prepare() of its row's position; a token
  * whose inputs equal the previous token's (a context shift's constant p' - p, repeated
- * positions) reuses its cos/sin when the plan is one chunk.
- * cos/sin are computed once per token and chunk of pairs, and shared by every head of
- * every view; the driver is inlined into each variant so all calls are direct. */
+ * positions, the same positions in every batch) reuses its cos/sin when the plan is one
+ * chunk. With factors given (apply) nothing is prepared: each token's row of the factor
+ * buffer is rotate()'s c/s. With factors_out given (compute) nothing is rotated: each
+ * token's c/s are written to its row. cos/sin are computed once per token and chunk of
+ * pairs, and shared by every head of every view; the driver is inlined into each variant
+ * so all calls are direct. */
 #ifndef POSENC_KERNELS_ROPE_DRIVER_H
 #define POSENC_KERNELS_ROPE_DRIVER_H
+
+#include <string.h>
 
 #include "rope.h"
 
 _Static_assert(POSENC_ROPE_CHUNK % POSENC_PLAN_PAD == 0,
                "a chunk's loops may run to a whole vector (rope.h)");
+_Static_assert(POSENC_ROPE_CHUNK % 16 == 0, "factor rows hold whole chunks");
 
-/* Forward cos/sin (before the attention factor and direction) of one chunk, in double. */
-typedef struct rope_state {
+/* cos/sin (forward, before the attention factor) of one chunk's pairs at an anchor
+ * position, widened exactly from the accurate float sincos. */
+typedef struct rope_anchor {
   _Alignas(64) double c[POSENC_ROPE_CHUNK];
   _Alignas(64) double s[POSENC_ROPE_CHUNK];
-} rope_state;
-
-/* Tokens stepped from one prepared token before cos/sin are computed afresh. */
-#define POSENC_ROPE_RUN 256
+  int32_t pos;
+  int valid;
+} rope_anchor;
 
 typedef void (*rope_prepare_fn)(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
                                 float att, size_t p0, size_t n, float *c, float *s,
-                                rope_state *state);
-typedef void (*rope_advance_fn)(const double *cos_w, const double *sin_w, unsigned flags, float att,
-                                size_t n, rope_state *state, float *c, float *s);
+                                rope_anchor *anchor);
 typedef void (*rope_prepare_delta_fn)(const struct posenc_rope_plan *from, int32_t from_pos,
                                       const struct posenc_rope_plan *to, int32_t to_pos,
                                       unsigned flags, float att, size_t p0, size_t n, float *c,
-                                      float *s, rope_state *state);
-typedef void (*rope_rotate_fn)(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
-                               const float *c, const float *s, unsigned flags);
+                                      float *s);
+typedef void (*rope_rotate_fn)(const rope_view *view, const void *src_row, void *dst_row,
+                               size_t half, size_t p0, size_t n, const float *c, const float *s,
+                               unsigned flags);
+
+/* The anchor of pos and pos's offset from it. */
+static inline int32_t rope_anchor_of(int32_t pos, size_t *k) {
+  /* pos mod 64 in [0, 64) for negative positions too (2^32 is a multiple of 64); the anchor
+   * pos - k >= INT32_MIN, itself a multiple of 64. */
+  *k = (uint32_t)pos & (POSENC_ROPE_ANCHOR - 1);
+  return (int32_t)((int64_t)pos - (int64_t)*k);
+}
 
 /* The inputs that fix one token's cos/sin: a position (plain rotation, an M-RoPE token
  * whose three positions are equal, a re-rotation between identical frequency sets by
@@ -63,15 +76,17 @@ typedef struct rope_token {
   int64_t p[3];
 } rope_token;
 
-static inline rope_token rope_token_of(const rope_args *a, size_t t) {
-  rope_token k = {TOKEN_POSITION, {rope_position(a, t), 0, 0}};
+/* Token g = b * n_tokens + t of the call. */
+static inline rope_token rope_token_of(const rope_args *a, size_t g, size_t t) {
+  rope_token k = {TOKEN_POSITION, {rope_position(a, g, t), 0, 0}};
   if (a->kind == ROPE_MROPE) {
     const int32_t *p = a->positions;
-    k.p[1] = p[a->n_tokens + t];
-    k.p[2] = p[2 * a->n_tokens + t];
+    const size_t n = a->n_batch * a->n_tokens;
+    k.p[1] = p[n + g];
+    k.p[2] = p[2 * n + g];
     if (k.p[1] != k.p[0] || k.p[2] != k.p[0]) k.kind = TOKEN_MROPE;
   } else if (a->kind == ROPE_REROTATE) {
-    const int64_t from = rope_from_position(a, t), d = k.p[0] - from;
+    const int64_t from = rope_from_position(a, g, t), d = k.p[0] - from;
     /* Same frequencies: the angle of p' - p is the difference, formed exactly. */
     if (a->same_freqs && !(a->flags & POSENC_ROPE_F32_ANGLES) && d >= -INT32_MAX &&
         d <= INT32_MAX) {
@@ -88,30 +103,6 @@ static inline int rope_token_equal(const rope_token *x, const rope_token *y) {
   return x->kind == y->kind && x->p[0] == y->p[0] && x->p[1] == y->p[1] && x->p[2] == y->p[2];
 }
 
-/* 1 if token y is token x one position on: a position plus one, or a re-rotation whose
- * positions both moved on by one (its angle then grows by w'_i - w_i). */
-static inline int rope_token_next(const rope_token *x, const rope_token *y) {
-  if (x->kind != y->kind || y->p[0] != x->p[0] + 1) return 0;
-  return x->kind == TOKEN_POSITION || (x->kind == TOKEN_DELTA && y->p[1] == x->p[1] + 1);
-}
-
-/* One position's rotation of a re-rotation's angle, cos and sin of w'_i - w_i, from the
- * plans' cos(w), sin(w) by angle subtraction in double (error ~2^-52 per step). Filled to
- * the padded length, whose plan entries are zero. */
-typedef struct rope_delta_step {
-  _Alignas(64) double c[POSENC_ROPE_CHUNK];
-  _Alignas(64) double s[POSENC_ROPE_CHUNK];
-} rope_delta_step;
-
-static inline void rope_delta_step_init(rope_delta_step *d, const struct posenc_rope_plan *from,
-                                        const struct posenc_rope_plan *to) {
-  const size_t n = (to->n_pairs + POSENC_PLAN_PAD - 1) / POSENC_PLAN_PAD * POSENC_PLAN_PAD;
-  for (size_t i = 0; i < n; ++i) {
-    d->c[i] = to->cos_w[i] * from->cos_w[i] + to->sin_w[i] * from->sin_w[i];
-    d->s[i] = to->sin_w[i] * from->cos_w[i] - to->cos_w[i] * from->sin_w[i];
-  }
-}
-
 /* MROPE, a token with distinct positions: cos/sin of chunk [p0, p0 + n) of each row's
  * position in that row's buffer, then each pair's entries (one, or two for GPTJ) taken from
  * its row's buffer into c/s. A row whose position equals an earlier row's shares its
@@ -126,14 +117,16 @@ typedef struct rope_mrope_rows {
 
 POSENC_INLINE void rope_prepare_mrope(const rope_args *a, const rope_token *k,
                                       rope_prepare_fn prepare, float att, size_t p0, size_t n,
-                                      float *c, float *s, rope_mrope_rows *rows, int keep) {
+                                      float *c, float *s, rope_mrope_rows *rows, int keep,
+                                      rope_anchor *anchors) {
   int src[3];
   for (int r = 0; r < 3; ++r) {
     src[r] = r;
     for (int e = 0; e < r; ++e)
       if (k->p[e] == k->p[r]) src[r] = src[e];
     if (src[r] != r || (keep && rows->valid[r] && rows->pos[r] == k->p[r])) continue;
-    prepare(a->plan, (int32_t)k->p[r], a->flags, att, p0, n, rows->c[r], rows->s[r], NULL);
+    prepare(a->plan, (int32_t)k->p[r], a->flags, att, p0, n, rows->c[r], rows->s[r],
+            anchors ? &anchors[r] : NULL);
     rows->pos[r] = k->p[r];
     rows->valid[r] = keep;
   }
@@ -151,65 +144,82 @@ POSENC_INLINE void rope_prepare_mrope(const rope_args *a, const rope_token *k,
   }
 }
 
-/* elem: the storage type of the views, which `rotate` is written for. */
-POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem elem, rope_prepare_fn prepare,
-                              rope_advance_fn advance, rope_prepare_delta_fn prepare_delta,
-                              rope_rotate_fn rotate) {
+/* Token (b, t)'s use of the cos/sin c, s of pairs [p0, p0 + n): written to its factor row
+ * (compute), or applied to every view. */
+POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, size_t p0, size_t n,
+                             const float *c, const float *s, size_t src_size, size_t dst_size,
+                             rope_rotate_fn rotate) {
+  if (a->factors_out) {
+    const size_t per = (a->flags & POSENC_ROPE_GPTJ) ? 2 : 1, half = a->factor_half;
+    float *row = a->factors_out + g * 2 * half;
+    memcpy(row + per * p0, c, per * n * sizeof *c);
+    memcpy(row + half + per * p0, s, per * n * sizeof *s);
+    if (p0 + n == a->n_pairs) /* the zero padding of both blocks */
+      for (size_t i = per * a->n_pairs; i < half; ++i) row[i] = row[half + i] = 0.0f;
+    return;
+  }
+  for (size_t v = 0; v < a->n_views; ++v) {
+    const rope_view *view = &a->views[v];
+    const char *src_row = (const char *)view->src +
+                          (b * view->src_batch_stride + t * view->src_token_stride) * src_size;
+    char *dst_row =
+        (char *)view->dst + (b * view->dst_batch_stride + t * view->dst_token_stride) * dst_size;
+    rotate(view, src_row, dst_row, a->n_pairs, p0, n, c, s, a->flags);
+  }
+}
+
+/* src, dst: the storage types of the views (read, written), which `rotate` is written for. */
+POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem dst,
+                              rope_prepare_fn prepare, int anchored,
+                              rope_prepare_delta_fn prepare_delta, rope_rotate_fn rotate) {
   _Alignas(64) float c[2 * POSENC_ROPE_CHUNK];
   _Alignas(64) float s[2 * POSENC_ROPE_CHUNK];
+  const size_t src_size = posenc_elem_size(src), dst_size = posenc_elem_size(dst);
+  const size_t n_pairs = a->n_pairs, n_all = a->n_batch * a->n_tokens;
+  if (a->factors) { /* apply: every token's cos/sin are its factor row */
+    const size_t per = (a->flags & POSENC_ROPE_GPTJ) ? 2 : 1, half = a->factor_half;
+    for (size_t g = 0; g < n_all; ++g) {
+      const size_t b = g / a->n_tokens, t = g - b * a->n_tokens;
+      const float *row =
+          a->factors + (a->factor_first_row + b * a->factor_batch_stride + t) * 2 * half;
+      for (size_t p0 = 0; p0 < n_pairs; p0 += POSENC_ROPE_CHUNK) {
+        const size_t n = n_pairs - p0 < POSENC_ROPE_CHUNK ? n_pairs - p0 : POSENC_ROPE_CHUNK;
+        rope_emit(a, g, b, t, p0, n, row + per * p0, row + half + per * p0, src_size, dst_size,
+                  rotate);
+      }
+    }
+    return;
+  }
   rope_mrope_rows mrope_rows;
   for (int r = 0; r < 3; ++r) mrope_rows.valid[r] = 0;
-  rope_state state;
-  const size_t n_pairs = a->plan->n_pairs;
   const float att = (float)a->att;
   /* One chunk: a token whose inputs equal the previous token's reuses its cos/sin. */
   const int single = n_pairs <= POSENC_ROPE_CHUNK;
-  /* Stepping would not reproduce the float32 recipe's angles bit for bit. */
-  const int step = advance && single && !(a->flags & POSENC_ROPE_F32_ANGLES);
-  rope_delta_step delta_step;
-  if (step && a->kind == ROPE_REROTATE) rope_delta_step_init(&delta_step, a->from_plan, a->plan);
-  rope_token state_token = {TOKEN_POSITION, {0, 0, 0}}; /* whose cos/sin `state` holds */
-  int state_valid = 0;
-  size_t run = 0;
+  /* Anchored values need the plan's step table; the float32 recipe is computed directly. */
+  const int use_anchor = anchored && a->plan->step_c && !(a->flags & POSENC_ROPE_F32_ANGLES);
+  rope_anchor anchors[3];
+  for (int r = 0; r < 3; ++r) anchors[r].valid = 0;
+  rope_anchor *const anchor = use_anchor ? &anchors[0] : NULL;
   rope_token prev = {TOKEN_POSITION, {0, 0, 0}};
-  for (size_t t = 0; t < a->n_tokens; ++t) {
-    const rope_token k = rope_token_of(a, t);
-    const int reuse = single && t > 0 && rope_token_equal(&k, &prev);
-    for (size_t p0 = 0; p0 < n_pairs && !reuse; p0 += POSENC_ROPE_CHUNK) {
-      const size_t n = n_pairs - p0 < POSENC_ROPE_CHUNK ? n_pairs - p0 : POSENC_ROPE_CHUNK;
-      if (k.kind == TOKEN_MROPE) {
-        rope_prepare_mrope(a, &k, prepare, att, p0, n, c, s, &mrope_rows, single);
-      } else if (step && state_valid && run < POSENC_ROPE_RUN &&
-                 rope_token_next(&state_token, &k)) {
-        if (k.kind == TOKEN_DELTA)
-          advance(delta_step.c, delta_step.s, a->flags, att, n, &state, c, s);
-        else
-          advance(a->plan->cos_w, a->plan->sin_w, a->flags, att, n, &state, c, s);
-        state_token = k;
-        ++run;
-      } else {
-        rope_state *save = step ? &state : NULL;
-        if (k.kind == TOKEN_DELTA)
-          prepare_delta(a->from_plan, (int32_t)k.p[1], a->plan, (int32_t)k.p[0], a->flags, att, p0,
-                        n, c, s, save);
-        else
-          prepare(a->plan, (int32_t)k.p[0], a->flags, att, p0, n, c, s, save);
-        state_token = k;
-        state_valid = step;
-        run = 0;
-      }
-      for (size_t v = 0; v < a->n_views; ++v) {
-        const rope_view *view = &a->views[v];
-        char *row = (char *)view->data + t * view->token_stride * posenc_elem_size(elem);
-        rotate(view, row, n_pairs, p0, n, c, s, a->flags);
-      }
+  for (size_t g = 0; g < n_all; ++g) {
+    const size_t b = g / a->n_tokens, t = g - b * a->n_tokens;
+    const rope_token k = rope_token_of(a, g, t);
+    if (single && g > 0 && rope_token_equal(&k, &prev)) {
+      rope_emit(a, g, b, t, 0, n_pairs, c, s, src_size, dst_size, rotate);
+      continue;
     }
-    if (reuse)
-      for (size_t v = 0; v < a->n_views; ++v) {
-        const rope_view *view = &a->views[v];
-        char *row = (char *)view->data + t * view->token_stride * posenc_elem_size(elem);
-        rotate(view, row, n_pairs, 0, n_pairs, c, s, a->flags);
-      }
+    for (size_t p0 = 0; p0 < n_pairs; p0 += POSENC_ROPE_CHUNK) {
+      const size_t n = n_pairs - p0 < POSENC_ROPE_CHUNK ? n_pairs - p0 : POSENC_ROPE_CHUNK;
+      if (k.kind == TOKEN_MROPE)
+        rope_prepare_mrope(a, &k, prepare, att, p0, n, c, s, &mrope_rows, single,
+                           use_anchor ? anchors : NULL);
+      else if (k.kind == TOKEN_DELTA)
+        prepare_delta(a->from_plan, (int32_t)k.p[1], a->plan, (int32_t)k.p[0], a->flags, att, p0, n,
+                      c, s);
+      else
+        prepare(a->plan, (int32_t)k.p[0], a->flags, att, p0, n, c, s, anchor);
+      rope_emit(a, g, b, t, p0, n, c, s, src_size, dst_size, rotate);
+    }
     prev = k;
   }
 }

@@ -13,12 +13,12 @@ static double angle_of(const struct posenc_rope_plan *plan, int32_t pos, unsigne
   return rope_reduced_angle((double)pos, plan->turn_hi[k], plan->turn_mid[k], plan->turn_lo[k]);
 }
 
-/* cos/sin of pair i of a chunk from its float angle, in the layout rotate() reads. */
+/* cos/sin of pair i of a chunk from its float angle, in the layout rotate() reads (forward:
+ * rotate() negates s for POSENC_ROPE_INVERSE). */
 static void store_cs(float angle, size_t i, float att, unsigned flags, float *c, float *s) {
-  const float sign = (flags & POSENC_ROPE_INVERSE) ? -1.0f : 1.0f;
   const Sleef_float_2 sc = Sleef_sincosf1_u10purec(angle);
   const float cv = sc.y * att;
-  const float sv = sc.x * att * sign;
+  const float sv = sc.x * att;
   if (flags & POSENC_ROPE_GPTJ) {
     c[2 * i] = cv;
     c[2 * i + 1] = cv;
@@ -31,17 +31,16 @@ static void store_cs(float angle, size_t i, float att, unsigned flags, float *c,
 }
 
 static void prepare_scalar(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
-                           float att, size_t p0, size_t n, float *c, float *s, rope_state *state) {
-  (void)state; /* the reference computes every token afresh: no stepping */
+                           float att, size_t p0, size_t n, float *c, float *s,
+                           rope_anchor *anchor) {
+  (void)anchor; /* the reference computes every position afresh */
   for (size_t i = 0; i < n; ++i)
     store_cs((float)angle_of(plan, pos, flags, p0 + i), i, att, flags, c, s);
 }
 
 static void prepare_delta_scalar(const struct posenc_rope_plan *from, int32_t from_pos,
                                  const struct posenc_rope_plan *to, int32_t to_pos, unsigned flags,
-                                 float att, size_t p0, size_t n, float *c, float *s,
-                                 rope_state *state) {
-  (void)state; /* no stepping in the reference */
+                                 float att, size_t p0, size_t n, float *c, float *s) {
   for (size_t i = 0; i < n; ++i) {
     const double a = angle_of(from, from_pos, flags, p0 + i),
                  b = angle_of(to, to_pos, flags, p0 + i);
@@ -49,55 +48,89 @@ static void prepare_delta_scalar(const struct posenc_rope_plan *from, int32_t fr
   }
 }
 
-/* One head vector's pairs [p0, p0 + n), written once for every storage type e (a constant
- * at every call): elements widened to float exactly, rotated in double, rounded to float
- * and then (bf16, f16) to the storage type, so a 16-bit result is the f32 result rounded. */
-POSENC_INLINE void rotate_pairs(void *x, size_t half, size_t p0, size_t n, const float *c,
-                                const float *s, unsigned flags, posenc_elem e) {
+/* One head vector's pairs [p0, p0 + n), read from x and written to y (the same in place),
+ * written once for every pair of storage types (constants at every call): elements widened
+ * to float exactly, rotated in double, rounded to float and then (bf16, f16) to the
+ * destination type, so a 16-bit result is the f32 result rounded. sg: +1, or -1 for
+ * POSENC_ROPE_INVERSE (s negated exactly). */
+POSENC_INLINE void rotate_pairs(const void *x, void *y, size_t half, size_t p0, size_t n,
+                                const float *c, const float *s, double sg, unsigned flags,
+                                posenc_elem ex, posenc_elem ey) {
   if (flags & POSENC_ROPE_GPTJ) {
     for (size_t i = 0; i < n; ++i) {
       const size_t iu = 2 * (p0 + i), iv = iu + 1;
-      const double u = posenc_elem_load(x, iu, e), v = posenc_elem_load(x, iv, e);
-      posenc_elem_store(x, iu, (float)(u * c[2 * i] + v * s[2 * i]), e);
-      posenc_elem_store(x, iv, (float)(v * c[2 * i + 1] + u * s[2 * i + 1]), e);
+      const double u = posenc_elem_load(x, iu, ex), v = posenc_elem_load(x, iv, ex);
+      posenc_elem_store(y, iu, (float)(u * c[2 * i] + v * (sg * s[2 * i])), ey);
+      posenc_elem_store(y, iv, (float)(v * c[2 * i + 1] + u * (sg * s[2 * i + 1])), ey);
     }
   } else {
     for (size_t i = 0; i < n; ++i) {
       const size_t iu = p0 + i, iv = half + p0 + i;
-      const double u = posenc_elem_load(x, iu, e), v = posenc_elem_load(x, iv, e);
-      posenc_elem_store(x, iu, (float)(u * c[i] - v * s[i]), e);
-      posenc_elem_store(x, iv, (float)(v * c[i] + u * s[i]), e);
+      const double u = posenc_elem_load(x, iu, ex), v = posenc_elem_load(x, iv, ex);
+      posenc_elem_store(y, iu, (float)(u * c[i] - v * (sg * s[i])), ey);
+      posenc_elem_store(y, iv, (float)(v * c[i] + u * (sg * s[i])), ey);
     }
   }
 }
 
-/* Every head of one token's row. */
-POSENC_INLINE void rotate_heads(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
-                                const float *c, const float *s, unsigned flags, posenc_elem e) {
-  const size_t stride = view->head_stride * posenc_elem_size(e);
-  for (size_t h = 0; h < view->n_heads; ++h)
-    rotate_pairs((char *)row + h * stride, half, p0, n, c, s, flags, e);
+/* Every head of one token's row; out of place, the chunk that ends the pairs also copies
+ * elements [R, head_dim). */
+POSENC_INLINE void rotate_heads(const rope_view *view, const void *src_row, void *dst_row,
+                                size_t half, size_t p0, size_t n, const float *c, const float *s,
+                                unsigned flags, posenc_elem ex, posenc_elem ey) {
+  const size_t xs = view->src_head_stride * posenc_elem_size(ex);
+  const size_t ys = view->dst_head_stride * posenc_elem_size(ey);
+  const double sg = (flags & POSENC_ROPE_INVERSE) ? -1.0 : 1.0;
+  const int tail = view->src != view->dst && p0 + n == half;
+  for (size_t h = 0; h < view->n_heads; ++h) {
+    const char *x = (const char *)src_row + h * xs;
+    char *y = (char *)dst_row + h * ys;
+    rotate_pairs(x, y, half, p0, n, c, s, sg, flags, ex, ey);
+    if (tail)
+      for (size_t d = 2 * half; d < view->head_dim; ++d)
+        posenc_elem_store(y, d, posenc_elem_load(x, d, ex), ey);
+  }
 }
 
-static void rotate_f32(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
-                       const float *c, const float *s, unsigned flags) {
-  rotate_heads(view, row, half, p0, n, c, s, flags, POSENC_ELEM_F32);
+static void rotate_f32(const rope_view *view, const void *src_row, void *dst_row, size_t half,
+                       size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
+  rotate_heads(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F32);
 }
-static void rotate_bf16(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
-                        const float *c, const float *s, unsigned flags) {
-  rotate_heads(view, row, half, p0, n, c, s, flags, POSENC_ELEM_BF16);
+static void rotate_bf16(const rope_view *view, const void *src_row, void *dst_row, size_t half,
+                        size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
+  rotate_heads(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_BF16,
+               POSENC_ELEM_BF16);
 }
-static void rotate_f16(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
-                       const float *c, const float *s, unsigned flags) {
-  rotate_heads(view, row, half, p0, n, c, s, flags, POSENC_ELEM_F16);
+static void rotate_f16(const rope_view *view, const void *src_row, void *dst_row, size_t half,
+                       size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
+  rotate_heads(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F16, POSENC_ELEM_F16);
+}
+static void rotate_f32_bf16(const rope_view *view, const void *src_row, void *dst_row, size_t half,
+                            size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
+  rotate_heads(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_BF16);
+}
+static void rotate_f32_f16(const rope_view *view, const void *src_row, void *dst_row, size_t half,
+                           size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
+  rotate_heads(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F16);
 }
 
 void posenc_rope_f32_scalar(const rope_args *args) {
-  rope_drive(args, POSENC_ELEM_F32, prepare_scalar, NULL, prepare_delta_scalar, rotate_f32);
+  rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F32, prepare_scalar, 0, prepare_delta_scalar,
+             rotate_f32);
 }
 void posenc_rope_bf16_scalar(const rope_args *args) {
-  rope_drive(args, POSENC_ELEM_BF16, prepare_scalar, NULL, prepare_delta_scalar, rotate_bf16);
+  rope_drive(args, POSENC_ELEM_BF16, POSENC_ELEM_BF16, prepare_scalar, 0, prepare_delta_scalar,
+             rotate_bf16);
 }
 void posenc_rope_f16_scalar(const rope_args *args) {
-  rope_drive(args, POSENC_ELEM_F16, prepare_scalar, NULL, prepare_delta_scalar, rotate_f16);
+  rope_drive(args, POSENC_ELEM_F16, POSENC_ELEM_F16, prepare_scalar, 0, prepare_delta_scalar,
+             rotate_f16);
+}
+void posenc_rope_f32_bf16_scalar(const rope_args *args) {
+  rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_BF16, prepare_scalar, 0, prepare_delta_scalar,
+             rotate_f32_bf16);
+}
+void posenc_rope_f32_f16_scalar(const rope_args *args) {
+  rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F16, prepare_scalar, 0, prepare_delta_scalar,
+             rotate_f32_f16);
 }

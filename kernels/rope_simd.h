@@ -8,14 +8,13 @@
 #include "rope_driver.h"
 #include "simd/vec_elem.h"
 
-/* How cos/sin are written in the layout rotate() reads: times the attention factor att; s
- * times the direction, and for GPTJ duplicated per pair as (-s_i, +s_i). The multiplier of
- * s, att times that sign pattern per lane: */
+/* How cos/sin are written in the layout rotate() reads: times the attention factor att; for
+ * GPTJ duplicated per pair, s as (-s_i, +s_i). The multiplier of s, att times that sign
+ * pattern per lane: */
 static inline vf VFN(s_sign_)(vf att, unsigned flags) {
-  const float sign = (flags & POSENC_ROPE_INVERSE) ? -1.0f : 1.0f;
   const int gptj = (flags & POSENC_ROPE_GPTJ) != 0;
   float pattern[POSENC_MAX_LANES];
-  for (int j = 0; j < VF_W; ++j) pattern[j] = (gptj && j % 2 == 0) ? -sign : sign;
+  for (int j = 0; j < VF_W; ++j) pattern[j] = (gptj && j % 2 == 0) ? -1.0f : 1.0f;
   return vf_mul(att, vf_load(pattern));
 }
 
@@ -34,31 +33,47 @@ static inline void VFN(store_cs_)(vf att, vf s_sign, int gptj, size_t i, vf cv, 
   }
 }
 
+/* The anchor's cos/sin for pairs [0, n): computed afresh unless *anchor holds them. */
+static void VFN(anchor_)(const struct posenc_rope_plan *plan, int32_t pos, size_t n,
+                         rope_anchor *anchor) {
+  if (anchor->valid && anchor->pos == pos) return;
+  const angle_mode mode = angle_mode_of(plan, pos, 0);
+  const vd pd = vd_set1((double)pos);
+  const vf pf = vf_set1((float)pos);
+  for (size_t i = 0; i < n; i += VF_W) {
+    vf sv, cv;
+    VFN(sincos_pairs_)(plan, mode, pd, pf, i, &sv, &cv);
+    VFN(save_state_)(anchor->c, anchor->s, i, cv, sv);
+  }
+  anchor->pos = pos;
+  anchor->valid = 1;
+}
+
 /* Plan arrays are padded to POSENC_PLAN_PAD pairs and the buffers hold a whole chunk, so
- * the loops may run to the next multiple of VF_W without a tail. */
+ * the loops may run to the next multiple of VF_W without a tail. With an anchor (one-chunk
+ * plans, p0 = 0): the values of pos from its anchor's and the step table's row k
+ * (rope_driver.h), the same operations for every position. */
 static void VFN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
-                          float att, size_t p0, size_t n, float *c, float *s, rope_state *state) {
+                          float att, size_t p0, size_t n, float *c, float *s, rope_anchor *anchor) {
   const vf att_v = vf_set1(att), s_sign = VFN(s_sign_)(att_v, flags);
   const int gptj = (flags & POSENC_ROPE_GPTJ) != 0;
+  if (anchor) {
+    size_t k;
+    VFN(anchor_)(plan, rope_anchor_of(pos, &k), n, anchor);
+    const double *tc = plan->step_c + k * plan->n_pad, *ts = plan->step_s + k * plan->n_pad;
+    for (size_t i = 0; i < n; i += VF_W) {
+      vf cv, sv;
+      VFN(rotate_anchor_)(anchor->c, anchor->s, i, tc, ts, &cv, &sv);
+      VFN(store_cs_)(att_v, s_sign, gptj, i, cv, sv, c, s);
+    }
+    return;
+  }
   const angle_mode mode = angle_mode_of(plan, pos, (flags & POSENC_ROPE_F32_ANGLES) != 0);
   const vd pd = vd_set1((double)pos);
   const vf pf = vf_set1((float)pos);
   for (size_t i = 0; i < n; i += VF_W) {
     vf sv, cv;
     VFN(sincos_pairs_)(plan, mode, pd, pf, p0 + i, &sv, &cv);
-    if (state) VFN(save_state_)(state, i, cv, sv);
-    VFN(store_cs_)(att_v, s_sign, gptj, i, cv, sv, c, s);
-  }
-}
-
-/* Stepping runs only for single-chunk plans (p0 = 0): state index i is pair i. */
-static void VFN(advance_)(const double *cos_w, const double *sin_w, unsigned flags, float att,
-                          size_t n, rope_state *state, float *c, float *s) {
-  const vf att_v = vf_set1(att), s_sign = VFN(s_sign_)(att_v, flags);
-  const int gptj = (flags & POSENC_ROPE_GPTJ) != 0;
-  for (size_t i = 0; i < n; i += VF_W) {
-    vf cv, sv;
-    VFN(step_)(state, i, cos_w, sin_w, &cv, &sv);
     VFN(store_cs_)(att_v, s_sign, gptj, i, cv, sv, c, s);
   }
 }
@@ -66,8 +81,7 @@ static void VFN(advance_)(const double *cos_w, const double *sin_w, unsigned fla
 /* Re-rotation: cos/sin of the difference of the two plans' angles (rope_driver.h). */
 static void VFN(prepare_delta_)(const struct posenc_rope_plan *from, int32_t from_pos,
                                 const struct posenc_rope_plan *to, int32_t to_pos, unsigned flags,
-                                float att, size_t p0, size_t n, float *c, float *s,
-                                rope_state *state) {
+                                float att, size_t p0, size_t n, float *c, float *s) {
   const vf att_v = vf_set1(att), s_sign = VFN(s_sign_)(att_v, flags);
   const int gptj = (flags & POSENC_ROPE_GPTJ) != 0;
   const int f32 = (flags & POSENC_ROPE_F32_ANGLES) != 0;
@@ -83,7 +97,6 @@ static void VFN(prepare_delta_)(const struct posenc_rope_plan *from, int32_t fro
         vf_from_vd(VFN(angle_difference_)(b_lo, a_lo), VFN(angle_difference_)(b_hi, a_hi));
     vf sv, cv;
     vf_sincos(angle, &sv, &cv);
-    if (state) VFN(save_state_)(state, i, cv, sv);
     VFN(store_cs_)(att_v, s_sign, gptj, i, cv, sv, c, s);
   }
 }
@@ -97,35 +110,48 @@ static void VFN(prepare_delta_)(const struct posenc_rope_plan *from, int32_t fro
 #define ROPE_BLOCK_PAIRS 64
 #define ROPE_BLOCK (ROPE_BLOCK_PAIRS / VF_W)
 
-/* The rotation below is written once for every storage type e (vec_elem.h): elements are
- * widened to float exactly, rotated in float, and rounded to the storage type on store, so
- * a bf16 or f16 result is the f32 kernel's result rounded once. e is a constant at every
- * call (one rotate_<type>_ per type), so each loop is compiled for one type. Element
- * indices are relative to the row. */
+/* The rotation below is written once for every pair of storage types (vec_elem.h): source
+ * elements (type ex) are widened to float exactly, rotated in float, and rounded to the
+ * destination type (ey) on store, so a bf16 or f16 result is the f32 kernel's result rounded
+ * once. ex and ey are constants at every call (one rotate_<src>_<dst>_ per pair), so each
+ * loop is compiled for one pair. x: the source head vector, y: the destination's (the same
+ * in place); element indices are relative to the head. s is negated (exactly) for
+ * POSENC_ROPE_INVERSE by the multiplier `sg` (+1 or -1). */
 /* NEOX: u' = u*c - v*s, v' = v*c + u*s on one vector of pairs (x[iu + j], x[iv + j]); the
  * _part_ form touches only the first m lanes. */
-POSENC_INLINE void VFN(neox_vec_)(void *x, size_t iu, size_t iv, vf c, vf s, posenc_elem e) {
-  const vf u = ve_load(x, iu, e), v = ve_load(x, iv, e);
-  ve_store(x, iu, vf_fnmadd(v, s, vf_mul(u, c)), e);
-  ve_store(x, iv, vf_fmadd(u, s, vf_mul(v, c)), e);
+POSENC_INLINE void VFN(neox_vec_)(const void *x, void *y, size_t iu, size_t iv, vf c, vf s,
+                                  posenc_elem ex, posenc_elem ey) {
+  const vf u = ve_load(x, iu, ex), v = ve_load(x, iv, ex);
+  ve_store(y, iu, vf_fnmadd(v, s, vf_mul(u, c)), ey);
+  ve_store(y, iv, vf_fmadd(u, s, vf_mul(v, c)), ey);
 }
 
-POSENC_INLINE void VFN(neox_part_)(void *x, size_t iu, size_t iv, vf c, vf s, size_t m,
-                                   posenc_elem e) {
-  const vf u = ve_load_n(x, iu, m, e), v = ve_load_n(x, iv, m, e);
-  ve_store_n(x, iu, vf_fnmadd(v, s, vf_mul(u, c)), m, e);
-  ve_store_n(x, iv, vf_fmadd(u, s, vf_mul(v, c)), m, e);
+POSENC_INLINE void VFN(neox_part_)(const void *x, void *y, size_t iu, size_t iv, vf c, vf s,
+                                   size_t m, posenc_elem ex, posenc_elem ey) {
+  const vf u = ve_load_n(x, iu, m, ex), v = ve_load_n(x, iv, m, ex);
+  ve_store_n(y, iu, vf_fnmadd(v, s, vf_mul(u, c)), m, ey);
+  ve_store_n(y, iv, vf_fmadd(u, s, vf_mul(v, c)), m, ey);
 }
 
 /* GPTJ: x' = x * (c, c) + swap(x) * (-s, s). */
-POSENC_INLINE void VFN(gptj_vec_)(void *x, size_t i, vf c, vf s, posenc_elem e) {
-  const vf v = ve_load(x, i, e);
-  ve_store(x, i, vf_fmadd(vf_swap_pairs(v), s, vf_mul(v, c)), e);
+POSENC_INLINE void VFN(gptj_vec_)(const void *x, void *y, size_t i, vf c, vf s, posenc_elem ex,
+                                  posenc_elem ey) {
+  const vf v = ve_load(x, i, ex);
+  ve_store(y, i, vf_fmadd(vf_swap_pairs(v), s, vf_mul(v, c)), ey);
 }
 
-POSENC_INLINE void VFN(gptj_part_)(void *x, size_t i, vf c, vf s, size_t m, posenc_elem e) {
-  const vf v = ve_load_n(x, i, m, e);
-  ve_store_n(x, i, vf_fmadd(vf_swap_pairs(v), s, vf_mul(v, c)), m, e);
+POSENC_INLINE void VFN(gptj_part_)(const void *x, void *y, size_t i, vf c, vf s, size_t m,
+                                   posenc_elem ex, posenc_elem ey) {
+  const vf v = ve_load_n(x, i, m, ex);
+  ve_store_n(y, i, vf_fmadd(vf_swap_pairs(v), s, vf_mul(v, c)), m, ey);
+}
+
+/* Out of place: elements [from, to) of one head vector copied (converted). */
+POSENC_INLINE void VFN(copy_)(const void *x, void *y, size_t from, size_t to, posenc_elem ex,
+                              posenc_elem ey) {
+  size_t i = from;
+  for (; i + VF_W <= to; i += VF_W) ve_store(y, i, ve_load(x, i, ex), ey);
+  if (i < to) ve_store_n(y, i, ve_load_n(x, i, to - i, ex), to - i, ey);
 }
 
 /* Two loop orders over the heads of one token's row (measured: see README):
@@ -136,89 +162,134 @@ POSENC_INLINE void VFN(gptj_part_)(void *x, size_t i, vf c, vf s, size_t m, pose
  *    halved the throughput of rows streamed from DRAM on SSE4/AVX2, so they are not used. */
 
 /* NEOX pairs [p0, p0 + n) of every head. */
-POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, void *row, size_t half, size_t p0,
-                                     size_t n, const float *c, const float *s, posenc_elem e) {
-  const size_t nh = view->n_heads, hs = view->head_stride;
+POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char *yr, size_t half,
+                                     size_t p0, size_t n, const float *c, const float *s, vf sg,
+                                     int tail, posenc_elem ex, posenc_elem ey) {
+  const size_t nh = view->n_heads;
+  const size_t xs = view->src_head_stride * posenc_elem_size(ex);
+  const size_t ys = view->dst_head_stride * posenc_elem_size(ey);
 #ifndef VF_SIZELESS
   if (n == ROPE_BLOCK_PAIRS) {
     vf cb[ROPE_BLOCK], sb[ROPE_BLOCK];
     for (int b = 0; b < ROPE_BLOCK; ++b) {
       cb[b] = vf_load(c + b * VF_W);
-      sb[b] = vf_load(s + b * VF_W);
+      sb[b] = vf_mul(vf_load(s + b * VF_W), sg);
     }
     for (size_t h = 0; h < nh; ++h) {
-      const size_t u = h * hs + p0;
+      const char *x = xr + h * xs;
+      char *y = yr + h * ys;
       for (int b = 0; b < ROPE_BLOCK; ++b)
-        VFN(neox_vec_)(row, u + b * VF_W, u + half + b * VF_W, cb[b], sb[b], e);
+        VFN(neox_vec_)(x, y, p0 + b * VF_W, p0 + half + b * VF_W, cb[b], sb[b], ex, ey);
+      if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
     }
     return;
   }
 #endif
   for (size_t h = 0; h < nh; ++h) {
-    const size_t u = h * hs + p0, v = u + half;
+    const char *x = xr + h * xs;
+    char *y = yr + h * ys;
+    const size_t u = p0, v = u + half;
     size_t i = 0;
     for (; i + VF_W <= n; i += VF_W)
-      VFN(neox_vec_)(row, u + i, v + i, vf_load(c + i), vf_load(s + i), e);
-    if (i < n) VFN(neox_part_)(row, u + i, v + i, vf_load(c + i), vf_load(s + i), n - i, e);
+      VFN(neox_vec_)(x, y, u + i, v + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), ex, ey);
+    if (i < n)
+      VFN(neox_part_)
+      (x, y, u + i, v + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), n - i, ex, ey);
+    if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
   }
 }
 
 /* GPTJ: the 2n interleaved elements from 2*p0, in the same two orders. */
-POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, void *row, size_t p0, size_t n,
-                                     const float *c, const float *s, posenc_elem e) {
-  const size_t nh = view->n_heads, hs = view->head_stride, m = 2 * n;
+POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char *yr, size_t half,
+                                     size_t p0, size_t n, const float *c, const float *s, vf sg,
+                                     int tail, posenc_elem ex, posenc_elem ey) {
+  const size_t nh = view->n_heads, m = 2 * n;
+  const size_t xs = view->src_head_stride * posenc_elem_size(ex);
+  const size_t ys = view->dst_head_stride * posenc_elem_size(ey);
 #ifndef VF_SIZELESS
   if (m == 2 * ROPE_BLOCK_PAIRS) {
     vf cb[2 * ROPE_BLOCK], sb[2 * ROPE_BLOCK];
     for (int b = 0; b < 2 * ROPE_BLOCK; ++b) {
       cb[b] = vf_load(c + b * VF_W);
-      sb[b] = vf_load(s + b * VF_W);
+      sb[b] = vf_mul(vf_load(s + b * VF_W), sg);
     }
-    for (size_t h = 0; h < nh; ++h)
+    for (size_t h = 0; h < nh; ++h) {
+      const char *x = xr + h * xs;
+      char *y = yr + h * ys;
       for (int b = 0; b < 2 * ROPE_BLOCK; ++b)
-        VFN(gptj_vec_)(row, h * hs + 2 * p0 + b * VF_W, cb[b], sb[b], e);
+        VFN(gptj_vec_)(x, y, 2 * p0 + b * VF_W, cb[b], sb[b], ex, ey);
+      if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
+    }
     return;
   }
 #endif
   for (size_t h = 0; h < nh; ++h) {
-    const size_t x = h * hs + 2 * p0;
+    const char *x = xr + h * xs;
+    char *y = yr + h * ys;
+    const size_t o = 2 * p0;
     size_t i = 0;
-    for (; i + VF_W <= m; i += VF_W) VFN(gptj_vec_)(row, x + i, vf_load(c + i), vf_load(s + i), e);
-    if (i < m) VFN(gptj_part_)(row, x + i, vf_load(c + i), vf_load(s + i), m - i, e);
+    for (; i + VF_W <= m; i += VF_W)
+      VFN(gptj_vec_)(x, y, o + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), ex, ey);
+    if (i < m)
+      VFN(gptj_part_)(x, y, o + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), m - i, ex, ey);
+    if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
   }
 }
 
-POSENC_INLINE void VFN(rotate_)(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
-                                const float *c, const float *s, unsigned flags, posenc_elem e) {
+POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void *dst_row,
+                                size_t half, size_t p0, size_t n, const float *c, const float *s,
+                                unsigned flags, posenc_elem ex, posenc_elem ey) {
+  const vf sg = vf_set1((flags & POSENC_ROPE_INVERSE) ? -1.0f : 1.0f);
+  /* Out of place, the chunk that ends the pairs also copies elements [R, head_dim). */
+  const int tail = view->src != view->dst && p0 + n == half && view->head_dim > 2 * half;
   if (flags & POSENC_ROPE_GPTJ)
-    VFN(rotate_gptj_)(view, row, p0, n, c, s, e);
+    VFN(rotate_gptj_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, ex, ey);
   else
-    VFN(rotate_neox_)(view, row, half, p0, n, c, s, e);
+    VFN(rotate_neox_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, ex, ey);
 }
 
-/* One rotate per storage type, and the bodies of the exported variants. */
-static void VFN(rotate_f32_)(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
-                             const float *c, const float *s, unsigned flags) {
-  VFN(rotate_)(view, row, half, p0, n, c, s, flags, POSENC_ELEM_F32);
+/* One rotate per storage pair, and the bodies of the exported variants. */
+static void VFN(rotate_f32_)(const rope_view *view, const void *src_row, void *dst_row, size_t half,
+                             size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
+  VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F32);
 }
-static void VFN(rotate_bf16_)(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
-                              const float *c, const float *s, unsigned flags) {
-  VFN(rotate_)(view, row, half, p0, n, c, s, flags, POSENC_ELEM_BF16);
-}
-static void VFN(rotate_f16_)(const rope_view *view, void *row, size_t half, size_t p0, size_t n,
-                             const float *c, const float *s, unsigned flags) {
-  VFN(rotate_)(view, row, half, p0, n, c, s, flags, POSENC_ELEM_F16);
-}
-
 POSENC_INLINE void rope_run_f32(const rope_args *args) {
-  rope_drive(args, POSENC_ELEM_F32, VFN(prepare_), VFN(advance_), VFN(prepare_delta_),
+  rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F32, VFN(prepare_), 1, VFN(prepare_delta_),
              VFN(rotate_f32_));
 }
+static void VFN(rotate_bf16_)(const rope_view *view, const void *src_row, void *dst_row,
+                              size_t half, size_t p0, size_t n, const float *c, const float *s,
+                              unsigned flags) {
+  VFN(rotate_)
+  (view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_BF16, POSENC_ELEM_BF16);
+}
 POSENC_INLINE void rope_run_bf16(const rope_args *args) {
-  rope_drive(args, POSENC_ELEM_BF16, VFN(prepare_), VFN(advance_), VFN(prepare_delta_),
+  rope_drive(args, POSENC_ELEM_BF16, POSENC_ELEM_BF16, VFN(prepare_), 1, VFN(prepare_delta_),
              VFN(rotate_bf16_));
 }
+static void VFN(rotate_f16_)(const rope_view *view, const void *src_row, void *dst_row, size_t half,
+                             size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
+  VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F16, POSENC_ELEM_F16);
+}
 POSENC_INLINE void rope_run_f16(const rope_args *args) {
-  rope_drive(args, POSENC_ELEM_F16, VFN(prepare_), VFN(advance_), VFN(prepare_delta_),
+  rope_drive(args, POSENC_ELEM_F16, POSENC_ELEM_F16, VFN(prepare_), 1, VFN(prepare_delta_),
              VFN(rotate_f16_));
+}
+static void VFN(rotate_f32_bf16_)(const rope_view *view, const void *src_row, void *dst_row,
+                                  size_t half, size_t p0, size_t n, const float *c, const float *s,
+                                  unsigned flags) {
+  VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_BF16);
+}
+POSENC_INLINE void rope_run_f32_bf16(const rope_args *args) {
+  rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_BF16, VFN(prepare_), 1, VFN(prepare_delta_),
+             VFN(rotate_f32_bf16_));
+}
+static void VFN(rotate_f32_f16_)(const rope_view *view, const void *src_row, void *dst_row,
+                                 size_t half, size_t p0, size_t n, const float *c, const float *s,
+                                 unsigned flags) {
+  VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F16);
+}
+POSENC_INLINE void rope_run_f32_f16(const rope_args *args) {
+  rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F16, VFN(prepare_), 1, VFN(prepare_delta_),
+             VFN(rotate_f32_f16_));
 }

@@ -64,7 +64,7 @@ POSENC_INLINE void VFN(anchor_)(const sinusoid_args *a, const sinusoid_layout *l
   for (size_t i = 0; i < n; i += VF_W) {
     vf sv, cv;
     VFN(sincos_pairs_)(a->freq, am, pd, pf, k0 + i, &sv, &cv);
-    if (state) VFN(save_state_)(state, i, cv, sv);
+    if (state) VFN(save_state_)(state->c, state->s, i, cv, sv);
     VFN(emit_)(row, l, a->dim, k0 + i, sv, cv, mode, e);
   }
 }
