@@ -14,7 +14,8 @@ typedef struct rope_state {
   _Alignas(64) double s[POSENC_ROPE_CHUNK];
 } rope_state;
 
-/* Rows stepped from one prepared row before sin/cos are computed afresh (sinusoid). */
+/* Rows per block of the sinusoid kernel (sinusoid_simd.h); a multiple of the anchor spacing, so
+ * that blocks of consecutive rows from an anchor start at anchors. */
 #define POSENC_ROPE_RUN 256
 
 /* Accurate angles of VD_W pairs starting at k: see rope_reduced_angle(). */

@@ -1,17 +1,18 @@
 /* The SIMD sinusoidal kernel, written once against the vector layer and compiled per ISA by
  * sinusoid_<isa>.c, for rows of every storage type (f32, bf16, f16: the float values are
  * rounded once as they are stored, simd/vec_elem.h). Same angles as the scalar reference
- * (sinusoid_scalar.c); for a row whose integer position follows the previous row's, sin/cos
- * are stepped from that row in double (angle addition, as RoPE's rope_driver.h explains),
- * re-anchored every POSENC_ROPE_RUN rows. Rows are processed in blocks of POSENC_ROPE_RUN,
- * pairs in chunks of POSENC_ROPE_CHUNK, so the stepping state stays on the stack and in L1.
- * The schedule is not rope_drive's (rope_driver.h), so the two are written apart: here a row
- * is anchored at every multiple of POSENC_ROPE_RUN rows (the block start) and after every
- * break in the positions, and plans of several chunks step too (chunks outside, rows inside
- * a block); rope_drive anchors POSENC_ROPE_RUN steps after its last anchor, wherever that
- * was, steps single-chunk plans only (tokens outside, chunks inside), and lets a repeated
- * token reuse its cos/sin without breaking the run. Sharing one would move anchors and
- * change result bits. */
+ * (sinusoid_scalar.c). Split invariance: the sin/cos of an integer position p are a function
+ * of p alone, whatever rows the call covers (as RoPE's, rope_driver.h), formed from p's
+ * anchor a = p - (p mod POSENC_ROPE_ANCHOR), whose sin/cos are computed afresh:
+ *  - plans of one chunk (ceil(d/2) <= POSENC_ROPE_CHUNK pairs): by angle addition with the
+ *    plan's step table row p - a, in double (each row on its own);
+ *  - larger plans: by stepping the anchor's values p - a times by one position (angle
+ *    addition with cos(w_i), sin(w_i), in double). Consecutive rows continue the previous
+ *    row's steps; a row that starts a block or follows a break steps from its anchor (at
+ *    most POSENC_ROPE_ANCHOR - 1 steps that write nothing).
+ * Float timesteps and the float32 recipe are computed afresh for every row. Rows are
+ * processed in blocks of POSENC_ROPE_RUN (a multiple of POSENC_ROPE_ANCHOR), pairs in
+ * chunks of POSENC_ROPE_CHUNK, so the stepping state stays on the stack and in L1. */
 #include "angle_simd.h"
 #include "simd/vec_elem.h"
 #include "sinusoid.h"
@@ -53,27 +54,75 @@ POSENC_INLINE void VFN(emit_)(void *row, const sinusoid_layout *l, size_t dim, s
   }
 }
 
-/* Pairs [k0, k0 + n) of one row at position p, computed afresh; saved in state (if not
- * NULL) for the rows that step from it. */
-POSENC_INLINE void VFN(anchor_)(const sinusoid_args *a, const sinusoid_layout *l, double p,
-                                size_t k0, size_t n, void *row, rope_state *state, put_mode mode,
-                                posenc_elem e) {
+/* Pairs [k0, k0 + n) of one row at position p, computed afresh. */
+POSENC_INLINE void VFN(fresh_)(const sinusoid_args *a, const sinusoid_layout *l, double p,
+                               size_t k0, size_t n, void *row, put_mode mode, posenc_elem e) {
   const angle_mode am = angle_mode_of(a->freq, p, (a->flags & POSENC_SINUSOID_F32_ANGLES) != 0);
   const vd pd = vd_set1(p);
   const vf pf = vf_set1((float)p);
   for (size_t i = 0; i < n; i += VF_W) {
     vf sv, cv;
     VFN(sincos_pairs_)(a->freq, am, pd, pf, k0 + i, &sv, &cv);
-    if (state) VFN(save_state_)(state->c, state->s, i, cv, sv);
     VFN(emit_)(row, l, a->dim, k0 + i, sv, cv, mode, e);
   }
 }
 
-/* Pairs [k0, k0 + n) of one row one position after the state's. */
-POSENC_INLINE void VFN(advance_)(const sinusoid_args *a, const sinusoid_layout *l, size_t k0,
-                                 size_t n, void *row, rope_state *state, put_mode mode,
-                                 posenc_elem e) {
+/* One chunk's sin/cos at an anchor position into c, s (double). */
+static inline void VFN(anchor_values_)(const struct posenc_rope_plan *plan, int32_t pos, size_t k0,
+                                       size_t n, double *c, double *s) {
+  const angle_mode am = angle_mode_of(plan, pos, 0);
+  const vd pd = vd_set1((double)pos);
+  const vf pf = vf_set1((float)pos);
+  for (size_t i = 0; i < n; i += VF_W) {
+    vf sv, cv;
+    VFN(sincos_pairs_)(plan, am, pd, pf, k0 + i, &sv, &cv);
+    VFN(save_state_)(c, s, i, cv, sv);
+  }
+}
+
+/* One-chunk plans: the row at integer position p from its anchor (kept in *anchor) and the
+ * step table. */
+POSENC_INLINE void VFN(tabled_)(const sinusoid_args *a, const sinusoid_layout *l, int32_t p,
+                                size_t n, void *row, rope_anchor *anchor, put_mode mode,
+                                posenc_elem e) {
+  size_t k;
+  const int32_t at = rope_anchor_of(p, &k);
+  if (!anchor->valid || anchor->pos != at) {
+    VFN(anchor_values_)(a->freq, at, 0, n, anchor->c, anchor->s);
+    anchor->pos = at;
+    anchor->valid = 1;
+  }
+  const size_t pad = a->freq->n_pad;
+  const double *tc = a->freq->step_c + k * pad, *ts = a->freq->step_s + k * pad;
+  for (size_t i = 0; i < n; i += VF_W) {
+    vf cv, sv;
+    VFN(rotate_anchor_)(anchor->c, anchor->s, i, tc, ts, &cv, &sv);
+    VFN(emit_)(row, l, a->dim, i, sv, cv, mode, e);
+  }
+}
+
+/* Larger plans: the row at integer position p, one position after the state's row when
+ * `follows` (and p is not an anchor), else stepped from p's anchor. */
+POSENC_INLINE void VFN(stepped_)(const sinusoid_args *a, const sinusoid_layout *l, int32_t p,
+                                 int follows, size_t k0, size_t n, void *row, rope_state *state,
+                                 put_mode mode, posenc_elem e) {
   const double *cw = a->freq->cos_w + k0, *sw = a->freq->sin_w + k0;
+  size_t k;
+  const int32_t at = rope_anchor_of(p, &k);
+  if (!follows || k == 0) {
+    VFN(anchor_values_)(a->freq, at, k0, n, state->c, state->s);
+    for (size_t j = 0; j < k; ++j)
+      for (size_t i = 0; i < n; i += VF_W) {
+        vf cv, sv;
+        VFN(step_)(state, i, cw, sw, &cv, &sv);
+      }
+    for (size_t i = 0; i < n; i += VF_W) {
+      const vf cv = vf_from_vd(vd_load(state->c + i), vd_load(state->c + i + VD_W));
+      const vf sv = vf_from_vd(vd_load(state->s + i), vd_load(state->s + i + VD_W));
+      VFN(emit_)(row, l, a->dim, k0 + i, sv, cv, mode, e);
+    }
+    return;
+  }
   for (size_t i = 0; i < n; i += VF_W) {
     vf cv, sv;
     VFN(step_)(state, i, cw, sw, &cv, &sv);
@@ -86,19 +135,25 @@ POSENC_INLINE void VFN(advance_)(const sinusoid_args *a, const sinusoid_layout *
 POSENC_INLINE void VFN(rows_)(const sinusoid_args *a, put_mode mode, posenc_elem e) {
   const sinusoid_layout l = sinusoid_layout_of(a->dim, a->flags);
   const size_t n_pairs = a->freq->n_pairs;
-  const int can_step = !a->timesteps && !(a->flags & POSENC_SINUSOID_F32_ANGLES);
+  const int integer = !a->timesteps && !(a->flags & POSENC_SINUSOID_F32_ANGLES);
+  const int tabled = integer && a->freq->step_c != NULL;
   rope_state state;
-  rope_state *const save = can_step ? &state : NULL; /* where anchors keep their values */
+  rope_anchor anchor;
+  anchor.valid = 0;
   for (size_t r0 = 0; r0 < a->n_rows; r0 += POSENC_ROPE_RUN) {
     const size_t r1 = a->n_rows - r0 < POSENC_ROPE_RUN ? a->n_rows : r0 + POSENC_ROPE_RUN;
     for (size_t k0 = 0; k0 < n_pairs; k0 += POSENC_ROPE_CHUNK) {
       const size_t n = n_pairs - k0 < POSENC_ROPE_CHUNK ? n_pairs - k0 : POSENC_ROPE_CHUNK;
       for (size_t r = r0; r < r1; ++r) {
         void *row = (char *)a->out + r * a->row_stride * posenc_elem_size(e);
-        if (can_step && r > r0 && sinusoid_follows(a, r))
-          VFN(advance_)(a, &l, k0, n, row, &state, mode, e);
+        const double p = sinusoid_position(a, r);
+        if (tabled)
+          VFN(tabled_)(a, &l, (int32_t)p, n, row, &anchor, mode, e);
+        else if (integer)
+          VFN(stepped_)(a, &l, (int32_t)p, r > r0 && sinusoid_follows(a, r), k0, n, row, &state,
+                        mode, e);
         else
-          VFN(anchor_)(a, &l, sinusoid_position(a, r), k0, n, row, save, mode, e);
+          VFN(fresh_)(a, &l, p, k0, n, row, mode, e);
       }
     }
   }

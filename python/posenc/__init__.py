@@ -2,7 +2,9 @@
 
 A thin ctypes layer over the C library (include/posenc.h is the contract). Data arrays are
 never copied: every function works on the caller's float32 memory, in place, or writes into
-a new (or given) float32 array. Small parameter arrays (positions, timesteps, slopes,
+a new (or given) float32 array; the runtime-shaped RoPE functions (rope_out, mrope_out,
+rope_apply) also read and write float16 and bfloat16 arrays (bfloat16 as uint16 bits, or an
+extension's bfloat16 dtype). Small parameter arrays (positions, timesteps, slopes,
 frequencies) are converted to the C types when needed. Sizes and strides are taken from the
 arrays; the C functions get strides in elements, so every stride must be a whole number of
 elements and the last axis must be contiguous.
@@ -26,6 +28,8 @@ __all__ = [
     "PosencError", "version", "active_isa", "set_isa", "all_isas", "available_isas",
     "compiled_isas",
     "cpu_name", "cpu_features", "library_path", "RopePlan", "rope", "mrope", "rope_rerotate",
+    "rope_out", "mrope_out", "RopeFactors", "rope_factors", "mrope_factors", "rope_apply",
+    "apply", "plan_from_ggml",
     "SinusoidPlan",
     "sinusoid_fill", "sinusoid_fill_timesteps", "sinusoid_add", "alibi_slopes", "alibi_add",
     "alibi_bias", "learned_add",
@@ -345,6 +349,40 @@ class RopePlan(_Plan):
                     _size("rotary_dim", rotary_dim), _float("base", base), ctypes.byref(c))
         return plan
 
+    @classmethod
+    def from_ggml(cls, n_dims, freq_base, freq_scale=1.0, ext_factor=0.0, attn_factor=1.0,
+                  beta_fast=32.0, beta_slow=1.0, n_ctx_orig=0, freq_factors=None):
+        """The plan that rotates as llama.cpp / ggml's ggml_rope_ext does with these
+        arguments (its YaRN recipe, in double): posenc_rope_plan_create_ggml.
+
+        With theta_scale = freq_base^(-2/n_dims) and w_i = theta_scale^i / freq_factors[i],
+            w'_i = w_i * (freq_scale * (1 - m_i) + m_i),  m_i = ramp(i) * ext_factor,
+            ramp(i) = 1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1),
+            lo = max(0, floor(c(beta_fast))), hi = min(n_dims - 1, ceil(c(beta_slow))),
+            c(b) = n_dims * ln(n_ctx_orig / (2 pi b)) / (2 ln(freq_base)),
+        and attention factor attn_factor (times 1 + 0.1 ln(1 / freq_scale) if ext_factor != 0).
+        n_dims: R (rope.dimension_count); freq_scale: 1 / rope.scaling.factor (0 -> 1);
+        attn_factor: 0 -> 1; beta_fast, beta_slow, n_ctx_orig: read only when ext_factor != 0
+        (then n_ctx_orig > 0). freq_factors: None or n_dims / 2 divisors > 0 (the GGUF
+        rope_freqs tensor), used as float32. The pair layout is chosen when rotating:
+        ggml's GGML_ROPE_TYPE_NEOX is layout="neox", its normal mode layout="gptj"."""
+        c = _lib.RopeGgmlParams(
+            n_dims=_size("n_dims", n_dims), freq_base=_float("freq_base", freq_base),
+            freq_scale=_float("freq_scale", freq_scale),
+            ext_factor=_float("ext_factor", ext_factor),
+            attn_factor=_float("attn_factor", attn_factor),
+            beta_fast=_float("beta_fast", beta_fast), beta_slow=_float("beta_slow", beta_slow),
+            n_ctx_orig=_size("n_ctx_orig", n_ctx_orig))
+        factors = None
+        if freq_factors is not None:  # the C function reads n_dims / 2 of them
+            factors = _real_vector("freq_factors", freq_factors, np.float32, c.n_dims // 2)
+            c.freq_factors = _address(factors)
+        plan = cls.__new__(cls)
+        _Plan.__init__(plan)
+        plan._adopt(lib.posenc_rope_plan_create_ggml, "posenc_rope_plan_create_ggml",
+                    ctypes.byref(c))
+        return plan
+
     @property
     def rotary_dim(self):
         """R, the number of rotated elements of each head vector (posenc_rope_plan_rotary_dim)."""
@@ -476,6 +514,443 @@ def rope_rerotate(from_plan, to_plan, k, from_positions=None, from_start=0, to_p
                                         _pointer(to_pos), to_start, head_dim, n_tokens,
                                         ctypes.byref(k_view), flags),
            "posenc_rope_rerotate_f32")
+
+
+# --- runtime-shaped RoPE: 4-D views, out of place, rotation factors -----------------------
+
+_DTYPE_NAMES = {"float32": _lib.DTYPE_F32, "f32": _lib.DTYPE_F32,
+                "bfloat16": _lib.DTYPE_BF16, "bf16": _lib.DTYPE_BF16,
+                "float16": _lib.DTYPE_F16, "f16": _lib.DTYPE_F16}
+_DTYPE_LABELS = {_lib.DTYPE_F32: "float32", _lib.DTYPE_BF16: "bfloat16",
+                 _lib.DTYPE_F16: "float16"}
+# The NumPy dtype of a new array of each storage type (NumPy has no bfloat16: its bits in
+# uint16, as the C library's uint16_t).
+_NUMPY_STORAGE = {_lib.DTYPE_F32: np.dtype(np.float32), _lib.DTYPE_BF16: np.dtype(np.uint16),
+                  _lib.DTYPE_F16: np.dtype(np.float16)}
+
+
+def _is_bfloat16(dtype):
+    """A bfloat16 NumPy dtype from an extension (ml_dtypes, as JAX's), known by its name."""
+    return dtype.name == "bfloat16" and dtype.itemsize == 2
+
+
+def _storage_type(name, spec):
+    """The posenc_dtype named by a dtype argument: "float32"/"f32", "bfloat16"/"bf16",
+    "float16"/"f16", or a NumPy dtype (float32, float16, an extension's bfloat16)."""
+    if isinstance(spec, str) and spec.lower() in _DTYPE_NAMES:
+        return _DTYPE_NAMES[spec.lower()]
+    try:
+        dtype = np.dtype(spec)
+    except TypeError:
+        dtype = None
+    if dtype == np.float32:
+        return _lib.DTYPE_F32
+    if dtype == np.float16:
+        return _lib.DTYPE_F16
+    if dtype is not None and _is_bfloat16(dtype):
+        return _lib.DTYPE_BF16
+    raise TypeError(f"{name} must be 'float32', 'bfloat16' or 'float16' (or such a NumPy "
+                    f"dtype; uint16 says neither), not {spec!r}")
+
+
+def _array_type(name, array, declared, prefer=None):
+    """The posenc_dtype of a data array: float32, float16, an extension's bfloat16, or uint16
+    holding bfloat16 or float16 bits. declared: the code the caller named (None: inferred;
+    uint16 then means `prefer` if that is a 16-bit type, else bfloat16); it must be one the
+    array's dtype can hold."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, not {type(array).__name__}")
+    dtype = array.dtype
+    if dtype == np.float32:
+        holds = (_lib.DTYPE_F32,)
+    elif dtype == np.float16:
+        holds = (_lib.DTYPE_F16,)
+    elif _is_bfloat16(dtype):
+        holds = (_lib.DTYPE_BF16,)
+    elif dtype == np.uint16:
+        holds = (_lib.DTYPE_BF16, _lib.DTYPE_F16)
+    else:
+        holds = ()
+    if not holds or not dtype.isnative:
+        raise TypeError(f"{name} must have dtype float32, float16, bfloat16 or uint16 (bfloat16 "
+                        f"or float16 bits), in native byte order, not {dtype}")
+    if declared is None:
+        return prefer if prefer in holds else holds[0]
+    if declared not in holds:
+        raise TypeError(f"{name} has dtype {dtype}, which does not hold "
+                        f"{_DTYPE_LABELS[declared]}")
+    return declared
+
+
+def _axes(axes, ndim):
+    """The axis order of a 4-D ([B, L, H, D] ...) or 3-D ([L, H, D] ...) array: a string of
+    B (batch), L (tokens), H (heads) and D (the head vector, last)."""
+    if ndim not in (3, 4):
+        raise ValueError(f"src must be 4-D (batch, tokens, heads, head_dim in the order axes "
+                         f"names) or 3-D (no batch), got {ndim}-D")
+    letters = "BLHD" if ndim == 4 else "LHD"
+    if axes is None:
+        return letters
+    if not isinstance(axes, str):
+        raise TypeError(f"axes must be a str such as 'BLHD' or 'BHLD', not {type(axes).__name__}")
+    order = axes.upper()
+    if sorted(order) != sorted(letters) or order[-1] != "D":
+        raise ValueError(f"axes {axes!r} must order the letters of {letters!r} with D last, for "
+                         f"a {ndim}-D array")
+    return order
+
+
+def _element_strides(name, array, source):
+    """The strides of a data array in its own elements (as _array does for float32). Axes of
+    length 1 (or an empty array) get the C-order stride, never used. A source (only read)
+    may have zero strides (np.broadcast_to: one tensor read for every batch)."""
+    itemsize = array.dtype.itemsize
+    strides = [0] * array.ndim
+    inner = 1
+    for axis in reversed(range(array.ndim)):
+        length, stride = array.shape[axis], array.strides[axis]
+        if array.size == 0 or length == 1:
+            strides[axis] = inner
+        elif stride == 0 and source and axis != array.ndim - 1:
+            strides[axis] = 0
+        elif stride <= 0 or stride % itemsize:
+            zero = "zero/broadcast strides only on a source's outer axes, " if source else \
+                "zero/broadcast, "
+            raise ValueError(
+                f"{name}: stride {stride} bytes on axis {axis} is not a positive whole number "
+                f"of {itemsize}-byte elements (negative, {zero}and byte strides are not "
+                "supported); pass a copy")
+        else:
+            strides[axis] = stride // itemsize
+        inner = strides[axis] * length
+    if array.size and array.shape[-1] > 1 and strides[-1] != 1:
+        raise ValueError(f"{name}: the last axis (head_dim) must be contiguous (element stride "
+                         f"1), got {strides[-1]}")
+    if array.size and not array.flags.aligned:
+        raise ValueError(f"{name} is not aligned to its elements")
+    return strides
+
+
+def _view(name, array, code, axes, source):
+    """A posenc_rope_view of array (axes: its axis order) and its (n_batch, n_tokens,
+    n_heads, head_dim)."""
+    strides = _element_strides(name, array, source)
+    where = {letter: i for i, letter in enumerate(axes)}
+    n_batch = array.shape[where["B"]] if "B" in where else 1
+    batch_stride = strides[where["B"]] if "B" in where else 0
+    view = _lib.RopeView(_address(array), code, array.shape[where["H"]],
+                         strides[where["L"]], strides[where["H"]], batch_stride)
+    return view, (n_batch, array.shape[where["L"]], array.shape[where["H"]], array.shape[-1])
+
+
+def _src_dst(src, dst, axes, src_dtype, dst_dtype):
+    """Checks src and dst (allocated when None: src's shape, C order) and returns (dst,
+    src view, dst view, (n_batch, n_tokens, n_heads, head_dim)). The type pair itself is
+    the C function's to accept."""
+    declared = None if src_dtype is None else _storage_type("src_dtype", src_dtype)
+    src_code = _array_type("src", src, declared)
+    axes = _axes(axes, src.ndim)
+    wanted = None if dst_dtype is None else _storage_type("dst_dtype", dst_dtype)
+    if dst is None:
+        dst_code = src_code if wanted is None else wanted
+        dst = np.empty(src.shape, src.dtype if dst_code == src_code else _NUMPY_STORAGE[dst_code])
+    else:
+        dst_code = _array_type("dst", dst, wanted, prefer=src_code)
+        if dst.shape != src.shape:
+            raise ValueError(f"dst {dst.shape} must have the shape of src {src.shape}")
+        if not dst.flags.writeable:
+            raise ValueError("dst is read-only; posenc writes into it")
+    src_view, dims = _view("src", src, src_code, axes, source=True)
+    dst_view, _ = _view("dst", dst, dst_code, axes, source=False)
+    return dst, src_view, dst_view, dims
+
+
+def _batch_positions(positions, n_batch, n_tokens, start_pos):
+    """Positions of n_batch x n_tokens tokens: None (start_pos + t in every batch), [B, L]
+    (HF's position_ids) or [L] (the same in every batch). Returns (int32 array of B * L
+    entries, row-major, or None; start_pos)."""
+    if positions is None:
+        return _positions(None, n_tokens, start_pos)
+    array = np.asarray(positions)
+    if array.ndim == 1 and array.shape[0] == n_tokens:
+        array = np.broadcast_to(array, (n_batch, n_tokens))
+    elif array.shape != (n_batch, n_tokens):
+        raise ValueError(f"positions must have shape ({n_batch}, {n_tokens}) or ({n_tokens},), "
+                         f"got {array.shape}")
+    return _positions(array.reshape(-1), n_batch * n_tokens, start_pos)
+
+
+def _mrope_positions(positions, n_batch, n_tokens):
+    """M-RoPE positions of n_batch x n_tokens tokens: (3, B, L) (HF's position_ids) or
+    (3, L) (the same in every batch). Returns the int32 array of 3 * B * L entries."""
+    array = np.asarray(positions if positions is not None else np.zeros((3, 0), np.int32))
+    if array.ndim == 2 and array.shape == (3, n_tokens):
+        array = np.broadcast_to(array[:, None, :], (3, n_batch, n_tokens))
+    elif array.shape != (3, n_batch, n_tokens):
+        raise ValueError(f"positions must have shape (3, {n_batch}, {n_tokens}) or "
+                         f"(3, {n_tokens}), got {array.shape}")
+    flat, _ = _positions(array.reshape(-1), 3 * n_batch * n_tokens, 0)
+    return flat
+
+
+def _sections(sections):
+    sec = [int(x) for x in sections]
+    if len(sec) != 3 or min(sec) < 0:
+        raise ValueError(f"sections must be three pair counts >= 0, got {sections!r}")
+    return (ctypes.c_size_t * 3)(*sec)
+
+
+def _rope_flags(layout, inverse=False, f32_angles=False, interleaved=False):
+    flags = _layout(layout, _ROPE_LAYOUTS)
+    flags |= _lib.ROPE_INVERSE if inverse else 0
+    flags |= _lib.ROPE_F32_ANGLES if f32_angles else 0
+    flags |= _lib.ROPE_MROPE_INTERLEAVED if interleaved else 0
+    return flags
+
+
+def rope_out(plan, src, dst=None, positions=None, start_pos=0, axes=None, layout="neox",
+             inverse=False, f32_angles=False, src_dtype=None, dst_dtype=None):
+    """Out-of-place RoPE over a batch, dst = rope(src): posenc_rope_out. Returns dst.
+
+    src: a 4-D array whose axis order `axes` names with the letters B (batch), L (tokens),
+    H (heads) and D (head_dim, last): "BLHD" (default; llama.cpp, vLLM) or "BHLD" (HF
+    transformers), or any other order; or a 3-D array, "LHD" (default) or "HLD". Strides are
+    taken from the array (whole elements; the last axis contiguous); src is only read and
+    may broadcast (zero strides, e.g. one tensor for every batch).
+    Storage types: float32, float16, bfloat16 (an ml_dtypes-style bfloat16 array, or uint16
+    holding its bits: NumPy has no bfloat16) and uint16 holding float16 bits with
+    src_dtype="float16". Pairs (src -> dst): float32 -> float32 / bfloat16 / float16
+    (rounded once, to nearest even), bfloat16 -> bfloat16, float16 -> float16; any other is
+    refused by the C library (PosencError).
+    dst: None for a new C-order array of src's shape, of type dst_dtype ("float32", "bf16",
+    "f16", ...; default src's; bfloat16 as uint16 bits), or a writeable array of src's shape
+    (a uint16 dst holds src's 16-bit type, else bfloat16, unless dst_dtype says). dst is src
+    (the same view) rotates in place; any other overlap of the two is refused.
+    positions: None (start_pos + t in every batch), [B, L] integers (HF's position_ids: token
+    t of batch b at positions[b, t]), or [L] for every batch. layout, inverse, f32_angles:
+    as for rope(). Each rotated element is bitwise what rope() (or the C library's in-place
+    bf16/f16 form for 16-bit sources) gives at the same position, rounded to dst's type.
+    """
+    handle = _plan_handle(plan, RopePlan)
+    dst, src_view, dst_view, (n_batch, n_tokens, _, head_dim) = _src_dst(
+        src, dst, axes, src_dtype, dst_dtype)
+    positions, start_pos = _batch_positions(positions, n_batch, n_tokens, start_pos)
+    flags = _rope_flags(layout, inverse, f32_angles)
+    _check(lib.posenc_rope_out(handle, head_dim, n_batch, n_tokens, _pointer(positions),
+                               start_pos, ctypes.byref(src_view), ctypes.byref(dst_view), flags),
+           "posenc_rope_out")
+    return dst
+
+
+def mrope_out(plan, sections, src, dst=None, positions=None, axes=None, layout="neox",
+              interleaved=False, inverse=False, f32_angles=False, src_dtype=None,
+              dst_dtype=None):
+    """Out-of-place M-RoPE over a batch: posenc_mrope_out. Returns dst.
+
+    src, dst, axes, src_dtype, dst_dtype: as for rope_out(). sections, interleaved, layout,
+    inverse, f32_angles: as for mrope(). positions: integers of shape (3, B, L), HF's
+    position_ids (rows temporal, height, width), or (3, L) for every batch.
+    """
+    handle = _plan_handle(plan, RopePlan)
+    dst, src_view, dst_view, (n_batch, n_tokens, _, head_dim) = _src_dst(
+        src, dst, axes, src_dtype, dst_dtype)
+    flat = _mrope_positions(positions, n_batch, n_tokens)
+    sec_array = _sections(sections)
+    flags = _rope_flags(layout, inverse, f32_angles, interleaved)
+    _check(lib.posenc_mrope_out(handle, sec_array, head_dim, n_batch, n_tokens, _pointer(flat),
+                                ctypes.byref(src_view), ctypes.byref(dst_view), flags),
+           "posenc_mrope_out")
+    return dst
+
+
+def _aligned_float32(nbytes, alignment=64):
+    """A new float32 array of nbytes bytes (a multiple of 4) starting on an `alignment`-byte
+    boundary (cache lines; the C library needs only float alignment)."""
+    raw = np.empty(nbytes + alignment, np.uint8)
+    offset = -raw.ctypes.data % alignment
+    return raw[offset:offset + nbytes].view(np.float32)
+
+
+def _factor_storage(rotary_dim, n_rows, layout_flag, storage):
+    """(float32 array, its size in bytes) to hold n_rows rows of factors."""
+    if storage is None:
+        need = lib.posenc_rope_factors_bytes(rotary_dim, n_rows, layout_flag)
+        if need == 0 and n_rows > 0:
+            raise ValueError(f"{n_rows} rows of factors for rotary_dim {rotary_dim} overflow "
+                             "size_t")
+        return _aligned_float32(need), need
+    if not isinstance(storage, np.ndarray) or storage.dtype != _F32:
+        raise TypeError("storage must be a numpy.ndarray of float32")
+    if not storage.flags.c_contiguous or not storage.flags.writeable:
+        raise ValueError("storage must be C-contiguous and writeable")
+    return storage, storage.nbytes
+
+
+class RopeFactors:
+    """Rotation factors: the cos/sin (times the plan's attention factor) of n_rows
+    positions, made once by rope_factors() / mrope_factors() and applied by rope_apply() to
+    the Q and K of every layer with no sin/cos and no plan (posenc_rope_factors). Owns (or
+    holds) the float32 storage; n_rows, rotary_dim, row_floats and layout describe it; the
+    row layout is the kernels' own (opaque). rows(first, count) is a sub-range sharing the
+    storage."""
+
+    def __init__(self):
+        raise TypeError("RopeFactors are made by posenc.rope_factors() or posenc.mrope_factors()")
+
+    @classmethod
+    def _make(cls, struct, storage, f32_angles):
+        factors = cls.__new__(cls)
+        factors._struct = struct
+        factors._storage = storage  # keeps struct.data alive
+        factors._f32_angles = f32_angles
+        return factors
+
+    @property
+    def n_rows(self):
+        return self._struct.n_rows
+
+    @property
+    def rotary_dim(self):
+        return self._struct.rotary_dim
+
+    @property
+    def row_floats(self):
+        """Floats per row (the C struct's row_floats)."""
+        return self._struct.row_floats
+
+    @property
+    def layout(self):
+        """The pair layout the factors were made for, "neox" or "gptj"; rope_apply uses it."""
+        return "gptj" if self._struct.flags & _lib.ROPE_GPTJ else "neox"
+
+    @property
+    def f32_angles(self):
+        return self._f32_angles
+
+    @property
+    def storage(self):
+        """The float32 array that holds the rows (its beginning may precede row 0 of a
+        sub-range)."""
+        return self._storage
+
+    def __len__(self):
+        return self.n_rows
+
+    def rows(self, first, count=None):
+        """Rows [first, first + count) (count None: to the end) as RopeFactors sharing this
+        storage (the C struct with data moved on by whole rows)."""
+        first = _size("first", first)
+        if first > self.n_rows:
+            raise ValueError(f"first = {first} is past the {self.n_rows} rows")
+        count = self.n_rows - first if count is None else _size("count", count)
+        if count > self.n_rows - first:
+            raise ValueError(f"rows [{first}, {first + count}) are not within the "
+                             f"{self.n_rows} rows")
+        data = (self._struct.data or 0) + first * self.row_floats * _F32.itemsize
+        struct = _lib.RopeFactors(data if count else self._struct.data, count,
+                                  self.rotary_dim, self.row_floats, self._struct.flags)
+        return RopeFactors._make(struct, self._storage, self._f32_angles)
+
+    def __repr__(self):
+        return (f"RopeFactors(n_rows={self.n_rows}, rotary_dim={self.rotary_dim}, "
+                f"layout={self.layout!r}, f32_angles={self.f32_angles})")
+
+
+def rope_factors(plan, positions=None, start_pos=0, n_rows=None, layout="neox",
+                 f32_angles=False, storage=None):
+    """Computes the rotation factors of n_rows positions: posenc_rope_factors_compute.
+    Returns a RopeFactors.
+
+    positions: integers, 1-D (row r at positions[r]) or [B, L] (flattened row-major: row
+    b * L + t, what rope_apply's default row_batch_stride = L reads for token t of batch b);
+    or None with n_rows for the run start_pos + r. layout: "neox" or "gptj", fixed for
+    applying. f32_angles: POSENC_ROPE_F32_ANGLES (inverse is chosen when applying). The
+    factors are exactly those rope() uses, so applying them gives bitwise rope_out()'s result.
+    storage: None (new, cache-line aligned) or a C-contiguous writeable float32 array to
+    reuse (its bytes must cover posenc_rope_factors_bytes, else PosencError).
+    """
+    handle = _plan_handle(plan, RopePlan)
+    if positions is None:
+        if n_rows is None:
+            raise ValueError("pass positions, or n_rows (with start_pos)")
+        n_rows = _size("n_rows", n_rows)
+        pos, start_pos = _positions(None, n_rows, start_pos)
+    else:
+        array = np.asarray(positions)
+        if array.ndim == 2:
+            array = array.reshape(-1)
+        pos, start_pos = _positions(array, None if n_rows is None else _size("n_rows", n_rows),
+                                    start_pos)
+        n_rows = pos.shape[0]
+    flags = _rope_flags(layout, f32_angles=f32_angles)
+    storage, nbytes = _factor_storage(plan.rotary_dim, n_rows, flags & _lib.ROPE_GPTJ, storage)
+    struct = _lib.RopeFactors()
+    _check(lib.posenc_rope_factors_compute(handle, n_rows, _pointer(pos), start_pos, flags,
+                                           _address(storage), nbytes, ctypes.byref(struct)),
+           "posenc_rope_factors_compute")
+    return RopeFactors._make(struct, storage, bool(f32_angles))
+
+
+def mrope_factors(plan, sections, positions, layout="neox", interleaved=False,
+                  f32_angles=False, storage=None):
+    """The M-RoPE rotation factors: posenc_mrope_factors_compute. Returns a RopeFactors.
+
+    positions: integers of shape (3, n_rows) (rows temporal, height, width), or HF's
+    position_ids (3, B, L), row b * L + t. sections, interleaved: as for mrope(); layout,
+    f32_angles, storage: as for rope_factors().
+    """
+    handle = _plan_handle(plan, RopePlan)
+    array = np.asarray(positions)
+    if array.ndim not in (2, 3) or array.shape[0] != 3:
+        raise ValueError(f"positions must have shape (3, n_rows) or (3, B, L), got {array.shape}")
+    array = array.reshape(3, -1)
+    n_rows = array.shape[1]
+    flat, _ = _positions(array.reshape(-1), 3 * n_rows, 0)
+    sec_array = _sections(sections)
+    flags = _rope_flags(layout, f32_angles=f32_angles, interleaved=interleaved)
+    storage, nbytes = _factor_storage(plan.rotary_dim, n_rows, flags & _lib.ROPE_GPTJ, storage)
+    struct = _lib.RopeFactors()
+    _check(lib.posenc_mrope_factors_compute(handle, sec_array, n_rows, _pointer(flat), flags,
+                                            _address(storage), nbytes, ctypes.byref(struct)),
+           "posenc_mrope_factors_compute")
+    return RopeFactors._make(struct, storage, bool(f32_angles))
+
+
+def rope_apply(factors, src, dst=None, first_row=0, row_batch_stride=None, axes=None,
+               inverse=False, src_dtype=None, dst_dtype=None):
+    """Applies rotation factors to a batch, out of place or in place (dst is src):
+    posenc_rope_apply. Returns dst. Also available as posenc.apply.
+
+    factors: a RopeFactors (its layout is the pair layout). Token t of batch b takes row
+    first_row + b * row_batch_stride + t; row_batch_stride None means L (one row per token
+    of every sequence, as rope_factors() lays out [B, L] positions), 0 every batch at the
+    same positions. Rows past factors.n_rows are refused (PosencError). src, dst, axes,
+    src_dtype, dst_dtype: as for rope_out(); inverse: rotate by -angle.
+    """
+    if not isinstance(factors, RopeFactors):
+        raise TypeError(f"factors must be a posenc.RopeFactors, not {type(factors).__name__}")
+    dst, src_view, dst_view, (n_batch, n_tokens, _, head_dim) = _src_dst(
+        src, dst, axes, src_dtype, dst_dtype)
+    first_row = _size("first_row", first_row)
+    row_batch_stride = n_tokens if row_batch_stride is None else _size("row_batch_stride",
+                                                                       row_batch_stride)
+    flags = factors._struct.flags | (_lib.ROPE_INVERSE if inverse else 0)
+    _check(lib.posenc_rope_apply(ctypes.byref(factors._struct), first_row, row_batch_stride,
+                                 head_dim, n_batch, n_tokens, ctypes.byref(src_view),
+                                 ctypes.byref(dst_view), flags),
+           "posenc_rope_apply")
+    return dst
+
+
+apply = rope_apply
+
+
+def plan_from_ggml(n_dims, freq_base, freq_scale=1.0, ext_factor=0.0, attn_factor=1.0,
+                   beta_fast=32.0, beta_slow=1.0, n_ctx_orig=0, freq_factors=None):
+    """RopePlan.from_ggml: the plan of llama.cpp / ggml's rope arguments
+    (posenc_rope_plan_create_ggml)."""
+    return RopePlan.from_ggml(n_dims, freq_base, freq_scale, ext_factor, attn_factor,
+                              beta_fast, beta_slow, n_ctx_orig, freq_factors)
 
 
 # --- sinusoidal ---------------------------------------------------------------------------

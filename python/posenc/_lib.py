@@ -19,6 +19,11 @@ SINUSOID_COS_SIN = 2
 SINUSOID_F32_ANGLES = 4
 ALIBI_CAUSAL = 1
 
+# posenc_dtype: the storage type of a posenc_rope_view's elements.
+DTYPE_F32 = 0
+DTYPE_BF16 = 1
+DTYPE_F16 = 2
+
 
 def _candidates():
     """Where the library is looked for, in order: next to this package, $POSENC_LIBRARY,
@@ -76,6 +81,27 @@ class RopeScaling(ctypes.Structure):
                 ("pair_factors", ctypes.c_void_p), ("pair_factors_len", c_size)]
 
 
+class RopeGgmlParams(ctypes.Structure):
+    """posenc_rope_ggml_params."""
+    _fields_ = [("n_dims", c_size), ("freq_base", ctypes.c_double),
+                ("freq_scale", ctypes.c_double), ("ext_factor", ctypes.c_double),
+                ("attn_factor", ctypes.c_double), ("beta_fast", ctypes.c_double),
+                ("beta_slow", ctypes.c_double), ("n_ctx_orig", c_size),
+                ("freq_factors", ctypes.c_void_p)]
+
+
+class RopeView(ctypes.Structure):
+    """posenc_rope_view (dtype: posenc_dtype, an int-sized enum)."""
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("n_heads", c_size),
+                ("token_stride", c_size), ("head_stride", c_size), ("batch_stride", c_size)]
+
+
+class RopeFactors(ctypes.Structure):
+    """posenc_rope_factors."""
+    _fields_ = [("data", ctypes.c_void_p), ("n_rows", c_size), ("rotary_dim", c_size),
+                ("row_floats", c_size), ("flags", ctypes.c_uint)]
+
+
 ROPE_SCALING_TYPES = {"default": 0, "linear": 1, "dynamic": 2, "yarn": 3, "longrope": 4,
                       "su": 4, "llama3": 5, "ntk_alpha": 6, "pair_factors": 7}
 
@@ -116,6 +142,21 @@ _declare("posenc_mrope_f32", c_status, ctypes.c_void_p, ctypes.POINTER(c_size), 
 _declare("posenc_rope_rerotate_f32", c_status, ctypes.c_void_p, c_int32_p, ctypes.c_int32,
          ctypes.c_void_p, c_int32_p, ctypes.c_int32, c_size, c_size,
          ctypes.POINTER(RopeTensor), ctypes.c_uint)
+
+_declare("posenc_rope_plan_create_ggml", c_status, ctypes.POINTER(ctypes.c_void_p),
+         ctypes.POINTER(RopeGgmlParams))
+_declare("posenc_rope_out", c_status, ctypes.c_void_p, c_size, c_size, c_size, c_int32_p,
+         ctypes.c_int32, ctypes.POINTER(RopeView), ctypes.POINTER(RopeView), ctypes.c_uint)
+_declare("posenc_mrope_out", c_status, ctypes.c_void_p, ctypes.POINTER(c_size), c_size, c_size,
+         c_size, c_int32_p, ctypes.POINTER(RopeView), ctypes.POINTER(RopeView), ctypes.c_uint)
+_declare("posenc_rope_factors_bytes", c_size, c_size, c_size, ctypes.c_uint)
+_declare("posenc_rope_factors_compute", c_status, ctypes.c_void_p, c_size, c_int32_p,
+         ctypes.c_int32, ctypes.c_uint, ctypes.c_void_p, c_size, ctypes.POINTER(RopeFactors))
+_declare("posenc_mrope_factors_compute", c_status, ctypes.c_void_p, ctypes.POINTER(c_size),
+         c_size, c_int32_p, ctypes.c_uint, ctypes.c_void_p, c_size,
+         ctypes.POINTER(RopeFactors))
+_declare("posenc_rope_apply", c_status, ctypes.POINTER(RopeFactors), c_size, c_size, c_size,
+         c_size, c_size, ctypes.POINTER(RopeView), ctypes.POINTER(RopeView), ctypes.c_uint)
 
 _declare("posenc_sinusoid_plan_create", c_status, ctypes.POINTER(ctypes.c_void_p), c_size,
          ctypes.c_double)

@@ -1,0 +1,295 @@
+// Split invariance: every RoPE, M-RoPE, re-rotation and sinusoid output element depends only
+// on its own position, input, plan, flags and ISA. On every ISA, storage type, pair layout
+// and scaling type, a call over n rows is bitwise equal to the same rows computed in random
+// pieces (1-8 pieces, random cut points; each piece with a position array or start_pos, in
+// turn), and to a decode (one row per call) at any position.
+#include <posenc.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../kernels/half.h"
+#include "test_support.h"
+
+namespace posenc_test {
+namespace {
+
+constexpr uint32_t kSeed = 20261202;
+
+enum class Storage { kF32, kBf16, kF16 };
+const Storage kStorages[] = {Storage::kF32, Storage::kBf16, Storage::kF16};
+const char* Name(Storage s) {
+  return s == Storage::kF32 ? "f32" : s == Storage::kBf16 ? "bf16" : "f16";
+}
+size_t Size(Storage s) { return s == Storage::kF32 ? 4 : 2; }
+
+// Rows of `width` elements of one storage type, as raw bytes.
+struct Rows {
+  Storage st;
+  size_t n, width;
+  std::vector<uint32_t> words;
+  Rows(Storage s, size_t rows, size_t w) : st(s), n(rows), width(w) {
+    words.assign((rows * w * Size(s) + 3) / 4 + 1, 0);
+  }
+  char* Row(size_t r) { return reinterpret_cast<char*>(words.data()) + r * width * Size(st); }
+  void Random(uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    for (size_t i = 0; i < n * width; ++i) {
+      const float f = u(rng);
+      char* p = reinterpret_cast<char*>(words.data());
+      if (st == Storage::kF32) {
+        std::memcpy(p + 4 * i, &f, 4);
+      } else {
+        const uint16_t h = st == Storage::kBf16 ? posenc_f32_to_bf16(f) : posenc_f32_to_f16(f);
+        std::memcpy(p + 2 * i, &h, 2);
+      }
+    }
+  }
+  bool operator==(const Rows& o) const { return words == o.words; }
+};
+
+// Cut points of 1-8 random pieces of [0, n).
+std::vector<size_t> RandomCuts(std::mt19937& rng, size_t n) {
+  std::vector<size_t> cuts = {0, n};
+  const size_t pieces = std::uniform_int_distribution<size_t>(1, 8)(rng);
+  while (cuts.size() < pieces + 1 && n > 1)
+    cuts.push_back(std::uniform_int_distribution<size_t>(1, n - 1)(rng));
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  return cuts;
+}
+
+// A call over rows [a, a + n) of `rows`: row j at positions[j] (NULL: start + j).
+using RowCall = std::function<posenc_status(Rows& rows, size_t a, size_t n,
+                                            const int32_t* positions, int32_t start)>;
+
+// One call over all rows against random splits (twice, positions arrays and start_pos in
+// turn) and against one row per call at a spread of rows.
+void ExpectSplitInvariant(const RowCall& call, const Rows& input, int32_t first, std::mt19937& rng,
+                          const std::string& what) {
+  const size_t n = input.n;
+  Rows whole = input;
+  ASSERT_EQ(call(whole, 0, n, nullptr, first), POSENC_OK) << what;
+  for (int trial = 0; trial < 2; ++trial) {
+    const std::vector<size_t> cuts = RandomCuts(rng, n);
+    Rows split = input;
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      const size_t a = cuts[i], m = cuts[i + 1] - a;
+      std::vector<int32_t> pos(m);
+      for (size_t j = 0; j < m; ++j) pos[j] = first + static_cast<int32_t>(a + j);
+      const bool by_array = (i + trial) % 2 == 1;
+      ASSERT_EQ(call(split, a, m, by_array ? pos.data() : nullptr, first + static_cast<int32_t>(a)),
+                POSENC_OK);
+    }
+    EXPECT_TRUE(split == whole) << what << ": " << cuts.size() - 1 << " pieces";
+  }
+  Rows decode = input;
+  for (size_t r = 0; r < n; r += 1 + r % 23) {
+    const int32_t p = first + static_cast<int32_t>(r);
+    ASSERT_EQ(call(decode, r, 1, r % 2 ? &p : nullptr, p), POSENC_OK);
+    EXPECT_EQ(std::memcmp(decode.Row(r), whole.Row(r), input.width * Size(input.st)), 0)
+        << what << ": decode of row " << r;
+  }
+}
+
+posenc_status Rope(Storage st, const posenc_rope_plan* plan, size_t head_dim, size_t n,
+                   const int32_t* pos, int32_t start, const posenc_rope_tensor* q,
+                   const posenc_rope_tensor* k, unsigned flags) {
+  switch (st) {
+    case Storage::kBf16:
+      return posenc_rope_bf16(plan, head_dim, n, pos, start, q, k, flags);
+    case Storage::kF16:
+      return posenc_rope_f16(plan, head_dim, n, pos, start, q, k, flags);
+    default:
+      return posenc_rope_f32(plan, head_dim, n, pos, start, q, k, flags);
+  }
+}
+
+// Every scaling type (and a ggml YaRN plan) for rotary_dim R.
+std::vector<std::pair<std::string, PlanPtr>> EveryScaling(size_t R) {
+  std::vector<std::pair<std::string, PlanPtr>> plans;
+  std::vector<double> factors(R / 2, 1.5);
+  for (int type = POSENC_ROPE_SCALING_DEFAULT; type <= POSENC_ROPE_SCALING_PAIR_FACTORS; ++type) {
+    posenc_rope_scaling s{};
+    s.type = static_cast<posenc_rope_scaling_type>(type);
+    s.factor = 4.0;
+    s.original_max_position_embeddings = 4096;
+    s.max_position_embeddings = 16384;
+    s.seq_len = 10000;
+    s.low_freq_factor = 1.0;
+    s.high_freq_factor = 4.0;
+    s.short_factor = s.long_factor = factors.data();
+    s.short_factor_len = s.long_factor_len = R / 2;
+    s.alpha = 2.0;
+    s.pair_factors = factors.data();
+    s.pair_factors_len = R / 2;
+    posenc_rope_plan* p = nullptr;
+    EXPECT_EQ(posenc_rope_plan_create_scaled(&p, R, 10000.0, &s), POSENC_OK) << type;
+    plans.emplace_back("scaling " + std::to_string(type), PlanPtr(p));
+  }
+  posenc_rope_ggml_params g{};
+  g.n_dims = R;
+  g.freq_base = 10000.0;
+  g.freq_scale = 0.25;
+  g.ext_factor = 1.0;
+  g.beta_fast = 32.0;
+  g.beta_slow = 1.0;
+  g.n_ctx_orig = 4096;
+  posenc_rope_plan* p = nullptr;
+  EXPECT_EQ(posenc_rope_plan_create_ggml(&p, &g), POSENC_OK);
+  plans.emplace_back("ggml yarn", PlanPtr(p));
+  return plans;
+}
+
+class SplitInvarianceTest : public EveryIsaTest {};
+
+// Every scaling type x storage type x pair layout x angle mode at R = 128, each from one of
+// four first positions in turn (around anchors, negative, large); R = 40 and a plan of more
+// than one chunk of pairs (R = 1026) on the default plan. 70 rows cross an anchor.
+TEST_P(SplitInvarianceTest, RopeEveryStorageLayoutAndScaling) {
+  std::mt19937 rng(kSeed);
+  const size_t L = 70, HQ = 2, HK = 1;
+  const int32_t firsts[] = {30, -100, 4094, 1 << 30};
+  size_t config = 0;
+  for (size_t R : {size_t{128}, size_t{40}, size_t{1026}}) {
+    auto plans = EveryScaling(R);
+    if (R != 128) plans.resize(1);  // the default plan
+    for (auto& [name, plan] : plans)
+      for (Storage st : kStorages)
+        for (unsigned flags : {0u, 1u, 4u, 5u}) {
+          const size_t width = (HQ + HK) * R;  // packed Q, K rows
+          Rows input(st, L, width);
+          input.Random(rng());
+          const posenc_rope_plan* pl = plan.get();
+          const RowCall call = [&](Rows& rows, size_t a, size_t n, const int32_t* pos,
+                                   int32_t start) {
+            const posenc_rope_tensor q = {rows.Row(a), HQ, width, R};
+            const posenc_rope_tensor k = {rows.Row(a) + HQ * R * Size(st), HK, width, R};
+            return Rope(st, pl, R, n, pos, start, &q, &k, flags);
+          };
+          const int32_t first = firsts[config++ % 4];
+          ExpectSplitInvariant(call, input, first, rng,
+                               name + " " + Name(st) + " R=" + std::to_string(R) + " flags=" +
+                                   std::to_string(flags) + " first=" + std::to_string(first));
+        }
+  }
+}
+
+TEST_P(SplitInvarianceTest, MropeAndRerotation) {
+  std::mt19937 rng(kSeed + 1);
+  const size_t L = 90, H = 2, R = 128;
+  const PlanPtr plan = MakePlan(R, 1000000.0, 1.0);
+  const PlanPtr other = MakePlan(R, 500000.0, 1.0);
+  const size_t sections[3] = {24, 20, 20};
+  for (Storage st : kStorages)
+    for (unsigned flags : {0u, 1u, 8u}) {
+      Rows input(st, L, H * R);
+      input.Random(rng());
+      // M-RoPE: rows [a, a + n) take their three positions from a fixed table (text tokens,
+      // then an image grid), whatever the piece.
+      std::vector<int32_t> table(3 * L);
+      for (size_t t = 0; t < L; ++t) {
+        const bool image = t >= 20 && t < 80;
+        table[t] = image ? 20 : static_cast<int32_t>(t);
+        table[L + t] = image ? 20 + static_cast<int32_t>((t - 20) / 10) : static_cast<int32_t>(t);
+        table[2 * L + t] =
+            image ? 20 + static_cast<int32_t>((t - 20) % 10) : static_cast<int32_t>(t);
+      }
+      const RowCall mrope = [&](Rows& rows, size_t a, size_t n, const int32_t*, int32_t) {
+        std::vector<int32_t> pos(3 * n);
+        for (size_t r = 0; r < 3; ++r)
+          for (size_t j = 0; j < n; ++j) pos[r * n + j] = table[r * L + a + j];
+        const posenc_rope_tensor q = {rows.Row(a), H, H * R, R};
+        switch (st) {
+          case Storage::kBf16:
+            return posenc_mrope_bf16(plan.get(), sections, R, n, pos.data(), &q, nullptr, flags);
+          case Storage::kF16:
+            return posenc_mrope_f16(plan.get(), sections, R, n, pos.data(), &q, nullptr, flags);
+          default:
+            return posenc_mrope_f32(plan.get(), sections, R, n, pos.data(), &q, nullptr, flags);
+        }
+      };
+      ExpectSplitInvariant(mrope, input, 0, rng, std::string("mrope ") + Name(st));
+      if (flags & 8u) continue;
+      // Re-rotation from positions p to p - 37 (same plan) and to another plan.
+      for (const posenc_rope_plan* to : {plan.get(), other.get()}) {
+        const RowCall rerotate = [&](Rows& rows, size_t a, size_t n, const int32_t* pos,
+                                     int32_t start) {
+          std::vector<int32_t> from(n);
+          for (size_t j = 0; j < n; ++j)
+            from[j] = (pos ? pos[j] : start + static_cast<int32_t>(j)) + 37;
+          const posenc_rope_tensor k = {rows.Row(a), H, H * R, R};
+          switch (st) {
+            case Storage::kBf16:
+              return posenc_rope_rerotate_bf16(plan.get(), from.data(), 0, to, pos, start, R, n, &k,
+                                               flags);
+            case Storage::kF16:
+              return posenc_rope_rerotate_f16(plan.get(), from.data(), 0, to, pos, start, R, n, &k,
+                                              flags);
+            default:
+              return posenc_rope_rerotate_f32(plan.get(), from.data(), 0, to, pos, start, R, n, &k,
+                                              flags);
+          }
+        };
+        ExpectSplitInvariant(rerotate, input, 500, rng,
+                             std::string("rerotate ") + Name(st) +
+                                 (to == plan.get() ? " same plan" : " other plan"));
+      }
+    }
+}
+
+// Each dimension (one chunk, odd, several chunks) x storage x fill/add, the layouts in turn.
+TEST_P(SplitInvarianceTest, SinusoidFillAndAdd) {
+  std::mt19937 rng(kSeed + 2);
+  size_t config = 0;
+  for (size_t dim : {size_t{64}, size_t{511}, size_t{1030}}) {
+    posenc_sinusoid_plan* raw = nullptr;
+    ASSERT_EQ(posenc_sinusoid_plan_create(&raw, dim, 10000.0), POSENC_OK);
+    std::unique_ptr<posenc_sinusoid_plan, void (*)(posenc_sinusoid_plan*)> plan(
+        raw, posenc_sinusoid_plan_destroy);
+    for (Storage st : kStorages)
+      for (bool add : {false, true}) {
+        const unsigned layout = static_cast<unsigned>(config++ % 3);
+        Rows input(st, 150, dim);
+        input.Random(rng());
+        const RowCall call = [&](Rows& rows, size_t a, size_t n, const int32_t* pos,
+                                 int32_t start) {
+          char* row = rows.Row(a);
+          switch (st) {
+            case Storage::kBf16:
+              return add ? posenc_sinusoid_add_bf16(plan.get(), n, pos, start,
+                                                    reinterpret_cast<uint16_t*>(row), dim, layout)
+                         : posenc_sinusoid_fill_bf16(plan.get(), n, pos, start,
+                                                     reinterpret_cast<uint16_t*>(row), dim, layout);
+            case Storage::kF16:
+              return add ? posenc_sinusoid_add_f16(plan.get(), n, pos, start,
+                                                   reinterpret_cast<uint16_t*>(row), dim, layout)
+                         : posenc_sinusoid_fill_f16(plan.get(), n, pos, start,
+                                                    reinterpret_cast<uint16_t*>(row), dim, layout);
+            default:
+              return add ? posenc_sinusoid_add_f32(plan.get(), n, pos, start,
+                                                   reinterpret_cast<float*>(row), dim, layout)
+                         : posenc_sinusoid_fill_f32(plan.get(), n, pos, start,
+                                                    reinterpret_cast<float*>(row), dim, layout);
+          }
+        };
+        const int32_t first = config % 2 ? 77 : -5000;
+        ExpectSplitInvariant(call, input, first, rng,
+                             std::string("sinusoid ") + Name(st) + " dim=" + std::to_string(dim) +
+                                 " layout=" + std::to_string(layout) + (add ? " add" : " fill") +
+                                 " first=" + std::to_string(first));
+      }
+  }
+}
+
+POSENC_INSTANTIATE_FOR_EVERY_ISA(SplitInvarianceTest);
+
+}  // namespace
+}  // namespace posenc_test
