@@ -257,7 +257,8 @@ static posenc_status rerotate(const posenc_rope_plan *from, const int32_t *from_
                               size_t n_tokens, const posenc_rope_tensor *keys, unsigned flags,
                               posenc_elem elem) {
   if (!from || !to || !keys || from->rotary_dim != to->rotary_dim ||
-      (flags & ~(POSENC_ROPE_GPTJ | POSENC_ROPE_F32_ANGLES)) || head_dim < to->rotary_dim)
+      (flags & ~(POSENC_ROPE_GPTJ | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC)) ||
+      head_dim < to->rotary_dim)
     return POSENC_ERR_INVALID_ARGUMENT;
   const double ratio = to->attention_factor / from->attention_factor;
   if (!(ratio >= FLT_MIN && ratio <= FLT_MAX)) return POSENC_ERR_INVALID_ARGUMENT;

@@ -132,9 +132,14 @@ posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const size_t sectio
   return POSENC_OK;
 }
 
+/* What factors record of the flags that made them, and applying them must repeat: the pair
+ * layout, and the deterministic mode (its values, and its rotation without fused
+ * multiply-adds). */
+#define FACTOR_FLAGS ((unsigned)(POSENC_ROPE_GPTJ | POSENC_ROPE_DETERMINISTIC))
+
 size_t posenc_rope_factors_bytes(size_t rotary_dim, size_t n_rows, unsigned flags) {
   size_t bytes;
-  if (!posenc_rotary_dim_valid(rotary_dim) || (flags & ~(unsigned)POSENC_ROPE_GPTJ) ||
+  if (!posenc_rotary_dim_valid(rotary_dim) || (flags & ~FACTOR_FLAGS) ||
       __builtin_mul_overflow(n_rows, 2 * rope_factor_half(rotary_dim / 2, flags) * sizeof(float),
                              &bytes))
     return 0;
@@ -147,7 +152,7 @@ static posenc_status compute_factors(rope_args *args, unsigned flags, void *stor
                                      size_t storage_bytes, posenc_rope_factors *factors) {
   const struct posenc_rope_plan *plan = args->plan;
   const size_t n_rows = args->n_tokens;
-  const unsigned layout = flags & POSENC_ROPE_GPTJ;
+  const unsigned layout = flags & FACTOR_FLAGS;
   const size_t need = posenc_rope_factors_bytes(plan->rotary_dim, n_rows, layout);
   if (n_rows > 0 && (need == 0 || !posenc_float_aligned(storage) || storage_bytes < need))
     return POSENC_ERR_INVALID_ARGUMENT;
@@ -168,7 +173,7 @@ posenc_status posenc_rope_factors_compute(const posenc_rope_plan *plan, size_t n
                                           const int32_t *positions, int32_t start_pos,
                                           unsigned flags, void *storage, size_t storage_bytes,
                                           posenc_rope_factors *factors) {
-  if (!plan || !factors || (flags & ~(POSENC_ROPE_GPTJ | POSENC_ROPE_F32_ANGLES)) ||
+  if (!plan || !factors || (flags & ~(FACTOR_FLAGS | POSENC_ROPE_F32_ANGLES)) ||
       !posenc_positions_valid(positions, start_pos, n_rows))
     return POSENC_ERR_INVALID_ARGUMENT;
   rope_args args = {.plan = plan,
@@ -187,7 +192,7 @@ posenc_status posenc_mrope_factors_compute(const posenc_rope_plan *plan, const s
                                            posenc_rope_factors *factors) {
   const int interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0;
   if (!plan || !factors ||
-      (flags & ~(POSENC_ROPE_GPTJ | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_MROPE_INTERLEAVED)) ||
+      (flags & ~(FACTOR_FLAGS | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_MROPE_INTERLEAVED)) ||
       !posenc_mrope_sections_valid(sections, plan->n_pairs, interleaved) ||
       n_rows > SIZE_MAX / 3 / sizeof(int32_t) || (!positions && n_rows > 0))
     return POSENC_ERR_INVALID_ARGUMENT;
@@ -206,9 +211,8 @@ posenc_status posenc_rope_apply(const posenc_rope_factors *factors, size_t first
                                 size_t row_batch_stride, size_t head_dim, size_t n_batch,
                                 size_t n_tokens, const posenc_rope_view *src,
                                 const posenc_rope_view *dst, unsigned flags) {
-  if (!factors || (flags & ~(POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE)) ||
-      (factors->flags & ~(unsigned)POSENC_ROPE_GPTJ) ||
-      (flags & POSENC_ROPE_GPTJ) != factors->flags ||
+  if (!factors || (flags & ~(FACTOR_FLAGS | POSENC_ROPE_INVERSE)) ||
+      (factors->flags & ~FACTOR_FLAGS) || (flags & FACTOR_FLAGS) != factors->flags ||
       !posenc_rotary_dim_valid(factors->rotary_dim) || head_dim < factors->rotary_dim)
     return POSENC_ERR_INVALID_ARGUMENT;
   const size_t n_pairs = factors->rotary_dim / 2, half = rope_factor_half(n_pairs, flags);

@@ -56,7 +56,8 @@ posenc_status posenc_sinusoid_plan_freqs(const posenc_sinusoid_plan *plan, doubl
 static posenc_status run(const posenc_sinusoid_plan *plan, size_t n_rows, const int32_t *positions,
                          int32_t start_pos, const float *timesteps, int use_timesteps, void *out,
                          posenc_elem e, size_t row_stride, unsigned flags, unsigned internal) {
-  const unsigned known = POSENC_SINUSOID_LAYOUT_MASK_ | POSENC_SINUSOID_F32_ANGLES;
+  const unsigned known =
+      POSENC_SINUSOID_LAYOUT_MASK_ | POSENC_SINUSOID_F32_ANGLES | POSENC_SINUSOID_DETERMINISTIC;
   if (!plan || (flags & ~known) ||
       (flags & POSENC_SINUSOID_LAYOUT_MASK_) == POSENC_SINUSOID_LAYOUT_MASK_)
     return POSENC_ERR_INVALID_ARGUMENT;

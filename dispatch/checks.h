@@ -53,7 +53,8 @@ posenc_status posenc_alibi_check(const float *slopes, size_t n_heads, size_t n_q
                                  posenc_alibi_rules rules, alibi_args *args);
 
 /* The flags of posenc_rope_f32 (and the other plain RoPE forms). */
-#define POSENC_ROPE_FLAGS (POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES)
+#define POSENC_ROPE_FLAGS \
+  (POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC)
 
 /* 1 if sections[3] assign a plan's n pairs as posenc_mrope_f32 requires. */
 int posenc_mrope_sections_valid(const size_t *sections, size_t n, int interleaved);

@@ -196,7 +196,8 @@ enum {
   POSENC_ROPE_INVERSE = 2u,          /**< rotate by -angle */
   POSENC_ROPE_ACCURATE = 0u,         /**< accurate angles (default) */
   POSENC_ROPE_F32_ANGLES = 4u,       /**< float32-compatible angles */
-  POSENC_ROPE_MROPE_INTERLEAVED = 8u /**< posenc_mrope_*: Qwen3-VL's interleaved sections */
+  POSENC_ROPE_MROPE_INTERLEAVED = 8u, /**< posenc_mrope_*: Qwen3-VL's interleaved sections */
+  POSENC_ROPE_DETERMINISTIC = 16u     /**< bitwise identical results on every ISA and CPU */
 };
 
 /** A frequency plan: R/2 frequencies (double) and an attention factor. Immutable once
@@ -705,7 +706,8 @@ enum {
   POSENC_SINUSOID_SIN_COS = 1u,     /**< all sin, then all cos */
   POSENC_SINUSOID_COS_SIN = 2u,     /**< all cos, then all sin */
   POSENC_SINUSOID_ACCURATE = 0u,    /**< accurate angles (default) */
-  POSENC_SINUSOID_F32_ANGLES = 4u   /**< float32-compatible angles */
+  POSENC_SINUSOID_F32_ANGLES = 4u,   /**< float32-compatible angles */
+  POSENC_SINUSOID_DETERMINISTIC = 8u /**< bitwise identical results on every ISA and CPU */
 };
 
 /** A sinusoidal plan: the width d and ceil(d/2) frequencies. Immutable; shareable between

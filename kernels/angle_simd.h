@@ -139,4 +139,43 @@ static inline void VFN(step_)(rope_state *state, size_t i, const double *cw, con
   *sv = vf_from_vd(s_lo, s_hi);
 }
 
+/* posenc_det_sincos() (rope.h) lane by lane: the same operations in the same order. */
+static inline void VFN(det_sincos_vd_)(vd a, vd *sin_a, vd *cos_a) {
+  const vd q = vd_round(vd_mul(a, vd_set1(POSENC_DET_INV_PI)));
+  const vd x =
+      vd_sub(vd_sub(a, vd_mul(q, vd_set1(POSENC_DET_PI_1))), vd_mul(q, vd_set1(POSENC_DET_PI_2)));
+  const vd x2 = vd_mul(x, x);
+  const vd sign = vd_sub(vd_set1(1.0), vd_mul(vd_set1(2.0), vd_mul(q, q)));
+  vd ps = vd_add(vd_set1(POSENC_DET_S11), vd_mul(x2, vd_set1(POSENC_DET_S13)));
+  ps = vd_add(vd_set1(POSENC_DET_S9), vd_mul(x2, ps));
+  ps = vd_add(vd_set1(POSENC_DET_S7), vd_mul(x2, ps));
+  ps = vd_add(vd_set1(POSENC_DET_S5), vd_mul(x2, ps));
+  ps = vd_add(vd_set1(POSENC_DET_S3), vd_mul(x2, ps));
+  vd pc = vd_add(vd_set1(POSENC_DET_C12), vd_mul(x2, vd_set1(POSENC_DET_C14)));
+  pc = vd_add(vd_set1(POSENC_DET_C10), vd_mul(x2, pc));
+  pc = vd_add(vd_set1(POSENC_DET_C8), vd_mul(x2, pc));
+  pc = vd_add(vd_set1(POSENC_DET_C6), vd_mul(x2, pc));
+  pc = vd_add(vd_set1(POSENC_DET_C4), vd_mul(x2, pc));
+  pc = vd_add(vd_set1(POSENC_DET_C2), vd_mul(x2, pc));
+  *sin_a = vd_mul(sign, vd_add(x, vd_mul(x, vd_mul(x2, ps))));
+  *cos_a = vd_mul(sign, vd_add(vd_set1(1.0), vd_mul(x2, pc)));
+}
+
+/* Deterministic sin and cos of the VF_W pairs starting at k, at position p: the reduced
+ * angles in double (the float32 recipe's float angle reduced by rope_reduce_angle()), then
+ * det_sincos_vd_, rounded to float. */
+static inline void VFN(det_sincos_pairs_)(const struct posenc_rope_plan *plan, angle_mode mode,
+                                          vd pd, vf pf, size_t k, vf *sv, vf *cv) {
+  vd lo, hi, s_lo, c_lo, s_hi, c_hi;
+  VFN(angles_vd_)(plan, mode, pd, pf, k, &lo, &hi);
+  if (mode == ANGLE_F32) {
+    lo = VFN(reduce_angle_)(lo);
+    hi = VFN(reduce_angle_)(hi);
+  }
+  VFN(det_sincos_vd_)(lo, &s_lo, &c_lo);
+  VFN(det_sincos_vd_)(hi, &s_hi, &c_hi);
+  *sv = vf_from_vd(s_lo, s_hi);
+  *cv = vf_from_vd(c_lo, c_hi);
+}
+
 #endif /* POSENC_KERNELS_ANGLE_SIMD_H */

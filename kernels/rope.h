@@ -190,4 +190,49 @@ static inline double rope_angle_difference(double b, double a) {
   return rope_reduce_angle(rope_reduce_angle(b) - rope_reduce_angle(a));
 }
 
+/* Deterministic mode (POSENC_ROPE_DETERMINISTIC, POSENC_SINUSOID_DETERMINISTIC): sin and
+ * cos of a reduced angle a (|a| <= pi plus a little) by one fixed sequence of IEEE double
+ * operations, the same on every ISA (scalar here, lane by lane in angle_simd.h): q = a / pi
+ * rounded to an integer (-1, 0 or 1), x = a - q pi (Cody-Waite, q * POSENC_DET_PI_1 exact),
+ * Taylor polynomials of sin and cos to x^13 and x^14 by Horner's rule (first omitted terms
+ * < 7e-10 for |x| <= pi/2), times (-1)^q = 1 - 2 q^2. Only multiplications, additions and
+ * the round to nearest: no division, no fused multiply-add (the sources are built with
+ * -ffp-contract=off), no libm. */
+#define POSENC_DET_INV_PI 0x1.45f306dc9c883p-2
+#define POSENC_DET_PI_1 0x1.921fb544p+1
+#define POSENC_DET_PI_2 0x1.0b4611a626331p-33
+#define POSENC_DET_S3 -0x1.5555555555555p-3
+#define POSENC_DET_S5 0x1.1111111111111p-7
+#define POSENC_DET_S7 -0x1.a01a01a01a01ap-13
+#define POSENC_DET_S9 0x1.71de3a556c734p-19
+#define POSENC_DET_S11 -0x1.ae64567f544e4p-26
+#define POSENC_DET_S13 0x1.6124613a86d09p-33
+#define POSENC_DET_C2 -0x1.0000000000000p-1
+#define POSENC_DET_C4 0x1.5555555555555p-5
+#define POSENC_DET_C6 -0x1.6c16c16c16c17p-10
+#define POSENC_DET_C8 0x1.a01a01a01a01ap-16
+#define POSENC_DET_C10 -0x1.27e4fb7789f5cp-22
+#define POSENC_DET_C12 0x1.1eed8eff8d898p-29
+#define POSENC_DET_C14 -0x1.93974a8c07c9dp-37
+
+static inline void posenc_det_sincos(double a, double *sin_a, double *cos_a) {
+  const double q = rope_round_nearest(a * POSENC_DET_INV_PI);
+  const double x = (a - q * POSENC_DET_PI_1) - q * POSENC_DET_PI_2;
+  const double x2 = x * x;
+  const double sign = 1.0 - 2.0 * (q * q);
+  double ps = POSENC_DET_S11 + x2 * POSENC_DET_S13;
+  ps = POSENC_DET_S9 + x2 * ps;
+  ps = POSENC_DET_S7 + x2 * ps;
+  ps = POSENC_DET_S5 + x2 * ps;
+  ps = POSENC_DET_S3 + x2 * ps;
+  double pc = POSENC_DET_C12 + x2 * POSENC_DET_C14;
+  pc = POSENC_DET_C10 + x2 * pc;
+  pc = POSENC_DET_C8 + x2 * pc;
+  pc = POSENC_DET_C6 + x2 * pc;
+  pc = POSENC_DET_C4 + x2 * pc;
+  pc = POSENC_DET_C2 + x2 * pc;
+  *sin_a = sign * (x + x * (x2 * ps));
+  *cos_a = sign * (1.0 + x2 * pc);
+}
+
 #endif /* POSENC_KERNELS_ROPE_H */

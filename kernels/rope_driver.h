@@ -195,8 +195,10 @@ POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem d
   const float att = (float)a->att;
   /* One chunk: a token whose inputs equal the previous token's reuses its cos/sin. */
   const int single = n_pairs <= POSENC_ROPE_CHUNK;
-  /* Anchored values need the plan's step table; the float32 recipe is computed directly. */
-  const int use_anchor = anchored && a->plan->step_c && !(a->flags & POSENC_ROPE_F32_ANGLES);
+  /* Anchored values need the plan's step table; the float32 recipe and the deterministic mode
+   * (whose values must not depend on the step table's libm cos/sin) are computed directly. */
+  const int use_anchor = anchored && a->plan->step_c &&
+                         !(a->flags & (POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC));
   rope_anchor anchors[3];
   for (int r = 0; r < 3; ++r) anchors[r].valid = 0;
   rope_anchor *const anchor = use_anchor ? &anchors[0] : NULL;

@@ -13,12 +13,26 @@ static double angle_of(const struct posenc_rope_plan *plan, int32_t pos, unsigne
   return rope_reduced_angle((double)pos, plan->turn_hi[k], plan->turn_mid[k], plan->turn_lo[k]);
 }
 
-/* cos/sin of pair i of a chunk from its float angle, in the layout rotate() reads (forward:
- * rotate() negates s for POSENC_ROPE_INVERSE). */
-static void store_cs(float angle, size_t i, float att, unsigned flags, float *c, float *s) {
-  const Sleef_float_2 sc = Sleef_sincosf1_u10purec(angle);
-  const float cv = sc.y * att;
-  const float sv = sc.x * att;
+/* cos/sin of pair i of a chunk from its reduced angle (for the float32 recipe, the float
+ * angle), in the layout rotate() reads (forward: rotate() negates s for
+ * POSENC_ROPE_INVERSE). Default: SLEEF's sincosf of the angle rounded to float.
+ * POSENC_ROPE_DETERMINISTIC: posenc_det_sincos() of the angle (the float32 recipe's reduced
+ * by rope_reduce_angle()), rounded to float. */
+static void store_cs(double angle, size_t i, float att, unsigned flags, float *c, float *s) {
+  float sin_a, cos_a;
+  if (flags & POSENC_ROPE_DETERMINISTIC) {
+    double sd, cd;
+    posenc_det_sincos((flags & POSENC_ROPE_F32_ANGLES) ? rope_reduce_angle(angle) : angle, &sd,
+                      &cd);
+    sin_a = (float)sd;
+    cos_a = (float)cd;
+  } else {
+    const Sleef_float_2 sc = Sleef_sincosf1_u10purec((float)angle);
+    sin_a = sc.x;
+    cos_a = sc.y;
+  }
+  const float cv = cos_a * att;
+  const float sv = sin_a * att;
   if (flags & POSENC_ROPE_GPTJ) {
     c[2 * i] = cv;
     c[2 * i + 1] = cv;
@@ -34,8 +48,7 @@ static void prepare_scalar(const struct posenc_rope_plan *plan, int32_t pos, uns
                            float att, size_t p0, size_t n, float *c, float *s,
                            rope_anchor *anchor) {
   (void)anchor; /* the reference computes every position afresh */
-  for (size_t i = 0; i < n; ++i)
-    store_cs((float)angle_of(plan, pos, flags, p0 + i), i, att, flags, c, s);
+  for (size_t i = 0; i < n; ++i) store_cs(angle_of(plan, pos, flags, p0 + i), i, att, flags, c, s);
 }
 
 static void prepare_delta_scalar(const struct posenc_rope_plan *from, int32_t from_pos,
@@ -44,7 +57,8 @@ static void prepare_delta_scalar(const struct posenc_rope_plan *from, int32_t fr
   for (size_t i = 0; i < n; ++i) {
     const double a = angle_of(from, from_pos, flags, p0 + i),
                  b = angle_of(to, to_pos, flags, p0 + i);
-    store_cs((float)rope_angle_difference(b, a), i, att, flags, c, s);
+    /* Already reduced: stored as for accurate angles. */
+    store_cs(rope_angle_difference(b, a), i, att, flags & ~(unsigned)POSENC_ROPE_F32_ANGLES, c, s);
   }
 }
 
@@ -56,6 +70,25 @@ static void prepare_delta_scalar(const struct posenc_rope_plan *from, int32_t fr
 POSENC_INLINE void rotate_pairs(const void *x, void *y, size_t half, size_t p0, size_t n,
                                 const float *c, const float *s, double sg, unsigned flags,
                                 posenc_elem ex, posenc_elem ey) {
+  if (flags & POSENC_ROPE_DETERMINISTIC) { /* in float, each product rounded, as every ISA */
+    const float fg = (float)sg;
+    if (flags & POSENC_ROPE_GPTJ) {
+      for (size_t i = 0; i < n; ++i) {
+        const size_t iu = 2 * (p0 + i), iv = iu + 1;
+        const float u = posenc_elem_load(x, iu, ex), v = posenc_elem_load(x, iv, ex);
+        posenc_elem_store(y, iu, u * c[2 * i] + v * (fg * s[2 * i]), ey);
+        posenc_elem_store(y, iv, v * c[2 * i + 1] + u * (fg * s[2 * i + 1]), ey);
+      }
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        const size_t iu = p0 + i, iv = half + p0 + i;
+        const float u = posenc_elem_load(x, iu, ex), v = posenc_elem_load(x, iv, ex);
+        posenc_elem_store(y, iu, u * c[i] - v * (fg * s[i]), ey);
+        posenc_elem_store(y, iv, v * c[i] + u * (fg * s[i]), ey);
+      }
+    }
+    return;
+  }
   if (flags & POSENC_ROPE_GPTJ) {
     for (size_t i = 0; i < n; ++i) {
       const size_t iu = 2 * (p0 + i), iv = iu + 1;

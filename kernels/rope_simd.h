@@ -71,9 +71,13 @@ static void VFN(prepare_)(const struct posenc_rope_plan *plan, int32_t pos, unsi
   const angle_mode mode = angle_mode_of(plan, pos, (flags & POSENC_ROPE_F32_ANGLES) != 0);
   const vd pd = vd_set1((double)pos);
   const vf pf = vf_set1((float)pos);
+  const int det = (flags & POSENC_ROPE_DETERMINISTIC) != 0;
   for (size_t i = 0; i < n; i += VF_W) {
     vf sv, cv;
-    VFN(sincos_pairs_)(plan, mode, pd, pf, p0 + i, &sv, &cv);
+    if (det)
+      VFN(det_sincos_pairs_)(plan, mode, pd, pf, p0 + i, &sv, &cv);
+    else
+      VFN(sincos_pairs_)(plan, mode, pd, pf, p0 + i, &sv, &cv);
     VFN(store_cs_)(att_v, s_sign, gptj, i, cv, sv, c, s);
   }
 }
@@ -93,10 +97,17 @@ static void VFN(prepare_delta_)(const struct posenc_rope_plan *from, int32_t fro
     vd a_lo, a_hi, b_lo, b_hi;
     VFN(angles_vd_)(from, from_mode, from_pd, from_pf, p0 + i, &a_lo, &a_hi);
     VFN(angles_vd_)(to, to_mode, to_pd, to_pf, p0 + i, &b_lo, &b_hi);
-    const vf angle =
-        vf_from_vd(VFN(angle_difference_)(b_lo, a_lo), VFN(angle_difference_)(b_hi, a_hi));
+    const vd d_lo = VFN(angle_difference_)(b_lo, a_lo), d_hi = VFN(angle_difference_)(b_hi, a_hi);
     vf sv, cv;
-    vf_sincos(angle, &sv, &cv);
+    if (flags & POSENC_ROPE_DETERMINISTIC) {
+      vd s_lo, c_lo, s_hi, c_hi;
+      VFN(det_sincos_vd_)(d_lo, &s_lo, &c_lo);
+      VFN(det_sincos_vd_)(d_hi, &s_hi, &c_hi);
+      sv = vf_from_vd(s_lo, s_hi);
+      cv = vf_from_vd(c_lo, c_hi);
+    } else {
+      vf_sincos(vf_from_vd(d_lo, d_hi), &sv, &cv);
+    }
     VFN(store_cs_)(att_v, s_sign, gptj, i, cv, sv, c, s);
   }
 }
@@ -119,31 +130,41 @@ static void VFN(prepare_delta_)(const struct posenc_rope_plan *from, int32_t fro
  * POSENC_ROPE_INVERSE by the multiplier `sg` (+1 or -1). */
 /* NEOX: u' = u*c - v*s, v' = v*c + u*s on one vector of pairs (x[iu + j], x[iv + j]); the
  * _part_ form touches only the first m lanes. */
-POSENC_INLINE void VFN(neox_vec_)(const void *x, void *y, size_t iu, size_t iv, vf c, vf s,
+/* a*b - c*d and a*b + c*d: fused (the default; a layer without FMA emulates it) or, in the
+ * deterministic mode (det, a constant at every call), each product rounded, as in the
+ * scalar reference, so that every ISA performs the same operations. */
+POSENC_INLINE vf VFN(msub_)(vf a, vf b, vf c, vf d, int det) {
+  return det ? vf_sub(vf_mul(a, b), vf_mul(c, d)) : vf_fnmadd(c, d, vf_mul(a, b));
+}
+POSENC_INLINE vf VFN(madd_)(vf a, vf b, vf c, vf d, int det) {
+  return det ? vf_add(vf_mul(a, b), vf_mul(c, d)) : vf_fmadd(c, d, vf_mul(a, b));
+}
+
+POSENC_INLINE void VFN(neox_vec_)(const void *x, void *y, size_t iu, size_t iv, vf c, vf s, int det,
                                   posenc_elem ex, posenc_elem ey) {
   const vf u = ve_load(x, iu, ex), v = ve_load(x, iv, ex);
-  ve_store(y, iu, vf_fnmadd(v, s, vf_mul(u, c)), ey);
-  ve_store(y, iv, vf_fmadd(u, s, vf_mul(v, c)), ey);
+  ve_store(y, iu, VFN(msub_)(u, c, v, s, det), ey);
+  ve_store(y, iv, VFN(madd_)(v, c, u, s, det), ey);
 }
 
 POSENC_INLINE void VFN(neox_part_)(const void *x, void *y, size_t iu, size_t iv, vf c, vf s,
-                                   size_t m, posenc_elem ex, posenc_elem ey) {
+                                   size_t m, int det, posenc_elem ex, posenc_elem ey) {
   const vf u = ve_load_n(x, iu, m, ex), v = ve_load_n(x, iv, m, ex);
-  ve_store_n(y, iu, vf_fnmadd(v, s, vf_mul(u, c)), m, ey);
-  ve_store_n(y, iv, vf_fmadd(u, s, vf_mul(v, c)), m, ey);
+  ve_store_n(y, iu, VFN(msub_)(u, c, v, s, det), m, ey);
+  ve_store_n(y, iv, VFN(madd_)(v, c, u, s, det), m, ey);
 }
 
 /* GPTJ: x' = x * (c, c) + swap(x) * (-s, s). */
-POSENC_INLINE void VFN(gptj_vec_)(const void *x, void *y, size_t i, vf c, vf s, posenc_elem ex,
-                                  posenc_elem ey) {
+POSENC_INLINE void VFN(gptj_vec_)(const void *x, void *y, size_t i, vf c, vf s, int det,
+                                  posenc_elem ex, posenc_elem ey) {
   const vf v = ve_load(x, i, ex);
-  ve_store(y, i, vf_fmadd(vf_swap_pairs(v), s, vf_mul(v, c)), ey);
+  ve_store(y, i, VFN(madd_)(v, c, vf_swap_pairs(v), s, det), ey);
 }
 
-POSENC_INLINE void VFN(gptj_part_)(const void *x, void *y, size_t i, vf c, vf s, size_t m,
+POSENC_INLINE void VFN(gptj_part_)(const void *x, void *y, size_t i, vf c, vf s, size_t m, int det,
                                    posenc_elem ex, posenc_elem ey) {
   const vf v = ve_load_n(x, i, m, ex);
-  ve_store_n(y, i, vf_fmadd(vf_swap_pairs(v), s, vf_mul(v, c)), m, ey);
+  ve_store_n(y, i, VFN(madd_)(v, c, vf_swap_pairs(v), s, det), m, ey);
 }
 
 /* Out of place: elements [from, to) of one head vector copied (converted). */
@@ -164,7 +185,7 @@ POSENC_INLINE void VFN(copy_)(const void *x, void *y, size_t from, size_t to, po
 /* NEOX pairs [p0, p0 + n) of every head. */
 POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char *yr, size_t half,
                                      size_t p0, size_t n, const float *c, const float *s, vf sg,
-                                     int tail, posenc_elem ex, posenc_elem ey) {
+                                     int tail, int det, posenc_elem ex, posenc_elem ey) {
   const size_t nh = view->n_heads;
   const size_t xs = view->src_head_stride * posenc_elem_size(ex);
   const size_t ys = view->dst_head_stride * posenc_elem_size(ey);
@@ -179,7 +200,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
       const char *x = xr + h * xs;
       char *y = yr + h * ys;
       for (int b = 0; b < ROPE_BLOCK; ++b)
-        VFN(neox_vec_)(x, y, p0 + b * VF_W, p0 + half + b * VF_W, cb[b], sb[b], ex, ey);
+        VFN(neox_vec_)(x, y, p0 + b * VF_W, p0 + half + b * VF_W, cb[b], sb[b], det, ex, ey);
       if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
     }
     return;
@@ -191,10 +212,10 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
     const size_t u = p0, v = u + half;
     size_t i = 0;
     for (; i + VF_W <= n; i += VF_W)
-      VFN(neox_vec_)(x, y, u + i, v + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), ex, ey);
+      VFN(neox_vec_)(x, y, u + i, v + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), det, ex, ey);
     if (i < n)
       VFN(neox_part_)
-      (x, y, u + i, v + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), n - i, ex, ey);
+      (x, y, u + i, v + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), n - i, det, ex, ey);
     if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
   }
 }
@@ -202,7 +223,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
 /* GPTJ: the 2n interleaved elements from 2*p0, in the same two orders. */
 POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char *yr, size_t half,
                                      size_t p0, size_t n, const float *c, const float *s, vf sg,
-                                     int tail, posenc_elem ex, posenc_elem ey) {
+                                     int tail, int det, posenc_elem ex, posenc_elem ey) {
   const size_t nh = view->n_heads, m = 2 * n;
   const size_t xs = view->src_head_stride * posenc_elem_size(ex);
   const size_t ys = view->dst_head_stride * posenc_elem_size(ey);
@@ -217,7 +238,7 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
       const char *x = xr + h * xs;
       char *y = yr + h * ys;
       for (int b = 0; b < 2 * ROPE_BLOCK; ++b)
-        VFN(gptj_vec_)(x, y, 2 * p0 + b * VF_W, cb[b], sb[b], ex, ey);
+        VFN(gptj_vec_)(x, y, 2 * p0 + b * VF_W, cb[b], sb[b], det, ex, ey);
       if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
     }
     return;
@@ -229,9 +250,9 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
     const size_t o = 2 * p0;
     size_t i = 0;
     for (; i + VF_W <= m; i += VF_W)
-      VFN(gptj_vec_)(x, y, o + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), ex, ey);
+      VFN(gptj_vec_)(x, y, o + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), det, ex, ey);
     if (i < m)
-      VFN(gptj_part_)(x, y, o + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), m - i, ex, ey);
+      VFN(gptj_part_)(x, y, o + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), m - i, det, ex, ey);
     if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
   }
 }
@@ -242,10 +263,17 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
   const vf sg = vf_set1((flags & POSENC_ROPE_INVERSE) ? -1.0f : 1.0f);
   /* Out of place, the chunk that ends the pairs also copies elements [R, head_dim). */
   const int tail = view->src != view->dst && p0 + n == half && view->head_dim > 2 * half;
-  if (flags & POSENC_ROPE_GPTJ)
-    VFN(rotate_gptj_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, ex, ey);
-  else
-    VFN(rotate_neox_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, ex, ey);
+  const int gptj = (flags & POSENC_ROPE_GPTJ) != 0;
+  if (flags & POSENC_ROPE_DETERMINISTIC) {
+    if (gptj)
+      VFN(rotate_gptj_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, 1, ex, ey);
+    else
+      VFN(rotate_neox_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, 1, ex, ey);
+  } else if (gptj) {
+    VFN(rotate_gptj_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, 0, ex, ey);
+  } else {
+    VFN(rotate_neox_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, 0, ex, ey);
+  }
 }
 
 /* One rotate per storage pair, and the bodies of the exported variants. */

@@ -28,7 +28,7 @@ typedef struct sinusoid_args {
   int32_t start_pos;
   void *out;         /* float *, or uint16_t * holding bf16 / f16 bits */
   size_t row_stride; /* in elements */
-  unsigned flags;    /* layout | F32_ANGLES | ADD_ */
+  unsigned flags;    /* layout | F32_ANGLES | DETERMINISTIC | ADD_ */
 } sinusoid_args;
 
 typedef void (*sinusoid_fn)(const sinusoid_args *args);
@@ -70,6 +70,16 @@ static inline float sinusoid_angle(const struct posenc_rope_plan *plan, double p
   if (flags & POSENC_SINUSOID_F32_ANGLES) return (float)p * plan->inv_freq_f32[k];
   if (fabs(p) < plan->small_limit) return (float)rope_reduced_angle_small(p, plan->turn[k]);
   return (float)rope_reduced_angle(p, plan->turn_hi[k], plan->turn_mid[k], plan->turn_lo[k]);
+}
+
+/* The same angle in double, reduced (the float32 recipe's float angle reduced by
+ * rope_reduce_angle()): the input of the deterministic mode's posenc_det_sincos(). */
+static inline double sinusoid_angle_reduced(const struct posenc_rope_plan *plan, double p, size_t k,
+                                            unsigned flags) {
+  if (flags & POSENC_SINUSOID_F32_ANGLES)
+    return rope_reduce_angle((double)((float)p * plan->inv_freq_f32[k]));
+  if (fabs(p) < plan->small_limit) return rope_reduced_angle_small(p, plan->turn[k]);
+  return rope_reduced_angle(p, plan->turn_hi[k], plan->turn_mid[k], plan->turn_lo[k]);
 }
 
 #endif /* POSENC_KERNELS_SINUSOID_H */

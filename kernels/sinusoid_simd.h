@@ -10,7 +10,8 @@
  *    addition with cos(w_i), sin(w_i), in double). Consecutive rows continue the previous
  *    row's steps; a row that starts a block or follows a break steps from its anchor (at
  *    most POSENC_ROPE_ANCHOR - 1 steps that write nothing).
- * Float timesteps and the float32 recipe are computed afresh for every row. Rows are
+ * Float timesteps, the float32 recipe and the deterministic mode (posenc_det_sincos(), the
+ * same operations on every ISA) are computed afresh for every row. Rows are
  * processed in blocks of POSENC_ROPE_RUN (a multiple of POSENC_ROPE_ANCHOR), pairs in
  * chunks of POSENC_ROPE_CHUNK, so the stepping state stays on the stack and in L1. */
 #include "angle_simd.h"
@@ -60,9 +61,13 @@ POSENC_INLINE void VFN(fresh_)(const sinusoid_args *a, const sinusoid_layout *l,
   const angle_mode am = angle_mode_of(a->freq, p, (a->flags & POSENC_SINUSOID_F32_ANGLES) != 0);
   const vd pd = vd_set1(p);
   const vf pf = vf_set1((float)p);
+  const int det = (a->flags & POSENC_SINUSOID_DETERMINISTIC) != 0;
   for (size_t i = 0; i < n; i += VF_W) {
     vf sv, cv;
-    VFN(sincos_pairs_)(a->freq, am, pd, pf, k0 + i, &sv, &cv);
+    if (det)
+      VFN(det_sincos_pairs_)(a->freq, am, pd, pf, k0 + i, &sv, &cv);
+    else
+      VFN(sincos_pairs_)(a->freq, am, pd, pf, k0 + i, &sv, &cv);
     VFN(emit_)(row, l, a->dim, k0 + i, sv, cv, mode, e);
   }
 }
@@ -135,7 +140,8 @@ POSENC_INLINE void VFN(stepped_)(const sinusoid_args *a, const sinusoid_layout *
 POSENC_INLINE void VFN(rows_)(const sinusoid_args *a, put_mode mode, posenc_elem e) {
   const sinusoid_layout l = sinusoid_layout_of(a->dim, a->flags);
   const size_t n_pairs = a->freq->n_pairs;
-  const int integer = !a->timesteps && !(a->flags & POSENC_SINUSOID_F32_ANGLES);
+  const int integer =
+      !a->timesteps && !(a->flags & (POSENC_SINUSOID_F32_ANGLES | POSENC_SINUSOID_DETERMINISTIC));
   const int tabled = integer && a->freq->step_c != NULL;
   rope_state state;
   rope_anchor anchor;
@@ -150,8 +156,8 @@ POSENC_INLINE void VFN(rows_)(const sinusoid_args *a, put_mode mode, posenc_elem
         if (tabled)
           VFN(tabled_)(a, &l, (int32_t)p, n, row, &anchor, mode, e);
         else if (integer)
-          VFN(stepped_)(a, &l, (int32_t)p, r > r0 && sinusoid_follows(a, r), k0, n, row, &state,
-                        mode, e);
+          VFN(stepped_)
+          (a, &l, (int32_t)p, r > r0 && sinusoid_follows(a, r), k0, n, row, &state, mode, e);
         else
           VFN(fresh_)(a, &l, p, k0, n, row, mode, e);
       }

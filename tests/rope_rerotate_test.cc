@@ -994,7 +994,7 @@ TEST_P(RerotateArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
       {"POSENC_ROPE_INVERSE", [](RerotateCall& c) { c.flags |= POSENC_ROPE_INVERSE; }},
       {"POSENC_ROPE_MROPE_INTERLEAVED",
        [](RerotateCall& c) { c.flags |= POSENC_ROPE_MROPE_INTERLEAVED; }},
-      {"unknown flag bit 4", [](RerotateCall& c) { c.flags |= 16u; }},
+      {"unknown flag bit 5", [](RerotateCall& c) { c.flags |= 32u; }},
       {"unknown flag bit 31", [](RerotateCall& c) { c.flags |= 1u << 31; }},
       {"from run passes INT32_MAX",
        [](RerotateCall& c) {

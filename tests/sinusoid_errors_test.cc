@@ -234,8 +234,8 @@ std::vector<InvalidCase> InvalidCases() {
          c.n_rows = 1;
        },
        true},
-      {"unknown flag bit 3", [](SinusoidCall& c) { c.flags |= 8u; }, true},
       {"unknown flag bit 4", [](SinusoidCall& c) { c.flags |= 16u; }, true},
+      {"unknown flag bit 5", [](SinusoidCall& c) { c.flags |= 32u; }, true},
       {"unknown flag bit 31", [](SinusoidCall& c) { c.flags |= 1u << 31; }, true},
       {"layout 3 (SIN_COS | COS_SIN)",
        [](SinusoidCall& c) { c.flags = POSENC_SINUSOID_SIN_COS | POSENC_SINUSOID_COS_SIN; }, true},

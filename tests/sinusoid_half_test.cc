@@ -433,7 +433,7 @@ std::vector<InvalidCase> InvalidCases() {
          c.n_rows = 1;
        },
        true},
-      {"unknown flag bit 3", [](HalfSinusoidCall& c) { c.flags |= 8u; }, true},
+      {"unknown flag bit 4", [](HalfSinusoidCall& c) { c.flags |= 16u; }, true},
       {"unknown flag bit 31", [](HalfSinusoidCall& c) { c.flags |= 1u << 31; }, true},
       {"layout 3 (SIN_COS | COS_SIN)",
        [](HalfSinusoidCall& c) { c.flags |= POSENC_SINUSOID_SIN_COS | POSENC_SINUSOID_COS_SIN; },

@@ -3,6 +3,7 @@
  * splits it over N processes).
  *
  *   posenc-sweep [--exhaustive] [--stride N] [--positions N] [--seed S] [--jobs N]
+ *                [--deterministic]
  *
  * 1. The sin/cos path: every float x in [-pi, pi] (--exhaustive), or every N-th one
  *    (--stride, default 1021), through each variant's own sincos: a sinusoidal plan of one
@@ -12,7 +13,10 @@
  *    sinusoid's accurate angles: sinusoidal tables of the default plans (d = 128, bases
  *    1e4 and 5e5), compared with sin/cos of the exact product p * w_i. RoPE forms its cos/sin
  *    with the same code (kernels/angle_simd.h), checked by posenc-report.
- * Prints one line per variant; exits 1 if a figure exceeds the header's 2^-22. */
+ * --deterministic: both with POSENC_SINUSOID_DETERMINISTIC (posenc_det_sincos()), and every
+ * variant's outputs must also be bitwise those of the first (scalar).
+ * Prints one line per variant; exits 1 if a figure exceeds the header's 2^-22 (or, with
+ * --deterministic, if two variants differ in any bit). */
 #include <math.h>
 #include <mpfr.h>
 #include <stdint.h>
@@ -34,6 +38,16 @@ static size_t n_isas;
 static double worst_sincos[POSENC_ISA_COUNT], worst_position[POSENC_ISA_COUNT];
 static float worst_angle[POSENC_ISA_COUNT]; /* the sin/cos path's worst float angle */
 static float outputs[POSENC_ISA_COUNT][BATCH * 128];
+static unsigned extra_flags;     /* 0, or POSENC_SINUSOID_DETERMINISTIC */
+static unsigned long long diffs; /* --deterministic: outputs that differ from the scalar's */
+
+/* --deterministic: counts the first n outputs of each variant that differ from variant 0's. */
+static void count_differences(size_t n) {
+  if (!extra_flags) return;
+  for (size_t v = 1; v < n_isas; ++v)
+    for (size_t i = 0; i < n; ++i)
+      if (memcmp(&outputs[v][i], &outputs[0][i], sizeof(float)) != 0) ++diffs;
+}
 
 /* Folds the errors of every variant's sin (at out[2k]) and cos (out[2k+1]) of one exact
  * angle into worst[] (and the angle into where[], if given, when it is a variant's worst);
@@ -73,8 +87,10 @@ static void sweep_sincos(uint64_t first, uint64_t step, mpfr_t a, mpfr_t s, mpfr
     }
     for (size_t v = 0; v < n_isas; ++v)
       if (posenc_set_isa(isas[v]) ||
-          posenc_sinusoid_fill_timesteps_f32(plan, n, t, outputs[v], 0, POSENC_SINUSOID_F32_ANGLES))
+          posenc_sinusoid_fill_timesteps_f32(plan, n, t, outputs[v], 0,
+                                             POSENC_SINUSOID_F32_ANGLES | extra_flags))
         exit(2);
+    count_differences(2 * n);
     for (size_t r = 0; r < n; ++r) {
       mpfr_set_flt(a, t[r], MPFR_RNDN);
       compare(a, r, worst_sincos, worst_angle, s, c);
@@ -99,8 +115,10 @@ static void sweep_positions(size_t count, uint64_t seed, mpfr_t a, mpfr_t s, mpf
         pos[r] = (int32_t)(seed >> 32) | 1; /* odd: never INT32_MIN */
       }
       for (size_t v = 0; v < n_isas; ++v)
-        if (posenc_set_isa(isas[v]) || posenc_sinusoid_fill_f32(plan, n, pos, 0, outputs[v], 0, 0))
+        if (posenc_set_isa(isas[v]) ||
+            posenc_sinusoid_fill_f32(plan, n, pos, 0, outputs[v], 0, extra_flags))
           exit(2);
+      count_differences(n * D);
       for (size_t r = 0; r < n; ++r)
         for (size_t i = 0; i < D / 2; ++i) {
           mpfr_set_d(a, w[i], MPFR_RNDN);
@@ -128,7 +146,8 @@ static void sweep_sincos_parallel(uint32_t stride, unsigned jobs, mpfr_t a, mpfr
       close(fds[0]);
       sweep_sincos((uint64_t)j * stride, (uint64_t)jobs * stride, a, s, c);
       if (write(fds[1], worst_sincos, sizeof worst_sincos) != sizeof worst_sincos ||
-          write(fds[1], worst_angle, sizeof worst_angle) != sizeof worst_angle)
+          write(fds[1], worst_angle, sizeof worst_angle) != sizeof worst_angle ||
+          write(fds[1], &diffs, sizeof diffs) != sizeof diffs)
         _exit(2);
       _exit(0);
     }
@@ -137,9 +156,12 @@ static void sweep_sincos_parallel(uint32_t stride, unsigned jobs, mpfr_t a, mpfr
   for (unsigned j = 0; j < jobs; ++j) {
     double worst[POSENC_ISA_COUNT];
     float where[POSENC_ISA_COUNT];
+    unsigned long long child_diffs;
     if (read(fds[0], worst, sizeof worst) != sizeof worst ||
-        read(fds[0], where, sizeof where) != sizeof where)
+        read(fds[0], where, sizeof where) != sizeof where ||
+        read(fds[0], &child_diffs, sizeof child_diffs) != sizeof child_diffs)
       exit(2);
+    diffs += child_diffs;
     for (size_t v = 0; v < n_isas; ++v)
       if (worst[v] > worst_sincos[v]) {
         worst_sincos[v] = worst[v];
@@ -168,9 +190,12 @@ int main(int argc, char **argv) {
       seed = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--jobs") && i + 1 < argc)
       jobs = (unsigned)strtoul(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--deterministic"))
+      extra_flags = POSENC_SINUSOID_DETERMINISTIC;
     else {
       fprintf(stderr,
-              "usage: %s [--exhaustive] [--stride N] [--positions N] [--seed S] [--jobs N]\n",
+              "usage: %s [--exhaustive] [--stride N] [--positions N] [--seed S] [--jobs N] "
+              "[--deterministic]\n",
               argv[0]);
       return 2;
     }
@@ -199,6 +224,11 @@ int main(int argc, char **argv) {
     fail |= !ok;
     printf("%-8s %14.3g %16.9g %14.3g %10.3g %s\n", posenc_isa_name(isas[v]), worst_sincos[v],
            (double)worst_angle[v], worst_position[v], BOUND, ok ? "PASS" : "FAIL");
+  }
+  if (extra_flags) {
+    printf("deterministic mode: %llu outputs differ from %s's %s\n", diffs,
+           posenc_isa_name(isas[0]), diffs ? "FAIL" : "PASS");
+    fail |= diffs != 0;
   }
   return fail;
 }
