@@ -129,7 +129,7 @@ GroupRows Group(const AlibiShape& shape) {
   const size_t bytes = Elements(shape) * ElementBytes(shape.storage);
   const std::string about = std::to_string(bytes) + " bytes in place" +
                             (shape.causal ? ", masked elements counted as in place" : "");
-  return {{KernelName(shape.storage), ShapeName(shape), true, bytes, about},
+  return {{KernelName(shape.storage), ShapeName(shape), LimitKind::kRmw, bytes, about},
           2 * static_cast<int64_t>(bytes),
           static_cast<int64_t>(Elements(shape)),
           Factory(PosencPass, shape),

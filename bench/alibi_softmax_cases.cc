@@ -164,7 +164,7 @@ GroupRows Group(const SoftmaxShape& shape) {
   const size_t bytes = Elements(shape) * ElementBytes(shape);
   const std::string about = std::to_string(bytes) + " bytes in place" +
                             (shape.causal ? ", masked elements counted as in place" : "");
-  return {{KernelName(shape.kind), ShapeName(shape), true, bytes, about},
+  return {{KernelName(shape.kind), ShapeName(shape), LimitKind::kRmw, bytes, about},
           2 * static_cast<int64_t>(bytes),
           static_cast<int64_t>(Elements(shape)),
           Factory(PosencPass, shape),

@@ -17,8 +17,8 @@ RowEnterHook g_row_enter_hook = nullptr;
 const std::vector<GroupRows>& AllRows() {
   static const std::vector<GroupRows> rows = [] {
     std::vector<GroupRows> all;
-    for (auto family : {RopeRows, RopeRerotateRows, MropeRows, SinusoidRows, AlibiRows,
-                        AlibiSoftmaxRows, LearnedRows}) {
+    for (auto family : {RopeRows, RopeOutRows, RopeApplyRows, RopeRerotateRows, MropeRows,
+                        SinusoidRows, AlibiRows, AlibiSoftmaxRows, LearnedRows}) {
       std::vector<GroupRows> groups = family();
       all.insert(all.end(), groups.begin(), groups.end());
     }
@@ -64,7 +64,7 @@ void RunNaive(benchmark::State& state, const GroupRows* rows) {
 }
 
 void RegisterGroup(const GroupRows& rows) {
-  for (const std::string& variant : Variants()) {
+  for (const std::string& variant : GroupVariants(rows.group)) {
     const std::string name = RowName(rows.group.kernel, variant, rows.group.shape);
     posenc_isa isa;
     if (posenc_isa_from_name(variant.c_str(), &isa) == POSENC_OK)
@@ -104,6 +104,12 @@ std::vector<std::string> Variants() {
   return variants;
 }
 
+std::vector<std::string> GroupVariants(const RowGroup& group) {
+  std::vector<std::string> variants = Variants();
+  if (!group.naive) variants.pop_back();
+  return variants;
+}
+
 std::string RowName(const std::string& kernel, const std::string& variant,
                     const std::string& shape) {
   return kernel + "/" + variant + "/" + shape;
@@ -111,6 +117,7 @@ std::string RowName(const std::string& kernel, const std::string& variant,
 
 void RegisterAll() {
   for (const GroupRows& rows : AllRows()) RegisterGroup(rows);
+  RegisterDecodeLayersRows();
   RegisterLimitRows();
 }
 

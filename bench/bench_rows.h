@@ -26,7 +26,7 @@ struct GroupRows {
   int64_t bytes_per_pass;  // counted as posenc_bench_cases.h says
   int64_t items_per_pass;  // elements produced
   PassFactory posenc;      // called with the row's ISA already active
-  PassFactory naive;
+  PassFactory naive;       // empty where the group has no naive row (group.naive false)
 };
 
 // A factory that calls make(args...), the arguments kept by value.
@@ -45,6 +45,8 @@ std::vector<GroupRows> GroupPerShape(const Shape (&shapes)[N], GroupRows (*group
 
 // The groups of each family, in registration order.
 std::vector<GroupRows> RopeRows();
+std::vector<GroupRows> RopeOutRows();
+std::vector<GroupRows> RopeApplyRows();
 std::vector<GroupRows> RopeRerotateRows();
 std::vector<GroupRows> MropeRows();
 std::vector<GroupRows> SinusoidRows();
@@ -52,6 +54,7 @@ std::vector<GroupRows> AlibiRows();
 std::vector<GroupRows> AlibiSoftmaxRows();
 std::vector<GroupRows> LearnedRows();
 
+void RegisterDecodeLayersRows();
 void RegisterLimitRows();
 
 // Calls the hook of SetRowEnterHook(), if any.

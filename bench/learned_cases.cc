@@ -65,7 +65,7 @@ GroupRows Group(const LearnedShape& shape) {
   const size_t bytes = elements * sizeof(float);
   const std::string about = std::to_string(bytes) + " bytes of x in place + " +
                             std::to_string(bytes) + " of table rows read";
-  return {{"learned_add_f32", ShapeName(shape), true, bytes, about},
+  return {{"learned_add_f32", ShapeName(shape), LimitKind::kRmw, bytes, about},
           3 * FloatBytes(elements),
           static_cast<int64_t>(elements),
           Factory(PosencPass, shape),

@@ -1,5 +1,6 @@
-/* The candidate loops for the limit rows: plain streams over one buffer, so that a kernel's
- * throughput can be stated as a fraction of what the machine does on the same bytes.
+/* The candidate loops for the limit rows: plain streams over one buffer (or, to copy, from one
+ * buffer into another), so that a kernel's throughput can be stated as a fraction of what the
+ * machine does on the same bytes.
  *
  * Every candidate is written once (limit_stream.h) and compiled once per vector layer
  * (limit_<layer>.c, each with its own ISA flags). A caller must check
@@ -16,16 +17,18 @@ extern "C" {
 #endif
 
 typedef enum limit_kind {
-  LIMIT_RMW = 0,  /* x[i] = x[i] * a + b: reads and writes every byte, in place */
-  LIMIT_WRITE = 1 /* x[i] = b: store-only */
+  LIMIT_RMW = 0,   /* x[i] = x[i] * a + b: reads and writes every byte, in place */
+  LIMIT_WRITE = 1, /* x[i] = b: store-only */
+  LIMIT_COPY = 2   /* x[i] = src[i]: reads n floats and writes n other floats */
 } limit_kind;
 
-/* One pass over x[0, n). a and b are runtime values so that the compiler cannot drop the
- * arithmetic (rmw) or the stores. */
-typedef void (*limit_fn)(float *x, size_t n, float a, float b);
+/* One pass over x[0, n) (copy: from src[0, n), a buffer apart from x; rmw and write ignore
+ * src). a and b are runtime values so that the compiler cannot drop the arithmetic (rmw) or
+ * the stores; copy ignores them. */
+typedef void (*limit_fn)(float *x, const float *src, size_t n, float a, float b);
 
 typedef struct limit_candidate {
-  const char *name; /* e.g. "avx512/x4/pf512" */
+  const char *name; /* e.g. "avx512/x4_pf512", "libc/memcpy" */
   limit_kind kind;
   posenc_isa isa;   /* the ISA whose instructions it uses (scalar: baseline only) */
   int non_temporal; /* streaming stores: worth trying only beyond the last-level cache */

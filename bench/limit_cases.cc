@@ -1,11 +1,14 @@
 // Limit rows: the fastest plain stream this bench can find over a buffer of each size that a
-// kernel row is compared with (RowGroup::limit_bytes), in both kinds.
-// The candidates (limit_<layer>.c) are timed briefly the first time a size runs, and the
-// fastest one is then measured as the row; its name is the row's label.
+// kernel row is compared with (RowGroup::limit_bytes): in place and store-only for the groups
+// compared with those, copy for the out-of-place groups.
+// The candidates (limit_<layer>.c, and libc's memcpy for copies) are timed briefly the first
+// time a size runs, and the fastest one is then measured as the row; its name is the row's
+// label.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <utility>
 #include <vector>
@@ -29,8 +32,21 @@ constexpr double kChoiceBatchSeconds = 2e-3;  // each timing repeats passes for 
 
 using LayerCandidates = const limit_candidate* (*)(size_t* count);
 
+// libc's memcpy as a copy candidate: what a caller's copy runs (it picks its own stores).
+void LibcCopy(float* x, const float* src, size_t n, float, float) {
+  std::memcpy(x, src, n * sizeof(float));
+}
+
+const limit_candidate kLibcCandidates[] = {
+    {"libc/memcpy", LIMIT_COPY, POSENC_ISA_SCALAR, 0, LibcCopy}};
+
+const limit_candidate* LibcCandidates(size_t* count) {
+  *count = sizeof kLibcCandidates / sizeof kLibcCandidates[0];
+  return kLibcCandidates;
+}
+
 const LayerCandidates kLayers[] = {
-    limit_candidates_portable,
+    LibcCandidates,          limit_candidates_portable,
 #ifdef POSENC_BENCH_LIMIT_SSE2
     limit_candidates_sse2,
 #endif
@@ -53,7 +69,7 @@ std::vector<limit_candidate> CompiledCandidates() {
 }
 
 // The largest cache Google Benchmark found (0 if none): non-temporal stores are tried only
-// on buffers larger than this.
+// on buffers larger than this (a copy's bytes: source + destination).
 size_t LastLevelCacheBytes() {
   int largest = 0;
   for (const auto& cache : benchmark::CPUInfo::Get().caches)
@@ -71,86 +87,127 @@ std::vector<limit_candidate> UsableCandidates(limit_kind kind, size_t bytes) {
   return usable;
 }
 
-void OnePass(const limit_candidate& c, float* x, size_t n) {
+// The row's buffers: x, and for a copy its source (n floats each).
+struct LimitBuffers {
+  float* x;
+  const float* src;
+  size_t n;
+};
+
+void OnePass(const limit_candidate& c, const LimitBuffers& b) {
   if (c.kind == LIMIT_RMW)
-    c.fn(x, n, g_scale, g_offset);
+    c.fn(b.x, nullptr, b.n, g_scale, g_offset);
+  else if (c.kind == LIMIT_WRITE)
+    c.fn(b.x, nullptr, b.n, 0.0f, g_fill);
   else
-    c.fn(x, n, 0.0f, g_fill);
+    c.fn(b.x, b.src, b.n, 0.0f, 0.0f);
 }
 
-double SecondsPerPass(const limit_candidate& c, float* x, size_t n, int passes) {
+double SecondsPerPass(const limit_candidate& c, const LimitBuffers& b, int passes) {
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < passes; ++i) OnePass(c, x, n);
+  for (int i = 0; i < passes; ++i) OnePass(c, b);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   return elapsed.count() / passes;
 }
 
 // Passes per timing so that one timing takes about kChoiceBatchSeconds (after a warm-up).
-int PassesPerTiming(const limit_candidate& c, float* x, size_t n) {
-  OnePass(c, x, n);
-  const double once = SecondsPerPass(c, x, n, 1);
+int PassesPerTiming(const limit_candidate& c, const LimitBuffers& b) {
+  OnePass(c, b);
+  const double once = SecondsPerPass(c, b, 1);
   return static_cast<int>(std::clamp(kChoiceBatchSeconds / std::max(once, 1e-9), 1.0, 1e6));
 }
 
 // Times every usable candidate kChoiceRounds times, round-robin (so that drift hits all of
-// them alike), and returns the one with the best time.
-limit_candidate Fastest(limit_kind kind, float* x, size_t n) {
-  const std::vector<limit_candidate> candidates = UsableCandidates(kind, n * sizeof(float));
+// them alike), and returns the one with the best time. bytes: the row's n.
+limit_candidate Fastest(limit_kind kind, const LimitBuffers& b, size_t bytes) {
+  const std::vector<limit_candidate> candidates = UsableCandidates(kind, bytes);
   std::vector<int> passes;
-  for (const limit_candidate& c : candidates) passes.push_back(PassesPerTiming(c, x, n));
+  for (const limit_candidate& c : candidates) passes.push_back(PassesPerTiming(c, b));
   std::vector<double> best(candidates.size(), 1e300);
   for (int round = 0; round < kChoiceRounds; ++round)
     for (size_t i = 0; i < candidates.size(); ++i)
-      best[i] = std::min(best[i], SecondsPerPass(candidates[i], x, n, passes[i]));
+      best[i] = std::min(best[i], SecondsPerPass(candidates[i], b, passes[i]));
   return candidates[std::min_element(best.begin(), best.end()) - best.begin()];
 }
 
 // The choice is made once per (kind, size) and kept for later runs and repetitions.
-const limit_candidate& ChosenCandidate(limit_kind kind, float* x, size_t n) {
+const limit_candidate& ChosenCandidate(limit_kind kind, const LimitBuffers& b, size_t bytes) {
   static std::map<std::pair<limit_kind, size_t>, limit_candidate> chosen;
-  const auto key = std::make_pair(kind, n);
+  const auto key = std::make_pair(kind, bytes);
   auto it = chosen.find(key);
-  if (it == chosen.end()) it = chosen.emplace(key, Fastest(kind, x, n)).first;
+  if (it == chosen.end()) it = chosen.emplace(key, Fastest(kind, b, bytes)).first;
   return it->second;
 }
 
-// Bytes read + written per pass: 2n for the in-place rmw stream, n for store-only.
-void RunLimit(benchmark::State& state, limit_kind kind, size_t bytes) {
-  NotifyRowEnter(LimitRowName(kind == LIMIT_RMW, bytes), state.max_iterations);
-  const size_t n = bytes / sizeof(float);
+limit_kind CKind(LimitKind kind) {
+  return kind == LimitKind::kRmw ? LIMIT_RMW : kind == LimitKind::kWrite ? LIMIT_WRITE : LIMIT_COPY;
+}
+
+// Bytes read + written per pass: 2n for the in-place rmw stream over n bytes, n for
+// store-only, n for a copy of n/2 bytes into n/2 other bytes (the sizes registered are
+// multiples of 8: two whole float buffers). Items: the floats written.
+void RunLimit(benchmark::State& state, LimitKind kind, size_t bytes) {
+  NotifyRowEnter(LimitRowName(kind, bytes), state.max_iterations);
+  const bool copy = kind == LimitKind::kCopy;
+  const size_t n = (copy ? bytes / 2 : bytes) / sizeof(float);
   const AlignedFloats buf = RandomFloats(n, 3);
-  const limit_candidate& candidate = ChosenCandidate(kind, buf.get(), n);
+  const AlignedFloats src = copy ? RandomFloats(n, 4) : nullptr;
+  const LimitBuffers b = {buf.get(), src.get(), n};
+  const limit_candidate& candidate = ChosenCandidate(CKind(kind), b, bytes);
   state.SetLabel(candidate.name);
-  OnePass(candidate, buf.get(), n);
+  OnePass(candidate, b);
   for (auto _ : state) {
-    OnePass(candidate, buf.get(), n);
+    OnePass(candidate, b);
     benchmark::ClobberMemory();
   }
   const auto iterations = static_cast<int64_t>(state.iterations());
-  const int64_t traffic = (kind == LIMIT_RMW ? 2 : 1) * static_cast<int64_t>(bytes);
+  const int64_t traffic = (kind == LimitKind::kRmw ? 2 : 1) * static_cast<int64_t>(bytes);
   state.SetBytesProcessed(iterations * traffic);
   state.SetItemsProcessed(iterations * static_cast<int64_t>(n));
 }
 
-}  // namespace
-
-std::vector<size_t> LimitSizes() {
+// The distinct limit_bytes of the groups for which `keep` holds, ascending.
+template <class Keep>
+std::vector<size_t> DistinctSizes(Keep keep) {
   std::vector<size_t> sizes;
-  for (const RowGroup& group : RowGroups()) sizes.push_back(group.limit_bytes);
+  for (const RowGroup& group : RowGroups())
+    if (keep(group.limit)) sizes.push_back(group.limit_bytes);
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   return sizes;
 }
 
-std::string LimitRowName(bool rmw, size_t bytes) {
-  return std::string(rmw ? "limit_rmw" : "limit_write") + "/bytes:" + std::to_string(bytes);
+}  // namespace
+
+std::vector<LimitRow> LimitRows() {
+  std::vector<LimitRow> rows;
+  for (size_t bytes : DistinctSizes([](LimitKind k) { return k != LimitKind::kCopy; }))
+    for (LimitKind kind : {LimitKind::kRmw, LimitKind::kWrite}) rows.push_back({kind, bytes});
+  for (size_t bytes : DistinctSizes([](LimitKind k) { return k == LimitKind::kCopy; }))
+    rows.push_back({LimitKind::kCopy, bytes});
+  return rows;
+}
+
+const char* LimitKindName(LimitKind kind) {
+  switch (kind) {
+    case LimitKind::kRmw:
+      return "limit_rmw";
+    case LimitKind::kWrite:
+      return "limit_write";
+    case LimitKind::kCopy:
+      break;
+  }
+  return "limit_copy";
+}
+
+std::string LimitRowName(LimitKind kind, size_t bytes) {
+  return std::string(LimitKindName(kind)) + "/bytes:" + std::to_string(bytes);
 }
 
 void RegisterLimitRows() {
-  for (size_t bytes : LimitSizes())
-    for (limit_kind kind : {LIMIT_RMW, LIMIT_WRITE})
-      benchmark::RegisterBenchmark(LimitRowName(kind == LIMIT_RMW, bytes).c_str(), RunLimit, kind,
-                                   bytes);
+  for (const LimitRow& row : LimitRows())
+    benchmark::RegisterBenchmark(LimitRowName(row.kind, row.bytes).c_str(), RunLimit, row.kind,
+                                 row.bytes);
 }
 
 }  // namespace posenc_bench

@@ -5,8 +5,10 @@
  *   LV_W             floats per vector
  *   LV_HAS_STREAM    1 if lv_stream is a real non-temporal store
  *   lv, lv_load, lv_store (aligned), lv_stream, lv_stream_fence, lv_set1, lv_fmadd
+ * Three kinds: rmw (in place), write (store-only) and copy (from a source buffer into x).
  * Variants differ in unrolling (vectors per iteration), software prefetch a fixed distance
- * ahead, and non-temporal stores. The table at the end lists this layer's candidates. */
+ * ahead, and non-temporal stores; copy has the same variants as rmw. The table at the end
+ * lists this layer's candidates. */
 #include "limit_candidates.h"
 
 #define LV_CAT2(a, b) a##b
@@ -18,17 +20,22 @@
 #define LIMIT_LINE_FLOATS 16 /* one 64-byte cache line */
 
 /* (kind, variant, unroll, prefetch distance in bytes, non-temporal stores) */
-#define LIMIT_VARIANTS(X)     \
-  X(rmw, x4, 4, 0, 0)         \
-  X(rmw, x8, 8, 0, 0)         \
-  X(rmw, x4_pf512, 4, 512, 0) \
-  X(rmw, x4_pf2k, 4, 2048, 0) \
-  X(write, x4, 4, 0, 0)       \
-  X(write, x8, 8, 0, 0)       \
-  X(write, x4_pf512, 4, 512, 0)
+#define LIMIT_VARIANTS(X)       \
+  X(rmw, x4, 4, 0, 0)           \
+  X(rmw, x8, 8, 0, 0)           \
+  X(rmw, x4_pf512, 4, 512, 0)   \
+  X(rmw, x4_pf2k, 4, 2048, 0)   \
+  X(write, x4, 4, 0, 0)         \
+  X(write, x8, 8, 0, 0)         \
+  X(write, x4_pf512, 4, 512, 0) \
+  X(copy, x4, 4, 0, 0)          \
+  X(copy, x8, 8, 0, 0)          \
+  X(copy, x4_pf512, 4, 512, 0)  \
+  X(copy, x4_pf2k, 4, 2048, 0)
 #define LIMIT_STREAM_VARIANTS(X) \
   X(rmw, x4_nt, 4, 0, 1)         \
-  X(write, x4_nt, 4, 0, 1)
+  X(write, x4_nt, 4, 0, 1)       \
+  X(copy, x4_nt, 4, 0, 1)
 
 #define LIMIT_FN(kind, variant) LV_CAT(limit_##kind##_##variant##_, LV_SUFFIX)
 
@@ -40,6 +47,12 @@ static inline __attribute__((always_inline)) void limit_prefetch_block(const flo
   for (size_t j = 0; j < floats; j += LIMIT_LINE_FLOATS) __builtin_prefetch(p + j + distance, 1, 3);
 }
 
+/* The same for reading (the copy's source). */
+static inline __attribute__((always_inline)) void limit_prefetch_read(const float *p, size_t floats,
+                                                                      size_t distance) {
+  for (size_t j = 0; j < floats; j += LIMIT_LINE_FLOATS) __builtin_prefetch(p + j + distance, 0, 3);
+}
+
 static inline __attribute__((always_inline)) void limit_put(float *p, lv v, int non_temporal) {
   if (non_temporal)
     lv_stream(p, v);
@@ -49,10 +62,12 @@ static inline __attribute__((always_inline)) void limit_put(float *p, lv v, int 
 
 /* unroll, prefetch_bytes and non_temporal are constants at every call, so each variant
  * compiles to its own loop without the branches. */
-static inline __attribute__((always_inline)) void limit_rmw_body(float *x, size_t n, float a,
-                                                                 float b, size_t unroll,
+static inline __attribute__((always_inline)) void limit_rmw_body(float *x, const float *src,
+                                                                 size_t n, float a, float b,
+                                                                 size_t unroll,
                                                                  size_t prefetch_bytes,
                                                                  int non_temporal) {
+  (void)src;
   const lv va = lv_set1(a), vb = lv_set1(b);
   const size_t block = unroll * LV_W;
   size_t i = 0;
@@ -66,10 +81,12 @@ static inline __attribute__((always_inline)) void limit_rmw_body(float *x, size_
   if (non_temporal) lv_stream_fence();
 }
 
-static inline __attribute__((always_inline)) void limit_write_body(float *x, size_t n, float a,
-                                                                   float b, size_t unroll,
+static inline __attribute__((always_inline)) void limit_write_body(float *x, const float *src,
+                                                                   size_t n, float a, float b,
+                                                                   size_t unroll,
                                                                    size_t prefetch_bytes,
                                                                    int non_temporal) {
+  (void)src;
   (void)a;
   const lv vb = lv_set1(b);
   const size_t block = unroll * LV_W;
@@ -82,12 +99,37 @@ static inline __attribute__((always_inline)) void limit_write_body(float *x, siz
   if (non_temporal) lv_stream_fence();
 }
 
+/* x[i] = src[i]: every vector loaded from src and stored to x (prefetch: the source for
+ * reading and the destination for writing, the same distance ahead). */
+static inline __attribute__((always_inline)) void limit_copy_body(float *x, const float *src,
+                                                                  size_t n, float a, float b,
+                                                                  size_t unroll,
+                                                                  size_t prefetch_bytes,
+                                                                  int non_temporal) {
+  (void)a;
+  (void)b;
+  const size_t block = unroll * LV_W;
+  size_t i = 0;
+  for (; i + block <= n; i += block) {
+    if (prefetch_bytes) {
+      limit_prefetch_read(src + i, block, prefetch_bytes / sizeof(float));
+      limit_prefetch_block(x + i, block, prefetch_bytes / sizeof(float));
+    }
+    lv r[LIMIT_MAX_UNROLL];
+    for (size_t u = 0; u < unroll; ++u) r[u] = lv_load(src + i + u * LV_W);
+    for (size_t u = 0; u < unroll; ++u) limit_put(x + i + u * LV_W, r[u], non_temporal);
+  }
+  for (; i < n; ++i) x[i] = src[i];
+  if (non_temporal) lv_stream_fence();
+}
+
 #define LIMIT_KIND_rmw LIMIT_RMW
 #define LIMIT_KIND_write LIMIT_WRITE
+#define LIMIT_KIND_copy LIMIT_COPY
 
-#define LIMIT_DEFINE(kind, variant, unroll, prefetch_bytes, non_temporal)     \
-  static void LIMIT_FN(kind, variant)(float *x, size_t n, float a, float b) { \
-    limit_##kind##_body(x, n, a, b, unroll, prefetch_bytes, non_temporal);    \
+#define LIMIT_DEFINE(kind, variant, unroll, prefetch_bytes, non_temporal)                       \
+  static void LIMIT_FN(kind, variant)(float *x, const float *src, size_t n, float a, float b) { \
+    limit_##kind##_body(x, src, n, a, b, unroll, prefetch_bytes, non_temporal);                 \
   }
 #define LIMIT_ENTRY(kind, variant, unroll, prefetch_bytes, non_temporal)    \
   {LV_STR(LV_SUFFIX) "/" #variant, LIMIT_KIND_##kind, LV_ISA, non_temporal, \

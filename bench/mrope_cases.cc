@@ -121,7 +121,7 @@ GroupRows Group(bool vision) {
       std::to_string(bytes) + " bytes in place, " + std::to_string(kQHeads) + " Q + " +
       std::to_string(kKHeads) + " K heads, " +
       (vision ? "3072 image tokens (48 x 64 grid) between 2 x 512 text" : "text tokens only");
-  return {{kKernel, ShapeName(vision), true, bytes, about},
+  return {{kKernel, ShapeName(vision), LimitKind::kRmw, bytes, about},
           2 * static_cast<int64_t>(bytes),
           static_cast<int64_t>(Elements()),
           Factory(PosencPass, vision),

@@ -4,6 +4,13 @@
 // Row names are a contract that reports and plots parse (DESIGN.md, "Benchmarks"):
 //   <kernel>/<variant>/<arg>:<value>/...     variant: an available ISA name, or "naive"
 //     rope_f32_neox/avx512/tokens:512/heads:40/dim:128     (heads: Q + K heads)
+//     rope_out_f32_bf16_neox/avx2/tokens:512/heads:40/dim:128  (posenc_rope_out from an f32
+//       [L, 40, 128] source into a separate destination; also _f32_f32_neox, _f32_f16_neox,
+//       _f32_f32_gptj; no naive rows)
+//     copy_then_rope_f32_f32_neox/avx2/tokens:512/heads:40/dim:128  (the same job done the old
+//       way: memcpy, then posenc_rope_f32 in place on the copy; also _gptj; no naive rows)
+//     rope_apply_f32_neox/avx2/tokens:512/heads:40/dim:128  (posenc_rope_apply in place on the
+//       Q and K of rope_f32_neox, factors made beforehand, untimed; no naive rows)
 //     rope_rerotate_f32/avx2/tokens:4096/heads:8/dim:128/shift:1024/longrope:0   (K heads;
 //       also _bf16, and rope_rerotate_two_pass_f32: INVERSE then forward posenc_rope_f32)
 //     mrope_f32_neox/avx512/tokens:4096/heads:32/dim:128/vision:1
@@ -14,7 +21,10 @@
 //     alibi_add_bf16/avx2/heads:32/q:512/k:512/causal:0       (also _f16)
 //     alibi_softmax_f32/avx512/heads:32/q:512/k:512/causal:1
 //     learned_add_f32/scalar/tokens:512/dim:4096
-//   limit_rmw/bytes:<n>, limit_write/bytes:<n>              n: a buffer size of the rows
+//   limit_rmw/bytes:<n>, limit_write/bytes:<n>, limit_copy/bytes:<n>   n: the bytes of a group
+//   rope_decode_layers_f32/avx2/layers:32/heads:32/kv:8/dim:128/mode:percall  (and mode:shared
+//     per ISA; rope_decode_layers_f32/naive/layers:32/heads:32/kv:8/dim:128): one decode token
+//     through 32 layers, not a group (no limit row): see "Decode through the layers" below.
 // Every row sets bytes_per_second (bytes read + written) and items_per_second (elements
 // produced). Each kernel row is compared with one limit row (RowGroup::limit_*), and the two
 // count the same bytes, so that ratios of bytes/s are ratios of time:
@@ -24,11 +34,45 @@
 //     read: the row states the cost of the call on that buffer, whatever the kernel skips.
 //   - store-only (sinusoid_fill) on an n-byte output: n; limit_write/bytes:n counts n.
 //   n counts the bytes of the storage type: 2 per element for bf16 / f16 rows.
+//   - out of place (rope_out) from an s-byte source into a d-byte destination: s + d, each
+//     byte read or written once; limit_copy/bytes:n (n = s + d) reads n/2 bytes and writes
+//     n/2 other bytes and counts n (for f32 -> bf16 / f16 the split differs, 2:1, the total
+//     is the same). copy_then_rope counts the same s + d as rope_out (the cost of the same
+//     job; its memcpy and in-place pass move more bytes than that).
 //   - the one exception, learned_add: 2n for its n-byte x in place plus n for the gathered
 //     table rows read (3n), compared with limit_rmw/bytes:n (2n), the in-place stream over
 //     x that the kernel cannot beat. Its ratio of bytes/s is a ratio of bandwidths (1.5 x
 //     the ratio of times) and may exceed 100%.
-// Work outside the buffers is not counted (naive's precomputed tables, posenc's plans).
+// Work outside the buffers is not counted (naive's precomputed tables, posenc's plans,
+// rope_apply's factors).
+//
+// Decode through the layers (rope_decode_layers_f32, decode_layers_cases.cc): one Google
+// Benchmark iteration is one decode token at position 1000 + (token index % 4096) through
+// 32 layers. Per layer: read an 8 MiB stand-in for the layer's weights (a slice of a ring of
+// at least 256 MiB and twice the last-level cache, summed as integers) so that the caches
+// hold weights, not RoPE's data, while the token's fresh q [32, 128] and k [8, 128] f32 rows
+// are written as a matvec writes its outputs (the stream in 40 parts, each followed by the
+// writes of one head vector: the early heads leave the inner caches before RoPE, as in a
+// runtime); then RoPE:
+//   mode:percall  posenc_rope_f32(plan, q, k) per layer;
+//   mode:shared   posenc_rope_factors_compute once per token (timed), then posenc_rope_apply
+//                 on q and on k per layer (2 calls);
+//   naive         the inline loop of small C runtimes (llama2.c): powf, cosf, sinf per head
+//                 and pair, NEOX pairs (rope_naive.c);
+//   naive mode:factors  a plain C loop applying a cos/sin table made once per token (timed):
+//                 no library call, no sin/cos per layer, the cost of the data itself.
+// Only RoPE is timed: a steady_clock reading before and after each layer's RoPE (and around
+// the factors), less the clock's own cost measured at start-up (counter clock_ns), summed per
+// token; the stand-in and the writes are outside those intervals. (A twin loop without RoPE,
+// subtracted, would leave RoPE's ~1-2 us per layer inside the jitter of the ~1 ms stream.)
+// The sum / 32 is the iteration's manual time (UseManualTime): the reported time is RoPE's
+// time per token per layer (counter rope_ns_per_layer; factors_ns: shared's factors per
+// token, included; token_ms: the whole token, wall clock).
+// Bytes: q and k read and written once per layer (2 x 20480); items: their 5120 elements.
+// Google Benchmark sizes a manual-time run by its manual time alone (no wall-clock cap), and
+// an iteration's manual time is ~1/10000 of its wall time, so each run is a fixed 64 tokens
+// (Iterations(64)); Google Benchmark appends "/iterations:64/manual_time" to these names
+// (DecodeLayersRunName), in its output, its JSON and what --benchmark_filter matches.
 #ifndef POSENC_BENCH_CASES_H
 #define POSENC_BENCH_CASES_H
 
@@ -39,37 +83,68 @@
 
 namespace posenc_bench {
 
+// The limit row a group is compared with: the in-place stream (limit_rmw), the store-only
+// one (limit_write), or the copy from one buffer into another (limit_copy).
+enum class LimitKind { kRmw, kWrite, kCopy };
+
 // One kernel at one shape: the rows <kernel>/<variant>/<shape> of every variant, and the
 // limit row they are compared with.
 struct RowGroup {
   std::string kernel;  // "alibi_add_f32"
   std::string shape;   // "heads:32/q:512/k:512/causal:1"
-  bool limit_rmw;      // compared with limit_rmw (in place), else with limit_write
+  LimitKind limit;     // the kind of that limit row
   size_t limit_bytes;  // the n of that limit row
   std::string about;   // for the report: the buffers, "8388608 bytes in place"
+  bool naive = true;   // has a naive row (every ISA has a row in every group)
 };
 
-// Every group, in registration order: rope, rope_rerotate (f32, bf16, two_pass_f32),
-// mrope_f32_neox, sinusoid_fill, sinusoid_add, sinusoid_fill_bf16,
+// Every group, in registration order: rope, rope_out (f32_f32_neox, copy_then_rope_f32_f32_neox,
+// the same for gptj, f32_bf16_neox, f32_f16_neox), rope_apply_f32_neox, rope_rerotate (f32,
+// bf16, two_pass_f32), mrope_f32_neox, sinusoid_fill, sinusoid_add, sinusoid_fill_bf16,
 // sinusoid_fill_f16, alibi_add (f32, then bf16 and f16), alibi_softmax_f32,
 // alibi_softmax_bf16, alibi_add_then_softmax_f32, learned_add.
 const std::vector<RowGroup>& RowGroups();
 
 // The variants registered: every ISA posenc_isa_available() reports, in posenc_isa order,
-// then "naive".
+// then "naive" (registered only in the groups that have it).
 std::vector<std::string> Variants();
+
+// The variants of `group` that have a row: Variants(), without "naive" unless group.naive.
+std::vector<std::string> GroupVariants(const RowGroup& group);
 
 // "rope_f32_neox/avx512/tokens:512/heads:40/dim:128"
 std::string RowName(const std::string& kernel, const std::string& variant,
                     const std::string& shape);
 
-// The distinct limit_bytes of RowGroups(), ascending; each has both limit rows.
-std::vector<size_t> LimitSizes();
-// "limit_rmw/bytes:<n>" (rmw = true) or "limit_write/bytes:<n>".
-std::string LimitRowName(bool rmw, size_t bytes);
+// The limit rows, in registration order: for each distinct limit_bytes of the groups
+// compared with limit_rmw or limit_write, ascending, both of those rows (rmw, then write);
+// then limit_copy for each distinct limit_bytes of the groups compared with it, ascending.
+struct LimitRow {
+  LimitKind kind;
+  size_t bytes;
+};
+std::vector<LimitRow> LimitRows();
+// "limit_rmw", "limit_write" or "limit_copy".
+const char* LimitKindName(LimitKind kind);
+// "limit_rmw/bytes:<n>", "limit_write/bytes:<n>" or "limit_copy/bytes:<n>".
+std::string LimitRowName(LimitKind kind, size_t bytes);
 
-// Registers every kernel and limit row with Google Benchmark. Call once, before
-// benchmark::RunSpecifiedBenchmarks().
+// The decode-through-layers rows (see above): "layers:32/heads:32/kv:8/dim:128".
+std::string DecodeLayersShape();
+// The modes of the ISA rows, in registration order: "percall", "shared".
+std::vector<std::string> DecodeLayersModes();
+// The name a row is registered under: "rope_decode_layers_f32/avx2/<shape>/mode:percall"; for
+// variant "naive", "rope_decode_layers_f32/naive/<shape>" (mode "") or ".../mode:factors".
+std::string DecodeLayersRowName(const std::string& variant, const std::string& mode);
+// The same name as Google Benchmark reports and filters it (its results, JSON, and what
+// --benchmark_filter matches): the row name + "/iterations:<n>/manual_time".
+std::string DecodeLayersRunName(const std::string& variant, const std::string& mode);
+// Every decode row's run name, in registration order: per ISA percall then shared, then naive
+// and naive mode:factors.
+std::vector<std::string> DecodeLayersRunNames();
+
+// Registers every kernel row, then the decode rows, then the limit rows with Google
+// Benchmark. Call once, before benchmark::RunSpecifiedBenchmarks().
 void RegisterAll();
 
 // Adds the CPU (name, features, available ISAs, posenc version) to Google Benchmark's

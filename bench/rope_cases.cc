@@ -135,7 +135,7 @@ GroupRows Group(const RopeKernel& kernel, const RopeShape& shape) {
   const std::string about = std::to_string(bytes) + " bytes in place, " +
                             std::to_string(shape.q_heads) + " Q + " +
                             std::to_string(shape.k_heads) + " K heads";
-  return {{kernel.name, ShapeName(shape), true, bytes, about},
+  return {{kernel.name, ShapeName(shape), LimitKind::kRmw, bytes, about},
           2 * static_cast<int64_t>(bytes),
           static_cast<int64_t>(Elements(shape)),
           Factory(PosencPass, kernel, shape),

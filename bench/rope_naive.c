@@ -79,6 +79,28 @@ void naive_rope_gptj(float *x, size_t n_tokens, size_t n_heads, size_t head_dim,
   }
 }
 
+static void naive_rope_heads_inline(float *x, size_t n_heads, size_t head_dim, int32_t pos) {
+  const size_t half = head_dim / 2;
+  for (size_t h = 0; h < n_heads; ++h) {
+    float *v = x + h * head_dim;
+    for (size_t i = 0; i < half; ++i) {
+      const float freq = 1.0f / powf(10000.0f, (float)(2 * i) / (float)head_dim);
+      const float val = (float)pos * freq;
+      const float fcr = cosf(val);
+      const float fci = sinf(val);
+      const float v0 = v[i], v1 = v[i + half];
+      v[i] = v0 * fcr - v1 * fci;
+      v[i + half] = v0 * fci + v1 * fcr;
+    }
+  }
+}
+
+void naive_rope_decode_inline(float *q, size_t q_heads, float *k, size_t k_heads, size_t head_dim,
+                              int32_t pos) {
+  naive_rope_heads_inline(q, q_heads, head_dim, pos);
+  naive_rope_heads_inline(k, k_heads, head_dim, pos);
+}
+
 /* bf16_to_float, float_to_bf16, f16_to_float, float_to_f16: naive_half.h. */
 
 #define NAIVE_ROPE_NEOX16(name, load, store)                                                  \

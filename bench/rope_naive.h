@@ -50,6 +50,14 @@ void naive_rope_neox_bf16(uint16_t *x, size_t n_tokens, size_t n_heads, size_t h
 void naive_rope_neox_f16(uint16_t *x, size_t n_tokens, size_t n_heads, size_t head_dim,
                          size_t rotary_dim, const float *cos_tab, const float *sin_tab);
 
+/* The decode-step RoPE of small C runtimes (llama2.c's forward pass), nothing precomputed:
+ * for each head of q (q_heads) and then of k (k_heads), for each NEOX pair i in
+ * [0, head_dim / 2): freq = 1.0f / powf(10000.0f, (float)(2 * i) / head_dim),
+ * val = pos * freq, fcr = cosf(val), fci = sinf(val), then (x[i], x[i + head_dim / 2])
+ * rotated by them. q is [q_heads, head_dim], k is [k_heads, head_dim] (one token). */
+void naive_rope_decode_inline(float *q, size_t q_heads, float *k, size_t k_heads, size_t head_dim,
+                              int32_t pos);
+
 #ifdef __cplusplus
 }
 #endif

@@ -242,7 +242,7 @@ GroupRows Group(const RerotateKernel& kernel, const RerotateShape& shape) {
   const std::string about = std::to_string(bytes) + " bytes in place, " + std::to_string(kHeads) +
                             " K heads, " + move +
                             (kernel.two_pass ? "; inverse under A, then forward under B" : "");
-  return {{kernel.name, ShapeName(shape), true, bytes, about},
+  return {{kernel.name, ShapeName(shape), LimitKind::kRmw, bytes, about},
           2 * static_cast<int64_t>(bytes),
           static_cast<int64_t>(Elements(shape)),
           Factory(PosencPass, kernel, shape),

@@ -102,7 +102,8 @@ GroupRows Group(Kind kind, const SinusoidShape& shape) {
   const size_t elements = shape.rows * shape.dim;
   const size_t bytes = elements * (Is16Bit(kind) ? sizeof(uint16_t) : sizeof(float));
   const std::string about = std::to_string(bytes) + (add ? " bytes in place" : " bytes written");
-  return {{KernelName(kind), ShapeName(shape), add, bytes, about},
+  const LimitKind limit = add ? LimitKind::kRmw : LimitKind::kWrite;
+  return {{KernelName(kind), ShapeName(shape), limit, bytes, about},
           (add ? 2 : 1) * static_cast<int64_t>(bytes),
           static_cast<int64_t>(elements),
           Factory(PosencPass, kind, shape),

@@ -19,6 +19,7 @@ namespace {
 struct RowResult {
   double bytes_per_second = 0;
   std::string label;
+  double rope_ns_per_layer = -1;  // the decode rows' counter; -1 elsewhere
 };
 using Results = std::map<std::string, RowResult>;
 
@@ -44,7 +45,9 @@ class CollectingReporter : public benchmark::ConsoleReporter {
       if (run.error_occurred || !wanted) continue;
       const auto bytes = run.counters.find("bytes_per_second");
       if (bytes == run.counters.end()) continue;
-      results_[run.run_name.str()] = {bytes->second.value, run.report_label};
+      const auto rope_ns = run.counters.find("rope_ns_per_layer");
+      results_[run.run_name.str()] = {bytes->second.value, run.report_label,
+                                      rope_ns == run.counters.end() ? -1 : rope_ns->second.value};
     }
   }
 
@@ -57,10 +60,11 @@ class CollectingReporter : public benchmark::ConsoleReporter {
 std::vector<std::string> AllRowNames() {
   std::vector<std::string> names;
   for (const posenc_bench::RowGroup& group : posenc_bench::RowGroups())
-    for (const std::string& variant : posenc_bench::Variants())
+    for (const std::string& variant : posenc_bench::GroupVariants(group))
       names.push_back(posenc_bench::RowName(group.kernel, variant, group.shape));
-  for (size_t bytes : posenc_bench::LimitSizes())
-    for (bool rmw : {true, false}) names.push_back(posenc_bench::LimitRowName(rmw, bytes));
+  for (const std::string& name : posenc_bench::DecodeLayersRunNames()) names.push_back(name);
+  for (const posenc_bench::LimitRow& limit : posenc_bench::LimitRows())
+    names.push_back(posenc_bench::LimitRowName(limit.kind, limit.bytes));
   return names;
 }
 
@@ -132,7 +136,7 @@ std::string Ratio(std::optional<double> num, std::optional<double> den, const ch
 std::string GigaBytes(std::optional<double> rate) { return Ratio(rate, 1e9, "%.1f"); }
 
 bool AnyRow(const Results& results, const posenc_bench::RowGroup& group) {
-  for (const std::string& variant : posenc_bench::Variants())
+  for (const std::string& variant : posenc_bench::GroupVariants(group))
     if (results.count(posenc_bench::RowName(group.kernel, variant, group.shape))) return true;
   return false;
 }
@@ -144,14 +148,15 @@ void PrintGroupTable(const Results& results, const posenc_bench::RowGroup& group
   const auto row = [&](const std::string& variant) {
     return Rate(results, posenc_bench::RowName(group.kernel, variant, group.shape));
   };
-  const auto limit = Rate(results, posenc_bench::LimitRowName(group.limit_rmw, group.limit_bytes));
+  const auto limit = Rate(results, posenc_bench::LimitRowName(group.limit, group.limit_bytes));
   const auto scalar = row("scalar"), naive = row("naive");
   out << "\n" << group.kernel << " " << group.shape << "  (" << group.about << ")\n";
   char line[160];
+  const std::string of_limit = std::string("of ") + posenc_bench::LimitKindName(group.limit);
   std::snprintf(line, sizeof line, "  variant     GB/s %14s  vs scalar  vs naive\n",
-                group.limit_rmw ? "of limit_rmw" : "of limit_write");
+                of_limit.c_str());
   out << line;
-  for (const std::string& variant : posenc_bench::Variants()) {
+  for (const std::string& variant : posenc_bench::GroupVariants(group)) {
     const auto rate = row(variant);
     std::snprintf(line, sizeof line, "  %-8s %7s %14s %10s %9s\n", variant.c_str(),
                   GigaBytes(rate).c_str(), Ratio(rate, limit, "%.0f%%", 100.0).c_str(),
@@ -160,21 +165,174 @@ void PrintGroupTable(const Results& results, const posenc_bench::RowGroup& group
   }
 }
 
+// The ISA variants (no "naive").
+std::vector<std::string> IsaVariants() {
+  std::vector<std::string> isas = posenc_bench::Variants();
+  isas.pop_back();
+  return isas;
+}
+
+// A line of a ratio table: per ISA, the bytes/s of the row of kernel `first` over that of
+// kernel `second`, both at `shape` (they count the same bytes: a ratio of times).
+struct RatioLine {
+  std::string label, first, second, shape;
+};
+
+// The lines with at least one ratio in `results`, under `title` and a header of the ISAs; nothing
+// if none has one.
+void PrintRatioTable(const Results& results, const std::string& title,
+                     const std::vector<RatioLine>& lines, std::ostream& out) {
+  const std::vector<std::string> isas = IsaVariants();
+  bool header = false;
+  for (const RatioLine& l : lines) {
+    std::string text;
+    bool any = false;
+    for (const std::string& isa : isas) {
+      const auto a = Rate(results, posenc_bench::RowName(l.first, isa, l.shape));
+      const auto b = Rate(results, posenc_bench::RowName(l.second, isa, l.shape));
+      any |= a && b;
+      char cell[32];
+      std::snprintf(cell, sizeof cell, " %9s", Ratio(a, b, "%.2fx").c_str());
+      text += cell;
+    }
+    if (!any) continue;
+    if (!header) {
+      out << "\n" << title << "\n";
+      char head[64];
+      std::snprintf(head, sizeof head, "  %-34s", "");
+      out << head;
+      for (const std::string& isa : isas) {
+        std::snprintf(head, sizeof head, " %9s", isa.c_str());
+        out << head;
+      }
+      out << "\n";
+      header = true;
+    }
+    char label[64];
+    std::snprintf(label, sizeof label, "  %-34s", l.label.c_str());
+    out << label << text << "\n";
+  }
+}
+
+// The shapes of a kernel's groups, in registration order.
+std::vector<std::string> KernelShapes(const std::string& kernel) {
+  std::vector<std::string> shapes;
+  for (const posenc_bench::RowGroup& group : posenc_bench::RowGroups())
+    if (group.kernel == kernel) shapes.push_back(group.shape);
+  return shapes;
+}
+
+// rope_out against copy_then_rope, rope_apply against rope_f32_neox.
+void PrintRuntimeRopeTables(const Results& results, std::ostream& out) {
+  std::vector<RatioLine> out_lines;
+  for (const char* pairs : {"neox", "gptj"}) {
+    const std::string out_kernel = std::string("rope_out_f32_f32_") + pairs;
+    const std::string copy_kernel = std::string("copy_then_rope_f32_f32_") + pairs;
+    for (const std::string& shape : KernelShapes(out_kernel))
+      out_lines.push_back(
+          {out_kernel + " " + shape.substr(0, shape.find('/')), out_kernel, copy_kernel, shape});
+  }
+  PrintRatioTable(results,
+                  "rope_out against copy_then_rope (memcpy, then posenc_rope_f32 in place): time "
+                  "of\ncopy_then_rope / time of rope_out, per ISA (both count src + dst bytes)",
+                  out_lines, out);
+  std::vector<RatioLine> apply_lines;
+  for (const std::string& shape : KernelShapes("rope_apply_f32_neox"))
+    apply_lines.push_back({"rope_apply_f32_neox " + shape.substr(0, shape.find('/')),
+                           "rope_apply_f32_neox", "rope_f32_neox", shape});
+  PrintRatioTable(results,
+                  "rope_apply (factors made beforehand, untimed) against rope_f32_neox (plan): "
+                  "time of\nrope_f32_neox / time of rope_apply, per ISA (both count Q + K in "
+                  "place)",
+                  apply_lines, out);
+}
+
+// RoPE ns per token per layer of the decode rows, and the speedups between the modes.
+void PrintDecodeLayersTable(const Results& results, std::ostream& out) {
+  const auto ns = [&](const std::string& variant,
+                      const std::string& mode) -> std::optional<double> {
+    const auto it = results.find(posenc_bench::DecodeLayersRunName(variant, mode));
+    if (it == results.end() || it->second.rope_ns_per_layer < 0) return std::nullopt;
+    return it->second.rope_ns_per_layer;
+  };
+  const auto naive = ns("naive", "");
+  bool any = naive.has_value();
+  for (const std::string& isa : IsaVariants())
+    for (const std::string& mode : posenc_bench::DecodeLayersModes())
+      any |= ns(isa, mode).has_value();
+  if (!any) return;
+  out << "\nrope_decode_layers_f32 " << posenc_bench::DecodeLayersShape()
+      << "  (one decode token through 32 layers, each\nlayer's RoPE after an 8 MiB weight "
+         "stand-in went through the caches): RoPE ns per token per layer;\nshared: "
+         "posenc_rope_factors_compute once per token (included) + 2 posenc_rope_apply per "
+         "layer;\npercall: posenc_rope_f32 per layer; naive: powf/cosf/sinf inline per head "
+         "and pair\n";
+  char line[160];
+  std::snprintf(line, sizeof line, "  %-8s %11s %10s %18s %17s %16s\n", "variant", "percall ns",
+                "shared ns", "percall/shared", "naive/percall", "naive/shared");
+  out << line;
+  const auto cell = [](std::optional<double> v) {
+    if (!v) return std::string("-");
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", *v);
+    return std::string(buf);
+  };
+  // Ratios of times: how many times faster the second is.
+  const auto speedup = [](std::optional<double> slow, std::optional<double> fast) {
+    return Ratio(slow, fast, "%.2fx");
+  };
+  for (const std::string& isa : IsaVariants()) {
+    const auto percall = ns(isa, "percall"), shared = ns(isa, "shared");
+    std::snprintf(line, sizeof line, "  %-8s %11s %10s %18s %17s %16s\n", isa.c_str(),
+                  cell(percall).c_str(), cell(shared).c_str(), speedup(percall, shared).c_str(),
+                  speedup(naive, percall).c_str(), speedup(naive, shared).c_str());
+    out << line;
+  }
+  std::snprintf(line, sizeof line, "  %-8s %11s\n", "naive", cell(naive).c_str());
+  out << line;
+  // The floor: a plain loop applying a table made once per token (no library call).
+  const auto naive_factors = ns("naive", "factors");
+  std::snprintf(line, sizeof line,
+                "  %-8s %11s  (naive with cos/sin once per token: the data's "
+                "own cost)\n",
+                "naive", cell(naive_factors).c_str());
+  out << line;
+}
+
+std::string LimitLabel(const Results& results, const std::string& name) {
+  const auto it = results.find(name);
+  return it == results.end() ? std::string("-") : it->second.label;
+}
+
 void PrintLimitTable(const Results& results, std::ostream& out) {
   out << "\nLimits: the fastest plain stream found per size (GB/s counts bytes read + written)\n"
       << "         bytes  rmw GB/s  rmw loop            write GB/s  write loop\n";
-  for (size_t bytes : posenc_bench::LimitSizes()) {
-    const std::string rmw = posenc_bench::LimitRowName(true, bytes);
-    const std::string write = posenc_bench::LimitRowName(false, bytes);
+  std::vector<size_t> copy_sizes;
+  for (const posenc_bench::LimitRow& limit : posenc_bench::LimitRows()) {
+    if (limit.kind == posenc_bench::LimitKind::kCopy) copy_sizes.push_back(limit.bytes);
+    if (limit.kind != posenc_bench::LimitKind::kRmw) continue;
+    const size_t bytes = limit.bytes;
+    const std::string rmw = posenc_bench::LimitRowName(posenc_bench::LimitKind::kRmw, bytes);
+    const std::string write = posenc_bench::LimitRowName(posenc_bench::LimitKind::kWrite, bytes);
     if (!results.count(rmw) && !results.count(write)) continue;
-    const auto label = [&](const std::string& name) {
-      const auto it = results.find(name);
-      return it == results.end() ? std::string("-") : it->second.label;
-    };
     char line[160];
     std::snprintf(line, sizeof line, "  %12zu %9s  %-18s %10s  %s\n", bytes,
-                  GigaBytes(Rate(results, rmw)).c_str(), label(rmw).c_str(),
-                  GigaBytes(Rate(results, write)).c_str(), label(write).c_str());
+                  GigaBytes(Rate(results, rmw)).c_str(), LimitLabel(results, rmw).c_str(),
+                  GigaBytes(Rate(results, write)).c_str(), LimitLabel(results, write).c_str());
+    out << line;
+  }
+  bool copy_header = false;
+  for (size_t bytes : copy_sizes) {
+    const std::string copy = posenc_bench::LimitRowName(posenc_bench::LimitKind::kCopy, bytes);
+    if (!results.count(copy)) continue;
+    if (!copy_header) {
+      out << "  copy: n/2 bytes read from one buffer, n/2 written to another\n"
+          << "             n copy GB/s  copy loop\n";
+      copy_header = true;
+    }
+    char line[160];
+    std::snprintf(line, sizeof line, "  %12zu %9s  %s\n", bytes,
+                  GigaBytes(Rate(results, copy)).c_str(), LimitLabel(results, copy).c_str());
     out << line;
   }
 }
@@ -187,9 +345,13 @@ void PrintTables(const Results& results, std::ostream& out) {
          "masked elements (only written) as read and written. naive: the plain C loop an\n"
          "integrator writes, -O3 -march=native: rope with a cos/sin table given for free (its\n"
          "reads not counted), sinusoids with libm sinf/cosf of the float32 angle (float)p *\n"
-         "inv_freq, ALiBi's triple loop, learned's gather-add loop.\n";
+         "inv_freq, ALiBi's triple loop, learned's gather-add loop.\n"
+         "Out of place (rope_out, and copy_then_rope for the same job) counts src + dst bytes\n"
+         "against limit_copy of those bytes; rope_apply counts Q + K in place, as rope does.\n";
   for (const posenc_bench::RowGroup& group : posenc_bench::RowGroups())
     PrintGroupTable(results, group, out);
+  PrintRuntimeRopeTables(results, out);
+  PrintDecodeLayersTable(results, out);
   PrintLimitTable(results, out);
 }
 
@@ -224,7 +386,7 @@ JsonValue RowGroupsJson() {
     JsonValue& group = groups.Push(JsonValue::Object());
     group.Set("kernel", JsonValue::String(g.kernel));
     group.Set("shape", JsonValue::String(g.shape));
-    group.Set("limit", JsonValue::String(posenc_bench::LimitRowName(g.limit_rmw, g.limit_bytes)));
+    group.Set("limit", JsonValue::String(posenc_bench::LimitRowName(g.limit, g.limit_bytes)));
     group.Set("buffer_bytes", JsonValue::Number(static_cast<double>(g.limit_bytes)));
     group.Set("about", JsonValue::String(g.about));
   }

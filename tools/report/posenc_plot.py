@@ -10,8 +10,8 @@
 
 Each panel is one kernel (split by a 0/1 mode argument such as causal:1): throughput in GB/s
 (bytes read + written) against the size of the kernel's buffer, one line per ISA and the naive
-loop, with the machine's limit (the limit_rmw or limit_write row the kernel is compared with,
-on the same bytes) as a thick grey line and the CPU's caches as dotted verticals. compare
+loop, with the machine's limit (the limit_rmw, limit_write or limit_copy row the kernel is
+compared with, on the same bytes) as a thick grey line and the CPU's caches as dotted verticals. compare
 draws, per file, the ISA the dispatcher picked there and that file's limit.
 
 The script draws, it does not read Google Benchmark's rows: posenc-report does (tools/report/
@@ -19,7 +19,8 @@ report_rates.cc). A report JSON's "posenc" object holds the CPU, the row groups 
 shape, buffer_bytes, limit row) and "bytes_per_second" per row (the median of its
 repetitions); `posenc-report compare` writes ROWS.json, {"reports": [...]}, one such object
 per file (with its "path"; groups estimated for a plain posenc_bench file). Row names follow
-DESIGN.md: <kernel>/<variant>/<arg>:<value>/..., limit_rmw/bytes:<n>.
+DESIGN.md: <kernel>/<variant>/<arg>:<value>/..., limit_rmw/bytes:<n>. Rows outside every group
+(the rope_decode_layers rows: RoPE time per layer, no limit) are not drawn.
 """
 
 import json
@@ -188,6 +189,7 @@ def variants_of(report, panel):
 LIMIT_STYLE = {  # label, colour of the thick translucent line
     "limit_rmw": ("limit_rmw (in-place stream)", "#404040"),
     "limit_write": ("limit_write (store-only stream)", "#8b6914"),
+    "limit_copy": ("limit_copy (copy stream, src + dst bytes)", "#2f4f6f"),
 }
 
 
@@ -362,7 +364,7 @@ def plot_compare(out_dir, rows_path):
         ax.axis("off")
     fig.suptitle("posenc compare: GB/s against buffer size of the ISA each file's dispatcher "
                  "picked (solid), and of that machine's limit on the same bytes (dotted:\n"
-                 "limit_rmw, or limit_write for table fills)", fontsize=12)
+                 "limit_rmw, limit_write for table fills, limit_copy out of place)", fontsize=12)
     fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", ncol=2,
                fontsize=9, frameon=False)
     legend_inches = 0.25 * legend_rows + 0.2

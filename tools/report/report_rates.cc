@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 #include <utility>
 
@@ -72,10 +73,25 @@ JsonValue RatesJson(const RowRates& rates) {
   return json;
 }
 
+namespace {
+
+// The limit a kernel is compared with: limit_copy for the out-of-place rows, limit_write for
+// table fills, else limit_rmw; nullptr for rows that have none (the decode rows).
+const char* LimitKindOf(const std::string& kernel) {
+  if (kernel.rfind("rope_decode_layers", 0) == 0) return nullptr;
+  if (kernel.rfind("rope_out", 0) == 0 || kernel.rfind("copy_then_rope", 0) == 0)
+    return "limit_copy";
+  return kernel.find("_fill") != std::string::npos ? "limit_write" : "limit_rmw";
+}
+
+}  // namespace
+
 JsonValue EstimatedRowGroupsJson(const RowRates& rates) {
-  std::set<double> limit_sizes;
+  std::map<std::string, std::set<double>> limit_sizes;  // per kind ("limit_rmw"), and "" all
   for (const std::string& name : rates.names)
-    if (IsLimitRow(name)) limit_sizes.insert(static_cast<double>(LimitRowBytes(name)));
+    if (IsLimitRow(name))
+      for (const std::string& kind : {name.substr(0, name.find('/')), std::string()})
+        limit_sizes[kind].insert(static_cast<double>(LimitRowBytes(name)));
   JsonValue groups = JsonValue::Array();
   std::set<std::pair<std::string, std::string>> seen;
   for (const std::string& name : rates.names) {
@@ -83,18 +99,21 @@ JsonValue EstimatedRowGroupsJson(const RowRates& rates) {
     const size_t b = a == std::string::npos ? a : name.find('/', a + 1);
     if (IsLimitRow(name) || b == std::string::npos) continue;
     const std::string kernel = name.substr(0, a), shape = name.substr(b + 1);
-    if (!seen.emplace(kernel, shape).second) continue;
+    const char* kind = LimitKindOf(kernel);
+    if (!kind || !seen.emplace(kernel, shape).second) continue;
     const auto estimate_it = rates.buffer_estimate.find(name);
     double estimate = estimate_it == rates.buffer_estimate.end() ? 0 : estimate_it->second;
-    if (!limit_sizes.empty() && estimate > 0) {
-      double nearest = *limit_sizes.begin();  // the first of equally near sizes: the smaller
-      for (double size : limit_sizes)
+    // A copy's n is its source and destination: twice the f32 estimate for f32 -> f32.
+    if (!std::strcmp(kind, "limit_copy")) estimate *= 2;
+    const std::set<double>& sizes = limit_sizes.count(kind) ? limit_sizes[kind] : limit_sizes[""];
+    if (!sizes.empty() && estimate > 0) {
+      double nearest = *sizes.begin();  // the first of equally near sizes: the smaller
+      for (double size : sizes)
         if (std::fabs(std::log(size / estimate)) < std::fabs(std::log(nearest / estimate)))
           nearest = size;
       estimate = nearest;
     }
     if (!(estimate > 0)) continue;
-    const char* kind = kernel.find("_fill") != std::string::npos ? "limit_write" : "limit_rmw";
     JsonValue& group = groups.Push(JsonValue::Object());
     group.Set("kernel", JsonValue::String(kernel));
     group.Set("shape", JsonValue::String(shape));

@@ -34,9 +34,11 @@ RowRates MedianRates(const JsonValue& benchmarks);
 JsonValue RatesJson(const RowRates& rates);
 
 // Row groups (kernel, shape, buffer_bytes, limit) for a JSON file without posenc-report's
-// "groups" (a plain posenc_bench file): a kernel row's buffer size is its estimate snapped to
-// the nearest limit row size, and it is compared with limit_write for table fills, else
-// limit_rmw. Rows without an estimate have no group.
+// "groups" (a plain posenc_bench file): a kernel row is compared with limit_copy for the
+// out-of-place rows (rope_out, copy_then_rope; estimate doubled: source + destination),
+// limit_write for table fills, else limit_rmw, and its buffer size is its estimate snapped to
+// the nearest size of the file's limit rows of that kind (of any kind if it has none). Rows
+// without an estimate, and the decode rows (rope_decode_layers: no limit), have no group.
 JsonValue EstimatedRowGroupsJson(const RowRates& rates);
 
 }  // namespace posenc_report

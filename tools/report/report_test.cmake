@@ -56,8 +56,10 @@ function(expect_png file)
   expect_equal("${magic}" "89504e470d0a1a0a" "PNG signature of ${file}")
 endfunction()
 
-# a: the ISA the dispatcher picks, two rope rows, naive and their limit; with plots.
+# a: the ISA the dispatcher picks, two rope rows, naive and their limit, and an out-of-place
+# row with its limit_copy; with plots.
 set(rows_a "^rope_f32_neox/(scalar|naive)/tokens:16/|^limit_rmw/bytes:327680$")
+string(APPEND rows_a "|^rope_out_f32_f32_neox/scalar/tokens:1/|^limit_copy/bytes:40960$")
 run_report(out_a "POSENC_ISA=" --quick --filter "${rows_a}" --out a)
 # b: forced to scalar, without the naive row (compare shows it as missing); no plots.
 set(rows_b "^rope_f32_neox/scalar/tokens:16/|^limit_rmw/bytes:327680$")
@@ -86,7 +88,8 @@ foreach(run a b)
   foreach(i RANGE ${last})
     string(JSON name GET "${rows}" ${i} name)
     string(JSON rate GET "${rows}" ${i} bytes_per_second)
-    if(NOT name MATCHES "^(rope_f32_neox/|limit_rmw/)" OR NOT rate GREATER 0)
+    if(NOT name MATCHES "^(rope_f32_neox/|limit_rmw/|rope_out_f32_f32_neox/|limit_copy/)"
+       OR NOT rate GREATER 0)
       message(FATAL_ERROR "${run}: unexpected row ${name}: ${rate} bytes/s")
     endif()
   endforeach()
@@ -100,6 +103,11 @@ endforeach()
 json_get(forced "${WORK_DIR}/b/posenc-report.json" posenc cpu isa active)
 expect_equal("${forced}" "scalar" "b: active ISA under POSENC_ISA=scalar")
 expect_contains("${out_a}" "rope_f32_neox tokens:16/heads:40/dim:128")
+expect_contains("${out_a}" "of limit_copy")
+string(REGEX MATCH "\n +40960 +[0-9.]+  [a-z0-9]+/[a-z0-9_]+\n" copy_limit "${out_a}")
+if(NOT copy_limit)
+  message(FATAL_ERROR "a: no limit_copy/bytes:40960 line in the limits:\n${out_a}")
+endif()
 
 run_report(out_c "" compare a/posenc-report.json b/posenc-report.json --out c)
 expect_contains("${out_c}" "[2]/[1]")
