@@ -1,6 +1,8 @@
 /* Shared parts of the libFuzzer differential targets over the public API (one target per
- * kernel family: fuzz_rope, fuzz_mrope, fuzz_rerotate, fuzz_sinusoid, fuzz_alibi,
- * fuzz_learned; scripts/test-fuzz.sh builds and runs them).
+ * kernel family: fuzz_rope, fuzz_mrope, fuzz_rerotate, fuzz_rope_views, fuzz_sinusoid,
+ * fuzz_alibi, fuzz_learned; scripts/test-fuzz.sh builds and runs them). fuzz_rope_views, whose
+ * calls are sequences (compute, then apply) over several buffers, has its own driver on the
+ * same conventions and uses the reader and comparison helpers below.
  *
  * Each input is decoded by a small cursor reader (bytes past the end read as 0; tensor data
  * past the end comes from a PRNG seeded by the input) into one call of one entry point of

@@ -27,6 +27,7 @@ FAMILIES = {
     "fuzz_rope": ["rope", "rope_bf16", "rope_f16"],
     "fuzz_mrope": ["mrope", "mrope16"],
     "fuzz_rerotate": ["rerotate", "rerotate16"],
+    "fuzz_rope_views": ["rope_out", "mrope_out", "rope_factors", "mrope_factors"],
     "fuzz_sinusoid": ["sin_fill", "sin_timesteps", "sin_add", "sin_fill16", "sin_timesteps16",
                       "sin_add16"],
     "fuzz_alibi": ["alibi_add", "alibi_bias", "alibi_softmax", "alibi_softmax_bf16",
@@ -135,6 +136,76 @@ HANDMADE = {
         "1-rerotate16-hand-r-flt-min": [1, 4, 0] + [20, 4, 0, 1] + [7, 4]
         + [1, 8, 2, 0, 0, 0, 0, 0] + [0] + [0, 8, 0, 0] + [2, 1, 8, 50, 0],
     },
+}
+# fuzz_rope_views, in its decode order: family, misc, [factor families: compute flags, change
+# to the factors and its argument, apply flags], plan, type pair, head_dim, n_batch, n_tokens,
+# heads, dst's heads, src layout, placement, base offset, [dst layout], gap, then the op's
+# flags and positions, or the factor rows (first_row, row_batch_stride, n_rows, positions,
+# [sections], storage). Types: 0 f32, 1 bf16, 2 f16, 3 f32 -> bf16, 4 f32 -> f16. Layouts:
+# 4 [B, L, H, D], 6 [B, H, L, D], 1 batch_stride 0, 2 padded, 7 one cache row per token.
+# Placement: 0 in place, 2 dst inside src, 4 dst after src.
+PLAN = [0] + PLAN_128  # a default plan (byte 0: the plan's kind), rotary_dim 128
+D_R = [1]  # head_dim = R
+AFTER = [4, 0]  # dst after src at offset 0 (then dst's layout)
+# posenc_rope_plan_create_ggml: n_dims 128, base 500000, freq_scale 1/4, YaRN (ext_factor 1,
+# beta_fast 32, beta_slow 1, n_ctx_orig 4096), attn_factor 1, no freq_factors
+GGML_YARN = [2, 64, 4, 3, 3, 5, 1, 3, 3, 3, 0]
+# the same without YaRN, with 64 freq_factors of 1.25 (Llama 3's rope_freqs)
+GGML_FREQ_FACTORS = [2, 64, 4, 3, 1, 1, 1, 3, 3, 3, 3] + [0x14] * 64
+# posenc_rope_plan_create_scaled: rotary_dim 128, LLAMA3, factor 8, original context 8192,
+# low 1, high 4, base 500000 (Llama 3.1)
+SCALED_LLAMA3 = [3, 64, 4, 5, 5, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+# M-RoPE positions: start 0; text 0-2, patches (temporal t, height t + a, width t + b), text
+MROPE_POS = [2, 0] + [0, 0, 0] + [5, 1, 2, 5, 0, 3, 5, 2, 1, 5, 3, 4] + [0] * 6
+HANDMADE["fuzz_rope_views"] = {
+    # f32 [B, H, L, D] -> f16 [B, L, H, D]: 2 batches of 7 tokens, 3 heads, run from 100
+    "0-rope_out-hand-f32-to-f16-bhld-to-blhd": [0, 4] + PLAN + [4] + D_R + [2, 7, 3, 1]
+    + [6] + AFTER + [4] + [0] + [0] + [0, 8, 100, 0],
+    # bf16 in place, padded [B, L, H, D], D = R + 2, GPTJ | INVERSE, positions 32767..
+    "0-rope_out-hand-bf16-in-place-gptj-inverse": [0, 4] + PLAN + [1, 3] + [1, 20, 2, 1]
+    + [2, 1, 2, 3] + [0, 1] + [0] + [3] + [1, 8, 0xFF, 0x7F] + [0] * 20,
+    # src batch_stride 0 (one tensor for both batches) -> bf16, F32_ANGLES, a run ending at
+    # INT32_MAX
+    "0-rope_out-hand-src-batch-stride-0-run-to-int32-max": [0, 4] + PLAN + [3] + D_R
+    + [2, 5, 1, 1] + [1] + AFTER + [4] + [0] + [8] + [0, 2, 4],
+    # the same run one past INT32_MAX: must fail
+    "0-rope_out-hand-error-run-past-int32-max": [0, 4] + PLAN + [3] + D_R + [2, 5, 1, 1]
+    + [1] + AFTER + [4] + [0] + [8] + [0, 2, 3],
+    # dst starting inside src: must fail
+    "0-rope_out-hand-error-partial-overlap": [0, 4] + PLAN + [0] + D_R + [1, 6, 2, 1] + [4]
+    + [2, 0] + [4] + [0] + [77] + [0, 8, 0, 0],
+    # a ggml YaRN plan, f32 -> f32 out of place
+    "0-rope_out-hand-ggml-yarn": [0, 4] + GGML_YARN + [0] + D_R + [1, 16, 2, 1] + [4] + AFTER
+    + [4] + [0] + [0] + [0, 8, 0, 0],
+    # a ggml plan with freq_factors, f16 in place
+    "0-rope_out-hand-ggml-freq-factors": [0, 4] + GGML_FREQ_FACTORS + [2] + D_R + [1, 9, 2, 1]
+    + [4] + [0, 0] + [0] + [0] + [1, 8, 10, 0] + [0] * 9,
+    # a Llama 3.1 scaled plan, f32 -> f32
+    "0-rope_out-hand-scaled-llama3": [0, 4] + SCALED_LLAMA3 + [0] + D_R + [1, 8, 2, 1] + [4]
+    + AFTER + [4] + [0] + [0] + [0, 8, 0, 1],
+    # Qwen2-VL: contiguous sections [16, 24, 24], bf16 [B, L, H, D] -> [B, H, L, D]
+    "1-mrope_out-hand-qwen2vl-blhd-to-bhld": [1, 4] + PLAN + [1] + D_R + [1, 12, 2, 1] + [4]
+    + AFTER + [6] + [0] + [0] + [4] + MROPE_POS,
+    # a decode step of 3 sequences: factors for 3 rows (positions 256, 131077, 131078), each
+    # batch's token at its own row (row_batch_stride 1), f32 -> an f16 cache of rows
+    "2-rope_factors-hand-decode-step-f16-cache": [2, 4] + [0, 0, 0, 0] + PLAN + [4] + D_R
+    + [3, 1, 2, 1] + [4] + AFTER + [7, 1, 0, 0] + [0] + [0, 5, 0, 0] + [1, 8, 0, 1]
+    + [0, 7, 6, 5, 0] + [0],
+    # GPTJ factors applied with INVERSE, every batch at the same rows (row_batch_stride 0)
+    "2-rope_factors-hand-gptj-inverse-rbs0": [2, 4] + [1, 0, 0, 2] + PLAN + [0] + D_R
+    + [2, 6, 2, 1] + [4] + AFTER + [4] + [0] + [0, 4, 0] + [1, 8, 40, 0] + [0] * 6 + [0],
+    # a sub-range: the factors' data moved on by 2 rows, first_row 3 - 2
+    "2-rope_factors-hand-sub-range": [2, 4] + [0, 15, 2, 0] + PLAN + [0] + D_R
+    + [1, 4, 2, 1] + [4] + AFTER + [4] + [0] + [6, 3, 0, 0] + [1, 8, 7, 0] + [0] * 7 + [0],
+    # applied with the other layout: must fail
+    "2-rope_factors-hand-error-layout-mismatch": [2, 4] + [0, 0, 0, 15] + PLAN + [0] + D_R
+    + [1, 4, 2, 1] + [4] + AFTER + [4] + [0] + [0, 0, 0] + [0, 8, 7, 0] + [0],
+    # storage one row short: the compute must fail
+    "2-rope_factors-hand-error-storage-short": [2, 4] + [0, 0, 0, 0] + PLAN + [0] + D_R
+    + [1, 4, 2, 1] + [4] + AFTER + [4] + [0] + [0, 0, 0] + [0, 8, 7, 0] + [15],
+    # Qwen3-VL: interleaved sections [22, 21, 21] of 64 pairs, bf16 in place
+    "3-mrope_factors-hand-qwen3vl-interleaved": [3, 4] + [2, 0, 0, 0] + PLAN + [1] + D_R
+    + [1, 12, 2, 1] + [4] + [0, 0] + [0] + [0, 0, 0] + MROPE_POS + [4] + [0],
 }
 for target, seeds in HANDMADE.items():
     if only and target not in only:

@@ -192,43 +192,43 @@ typedef struct rope_check {
   const float *in, *out, *ref; /* rope_elements of the input and the two results */
 } rope_check;
 
+int rope_element_within(const call *storage, double att, float in_u, float in_w, float got,
+                        float want) {
+  /* + 4 FLT_TRUE_MIN: the relative bound cannot cover the absolute rounding of
+   * subnormal results (u*c, v*s and their sum, in each variant); see the report. */
+  const double bound =
+      POSENC_ROPE_SIMD_TOLERANCE * att * (fabs((double)in_u) + fabs((double)in_w)) +
+      4.0 * FLT_TRUE_MIN + storage_ulp(storage, finite_mag(got, want));
+  /* Intermediate overflow: with att * (|u| + |v|) near FLT_MAX, u*c or v*s may
+   * overflow in float in a SIMD variant while the scalar one (products in double)
+   * stays finite, so a variant may give an infinity or NaN where scalar gives a
+   * finite value or an infinity. NaN in scalar must still be NaN in every variant. */
+  const int overflow = att * (finite_mag(in_u, 0.0) + finite_mag(in_w, 0.0)) >= 0x1p126;
+  /* An infinite input (and no NaN) gives non-finite outputs whose kind depends on
+   * c and s near 0: Inf * 0 is NaN, Inf * tiny is Inf; the variants' c and s may
+   * differ there within the tolerance (e.g. at position 0 with a stepped sin of
+   * 1e-9 instead of 0). Both must then be non-finite. A NaN input gives NaN. */
+  const int nan_in = isnan(in_u) || isnan(in_w);
+  const int inf_in = !nan_in && (isinf(in_u) || isinf(in_w));
+  return within_range(got, want, bound, storage_max(storage)) ||
+         (overflow && !isfinite(got) && !isnan(want)) ||
+         (inf_in && !isfinite(got) && !isfinite(want));
+}
+
 /* One rotated pair within POSENC_ROPE_SIMD_TOLERANCE * att * (|u| + |v|) of scalar's, plus
  * one ulp of a 16-bit storage type (each variant rounds its float result once, posenc.h). */
 static void check_rope_pair(void *ctx, size_t t, size_t h, size_t i, size_t u, size_t w) {
   const rope_check *k = ctx;
   const rope_call *c = k->c;
   const float *in = k->in, *out = k->out, *ref = k->ref;
-  const double att = c->att, max_finite = storage_max(&c->base);
-  /* + 4 FLT_TRUE_MIN: the relative bound cannot cover the absolute rounding of
-   * subnormal results (u*c, v*s and their sum, in each variant); see the report. */
-  const double bound =
-      POSENC_ROPE_SIMD_TOLERANCE * att * (fabs((double)in[u]) + fabs((double)in[w])) +
-      4.0 * FLT_TRUE_MIN;
-  const double bound_u = bound + storage_ulp(&c->base, finite_mag(out[u], ref[u]));
-  const double bound_w = bound + storage_ulp(&c->base, finite_mag(out[w], ref[w]));
-  /* Intermediate overflow: with att * (|u| + |v|) near FLT_MAX, u*c or v*s may
-   * overflow in float in a SIMD variant while the scalar one (products in double)
-   * stays finite, so a variant may give an infinity or NaN where scalar gives a
-   * finite value or an infinity. NaN in scalar must still be NaN in every variant. */
-  const int overflow = att * (finite_mag(in[u], 0.0) + finite_mag(in[w], 0.0)) >= 0x1p126;
-  /* An infinite input (and no NaN) gives non-finite outputs whose kind depends on
-   * c and s near 0: Inf * 0 is NaN, Inf * tiny is Inf; the variants' c and s may
-   * differ there within the tolerance (e.g. at position 0 with a stepped sin of
-   * 1e-9 instead of 0). Both must then be non-finite. A NaN input gives NaN. */
-  const int nan_in = isnan(in[u]) || isnan(in[w]);
-  const int inf_in = !nan_in && (isinf(in[u]) || isinf(in[w]));
-  const int ok_u = within_range(out[u], ref[u], bound_u, max_finite) ||
-                   (overflow && !isfinite(out[u]) && !isnan(ref[u])) ||
-                   (inf_in && !isfinite(out[u]) && !isfinite(ref[u]));
-  const int ok_w = within_range(out[w], ref[w], bound_w, max_finite) ||
-                   (overflow && !isfinite(out[w]) && !isnan(ref[w])) ||
-                   (inf_in && !isfinite(out[w]) && !isfinite(ref[w]));
+  const int ok_u = rope_element_within(&c->base, c->att, in[u], in[w], out[u], ref[u]);
+  const int ok_w = rope_element_within(&c->base, c->att, in[u], in[w], out[w], ref[w]);
   if (!ok_u || !ok_w)
     fprintf(stderr,
             "%s: RoPE token %zu (position %ld) head %zu pair %zu: input u %a v %a, "
             "att %a, flags %u; got u %a v %a, scalar u %a v %a\n",
             c->base.target, t, c->positions ? (long)c->positions[t] : (long)c->start_pos + (long)t,
-            h, i, (double)in[u], (double)in[w], att, c->flags, (double)out[u], (double)out[w],
+            h, i, (double)in[u], (double)in[w], c->att, c->flags, (double)out[u], (double)out[w],
             (double)ref[u], (double)ref[w]);
   if (!ok_u) violation(&c->base, k->isa, "rotated u out of tolerance", u, out[u], ref[u]);
   if (!ok_w) violation(&c->base, k->isa, "rotated v out of tolerance", w, out[w], ref[w]);

@@ -1,7 +1,8 @@
-/* Shared parts of the RoPE fuzz targets (fuzz_rope, fuzz_mrope, fuzz_rerotate): the views,
- * plans and flags they decode, the pairs they rotate, and the differential on those pairs:
- * every rotated element within POSENC_ROPE_SIMD_TOLERANCE * att * (|u| + |v|) of scalar's
- * (bf16 / f16: plus one ulp of the storage type, on the 16-bit elements widened). */
+/* Shared parts of the RoPE fuzz targets (fuzz_rope, fuzz_mrope, fuzz_rerotate; fuzz_rope_views
+ * uses the plans and rope_element_within): the views, plans and flags they decode, the pairs
+ * they rotate, and the differential on those pairs: every rotated element within
+ * POSENC_ROPE_SIMD_TOLERANCE * att * (|u| + |v|) of scalar's (bf16 / f16: plus one ulp of the
+ * storage type, on the 16-bit elements widened). */
 #ifndef POSENC_FUZZ_ROPE_COMMON_H
 #define POSENC_FUZZ_ROPE_COMMON_H
 
@@ -42,6 +43,14 @@ void each_rope_pair(const rope_call *c, rope_pair_fn fn, void *ctx);
 /* The call's elements of a GUARD-framed run buffer (first = GUARD) or of its input
  * (first = 0) as floats, indexed as the views count them (16-bit: widened); to be freed. */
 float *rope_elements(const rope_call *c, const float *buf, size_t first);
+
+/* 1 if `got`, a SIMD variant's rotated element of the pair (in_u, in_w) (inputs as floats),
+ * is within POSENC_ROPE_SIMD_TOLERANCE * att * (|u| + |v|) + 4 FLT_TRUE_MIN of `want`,
+ * scalar's, plus one ulp of the storage type of `storage` (halves, bf16; 16-bit results
+ * widened) at their magnitude; with the exceptions for intermediate overflow and infinite
+ * inputs (rope_common.c). The differential of check_rope_values, per element. */
+int rope_element_within(const call *storage, double att, float in_u, float in_w, float got,
+                        float want);
 
 /* fuzz_target hooks. */
 void mark_rope_outputs(call *c);

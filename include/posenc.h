@@ -170,10 +170,30 @@ POSENC_API posenc_status posenc_set_isa(posenc_isa isa);
  * |p| < 2^31, the c and s used differ from att*cos and att*sin of the exact real product
  * p * w_i (w_i the plan's double) by at most 2^-22 * att (absolute). The product is formed
  * exactly (as turns, from parts of w_i / 2pi short enough that each partial product is
- * exact in double) and reduced modulo one turn before SLEEF's u10 float sincos; for a
- * token whose position follows the previous token's, the SIMD variants instead step the
- * previous cos/sin by one position in double (angle addition), re-anchoring every 256
- * tokens. Measured worst case on every variant: 1.5e-7 (README, "Accuracy").
+ * exact in double) and reduced modulo one turn before SLEEF's u10 float sincos. The SIMD
+ * variants compute so only the anchors, positions a that are multiples of 64, and form the
+ * cos/sin of a + k (0 <= k < 64) by angle addition in double with the plan's exact cos/sin
+ * of k w_i (plans of R <= 512; larger plans compute every position afresh). Measured worst
+ * case on every variant: 1.5e-7 (README, "Accuracy").
+ *
+ * Split invariance (every mode, every ISA, every storage type): the cos/sin of a position
+ * depend only on the position, the plan, the flags and the ISA, never on the other tokens of
+ * the call. So a token's result is bitwise the same whatever the call's token range and
+ * start, however a prefill is split across threads or calls, with a position array or
+ * start_pos, in a prefill or a decode step, in place, out of place or through rotation
+ * factors (posenc_rope_out, posenc_rope_apply), and in M-RoPE and re-rotation.
+ *
+ * POSENC_ROPE_DETERMINISTIC: results bitwise identical on every ISA (scalar, SSE4, AVX2,
+ * AVX-512, NEON) and every CPU, for the same plan frequencies, inputs and flags: cos/sin by
+ * one fixed sequence of IEEE double operations (the exact angle reduction above, then
+ * posenc's own reduction by pi and polynomial: no libm, no fused multiply-add; within 2^-22
+ * of the exact values, measured 3.2e-8), each rounded to float, and the rotation in float
+ * with every product rounded (u*c - v*s, no fused multiply-add), in the scalar variant too.
+ * Combines with every other flag and form. The frequencies of posenc_rope_plan_create come
+ * from the C library's pow (correctly rounded by glibc in every case tested: the golden
+ * digests of tests/deterministic_test.cc hold on x86-64 with and without FMA and on
+ * aarch64); plans made from given frequencies carry no such caveat. A NaN result is a NaN
+ * everywhere, its payload unspecified.
  *
  * POSENC_ROPE_F32_ANGLES reproduces the float32 recipe of most reference code instead
  * (inv_freq = (float)w_i, angle = (float)p * inv_freq rounded to float), so angles match
@@ -191,11 +211,11 @@ POSENC_API posenc_status posenc_set_isa(posenc_isa isa);
 #define POSENC_ROPE_SIMD_TOLERANCE 9.5367431640625e-07 /**< 2^-20 */
 
 enum {
-  POSENC_ROPE_NEOX = 0u,             /**< rotate-half pairs (default) */
-  POSENC_ROPE_GPTJ = 1u,             /**< interleaved pairs */
-  POSENC_ROPE_INVERSE = 2u,          /**< rotate by -angle */
-  POSENC_ROPE_ACCURATE = 0u,         /**< accurate angles (default) */
-  POSENC_ROPE_F32_ANGLES = 4u,       /**< float32-compatible angles */
+  POSENC_ROPE_NEOX = 0u,              /**< rotate-half pairs (default) */
+  POSENC_ROPE_GPTJ = 1u,              /**< interleaved pairs */
+  POSENC_ROPE_INVERSE = 2u,           /**< rotate by -angle */
+  POSENC_ROPE_ACCURATE = 0u,          /**< accurate angles (default) */
+  POSENC_ROPE_F32_ANGLES = 4u,        /**< float32-compatible angles */
   POSENC_ROPE_MROPE_INTERLEAVED = 8u, /**< posenc_mrope_*: Qwen3-VL's interleaved sections */
   POSENC_ROPE_DETERMINISTIC = 16u     /**< bitwise identical results on every ISA and CPU */
 };
@@ -583,7 +603,7 @@ typedef struct posenc_rope_view {
  * [B, L] row-major), or, if positions is NULL, at start_pos + t in every batch.
  * dst->data == src->data with the same dtype and strides is the in-place case (then as
  * posenc_rope_f32 on that view); any other overlap of the two views' address ranges is an
- * error. flags: as posenc_rope_f32 (NEOX / GPTJ, INVERSE, F32_ANGLES).
+ * error. flags: as posenc_rope_f32 (NEOX / GPTJ, INVERSE, F32_ANGLES, DETERMINISTIC).
  * Errors (nothing written): POSENC_ERR_INVALID_ARGUMENT for a NULL plan, src or dst, NULL
  * data with work to do, an unsupported type pair or unknown dtype, unknown flags, R >
  * head_dim, different head counts, a destination whose head vectors overlap, src and dst
@@ -618,18 +638,19 @@ typedef struct posenc_rope_factors {
   size_t n_rows;
   size_t rotary_dim;
   size_t row_floats;
-  unsigned flags; /**< POSENC_ROPE_GPTJ if made for interleaved pairs, else 0 */
+  unsigned flags; /**< POSENC_ROPE_GPTJ (interleaved pairs) | POSENC_ROPE_DETERMINISTIC, as made */
 } posenc_rope_factors;
 
-/** Bytes of storage for n_rows rows of factors of a plan with this rotary_dim and pair
- * layout (flags & POSENC_ROPE_GPTJ); 0 for an invalid rotary_dim, unknown flags or a size
- * that overflows. */
+/** Bytes of storage for n_rows rows of factors of a plan with this rotary_dim, for these
+ * flags (POSENC_ROPE_GPTJ, POSENC_ROPE_DETERMINISTIC; others are not accepted here); 0 for
+ * an invalid rotary_dim, other flags, a size that overflows, or n_rows = 0. */
 POSENC_API size_t posenc_rope_factors_bytes(size_t rotary_dim, size_t n_rows, unsigned flags);
 
 /** Fills `storage` (float-aligned, storage_bytes >= posenc_rope_factors_bytes(R, n_rows,
  * flags)) with the factors of rows r in [0, n_rows): the position of row r is positions[r],
  * or start_pos + r when positions is NULL. flags: NEOX / GPTJ, optionally
- * | POSENC_ROPE_F32_ANGLES (INVERSE is chosen when applying). *factors describes the result.
+ * | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC (INVERSE is chosen when applying).
+ * *factors describes the result.
  * The values are exactly those posenc_rope_f32 of the same ISA uses for that position, so
  * applying them gives bitwise the plan path's result.
  * Errors (nothing written): POSENC_ERR_INVALID_ARGUMENT for a NULL plan, factors or storage
@@ -653,10 +674,11 @@ POSENC_API posenc_status posenc_mrope_factors_compute(const posenc_rope_plan *pl
  * posenc_rope_out) or out of place, with posenc_rope_out's type pairs and views: token t of
  * batch b takes row first_row + b * row_batch_stride + t (row_batch_stride = n_tokens: one
  * row per token of every sequence; 0: every batch at the same positions). The plan's
- * rotary_dim is factors->rotary_dim. flags: the layout the factors were made for
- * (POSENC_ROPE_NEOX or POSENC_ROPE_GPTJ), optionally | POSENC_ROPE_INVERSE.
+ * rotary_dim is factors->rotary_dim. flags: factors->flags (the layout, and
+ * POSENC_ROPE_DETERMINISTIC if the factors were made with it), optionally
+ * | POSENC_ROPE_INVERSE. The factor rows must not lie in the destination.
  * Errors (nothing written): those of posenc_rope_out for the views, plus a NULL factors or
- * data, a layout other than the factors', POSENC_ROPE_F32_ANGLES or other unknown flags,
+ * data, flags other than factors->flags (| INVERSE), factor rows the destination overlaps,
  * rotary_dim invalid or > head_dim, row_floats not the one posenc_rope_factors_compute
  * writes, and rows beyond n_rows (factors too small for the shape). */
 POSENC_API posenc_status posenc_rope_apply(const posenc_rope_factors *factors, size_t first_row,
@@ -693,19 +715,23 @@ POSENC_API posenc_status posenc_rope_apply(const posenc_rope_factors *factors, s
  * (angle = (float)p * (float)w_i rounded to float), with sin/cos within 2^-22 of those of
  * that float angle. SIMD variants are within
  * POSENC_SINUSOID_SIMD_TOLERANCE of the scalar variant's value for the same element (for
- * posenc_sinusoid_add_f32: of the scalar result, plus one rounding of the sum); like the
- * SIMD RoPE variants, they step the double-precision sin/cos of consecutive integer
- * positions by angle addition, re-anchored every 256 rows.
+ * posenc_sinusoid_add_f32: of the scalar result, plus one rounding of the sum). Like the
+ * SIMD RoPE variants, they form the sin/cos of integer positions from those of anchors at
+ * multiples of 64 by angle addition in double (d <= 512: with the exact cos/sin of k w_i;
+ * larger d: stepped position by position from the anchor), so every row depends only on its
+ * position (split invariance, as for RoPE). POSENC_SINUSOID_DETERMINISTIC: bitwise
+ * identical values on every ISA and CPU, as POSENC_ROPE_DETERMINISTIC (every row computed
+ * afresh by the same operations; also for timesteps and the float32 recipe).
  * @{
  */
 
 #define POSENC_SINUSOID_SIMD_TOLERANCE 9.5367431640625e-07 /**< 2^-20 */
 
 enum {
-  POSENC_SINUSOID_INTERLEAVED = 0u, /**< sin, cos, sin, cos, ... (default) */
-  POSENC_SINUSOID_SIN_COS = 1u,     /**< all sin, then all cos */
-  POSENC_SINUSOID_COS_SIN = 2u,     /**< all cos, then all sin */
-  POSENC_SINUSOID_ACCURATE = 0u,    /**< accurate angles (default) */
+  POSENC_SINUSOID_INTERLEAVED = 0u,  /**< sin, cos, sin, cos, ... (default) */
+  POSENC_SINUSOID_SIN_COS = 1u,      /**< all sin, then all cos */
+  POSENC_SINUSOID_COS_SIN = 2u,      /**< all cos, then all sin */
+  POSENC_SINUSOID_ACCURATE = 0u,     /**< accurate angles (default) */
   POSENC_SINUSOID_F32_ANGLES = 4u,   /**< float32-compatible angles */
   POSENC_SINUSOID_DETERMINISTIC = 8u /**< bitwise identical results on every ISA and CPU */
 };
