@@ -98,7 +98,8 @@ struct RowGroup {
   bool naive = true;   // has a naive row (every ISA has a row in every group)
 };
 
-// Every group, in registration order: rope, rope_out (f32_f32_neox, copy_then_rope_f32_f32_neox,
+// Every group, in registration order: rope (rope_f32_neox, _gptj, bf16, f16, rope_f32_neox_det),
+// rope_out (f32_f32_neox, copy_then_rope_f32_f32_neox,
 // the same for gptj, f32_bf16_neox, f32_f16_neox), rope_apply_f32_neox, rope_rerotate (f32,
 // bf16, two_pass_f32), mrope_f32_neox, sinusoid_fill, sinusoid_add, sinusoid_fill_bf16,
 // sinusoid_fill_f16, alibi_add (f32, then bf16 and f16), alibi_softmax_f32,

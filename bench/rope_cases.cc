@@ -34,7 +34,10 @@ const RopeKernel kKernels[] = {
     {"rope_f32_neox", POSENC_ROPE_NEOX, Storage::kF32, naive_rope_neox, nullptr},
     {"rope_f32_gptj", POSENC_ROPE_GPTJ, Storage::kF32, naive_rope_gptj, nullptr},
     {"rope_bf16_neox", POSENC_ROPE_NEOX, Storage::kBf16, nullptr, naive_rope_neox_bf16},
-    {"rope_f16_neox", POSENC_ROPE_NEOX, Storage::kF16, nullptr, naive_rope_neox_f16}};
+    {"rope_f16_neox", POSENC_ROPE_NEOX, Storage::kF16, nullptr, naive_rope_neox_f16},
+    // The deterministic mode next to the default (no naive row: rope_f32_neox has it).
+    {"rope_f32_neox_det", POSENC_ROPE_NEOX | POSENC_ROPE_DETERMINISTIC, Storage::kF32, nullptr,
+     nullptr}};
 
 // Llama-3-8B-like heads: 32 Q heads and 8 K heads (GQA), head_dim = rotary_dim = 128,
 // layout [L, H, D] with separate Q and K buffers.
@@ -135,11 +138,12 @@ GroupRows Group(const RopeKernel& kernel, const RopeShape& shape) {
   const std::string about = std::to_string(bytes) + " bytes in place, " +
                             std::to_string(shape.q_heads) + " Q + " +
                             std::to_string(shape.k_heads) + " K heads";
-  return {{kernel.name, ShapeName(shape), LimitKind::kRmw, bytes, about},
+  const bool naive = kernel.naive || kernel.naive16;
+  return {{kernel.name, ShapeName(shape), LimitKind::kRmw, bytes, about, naive},
           2 * static_cast<int64_t>(bytes),
           static_cast<int64_t>(Elements(shape)),
           Factory(PosencPass, kernel, shape),
-          Factory(NaivePass, kernel, shape)};
+          naive ? Factory(NaivePass, kernel, shape) : nullptr};
 }
 
 }  // namespace

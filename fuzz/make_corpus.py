@@ -171,6 +171,9 @@ HANDMADE["fuzz_rope_views"] = {
     # the same run one past INT32_MAX: must fail
     "0-rope_out-hand-error-run-past-int32-max": [0, 4] + PLAN + [3] + D_R + [2, 5, 1, 1]
     + [1] + AFTER + [4] + [0] + [8] + [0, 2, 3],
+    # POSENC_ROPE_DETERMINISTIC | GPTJ, f32 -> bf16, [B, H, L, D] both, a ggml YaRN plan
+    "0-rope_out-hand-deterministic-gptj-f32-to-bf16": [0, 4] + GGML_YARN + [3] + [3]
+    + [2, 9, 2, 1] + [6] + AFTER + [6] + [0] + [33] + [1, 8, 0, 1] + [0] * 18,
     # dst starting inside src: must fail
     "0-rope_out-hand-error-partial-overlap": [0, 4] + PLAN + [0] + D_R + [1, 6, 2, 1] + [4]
     + [2, 0] + [4] + [0] + [77] + [0, 8, 0, 0],
@@ -191,6 +194,9 @@ HANDMADE["fuzz_rope_views"] = {
     "2-rope_factors-hand-decode-step-f16-cache": [2, 4] + [0, 0, 0, 0] + PLAN + [4] + D_R
     + [3, 1, 2, 1] + [4] + AFTER + [7, 1, 0, 0] + [0] + [0, 5, 0, 0] + [1, 8, 0, 1]
     + [0, 7, 6, 5, 0] + [0],
+    # POSENC_ROPE_DETERMINISTIC factors (GPTJ) for 2 batches of 5 tokens, bf16 in place
+    "2-rope_factors-hand-deterministic-gptj-bf16": [2, 4] + [33, 0, 0, 0] + PLAN + [1] + D_R
+    + [2, 5, 2, 1] + [4] + [0, 0] + [0] + [0, 0, 0] + [1, 8, 0, 2] + [0] * 10 + [0],
     # GPTJ factors applied with INVERSE, every batch at the same rows (row_batch_stride 0)
     "2-rope_factors-hand-gptj-inverse-rbs0": [2, 4] + [1, 0, 0, 2] + PLAN + [0] + D_R
     + [2, 6, 2, 1] + [4] + AFTER + [4] + [0] + [0, 4, 0] + [1, 8, 40, 0] + [0] * 6 + [0],
