@@ -213,9 +213,10 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
     size_t i = 0;
     for (; i + VF_W <= n; i += VF_W)
       VFN(neox_vec_)(x, y, u + i, v + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), det, ex, ey);
-    if (i < n)
-      VFN(neox_part_)
-      (x, y, u + i, v + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), n - i, det, ex, ey);
+    if (i < n) {
+      const vf ct = vf_load(c + i), st = vf_mul(vf_load(s + i), sg);
+      VFN(neox_part_)(x, y, u + i, v + i, ct, st, n - i, det, ex, ey);
+    }
     if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
   }
 }

@@ -153,13 +153,14 @@ POSENC_INLINE void VFN(rows_)(const sinusoid_args *a, put_mode mode, posenc_elem
       for (size_t r = r0; r < r1; ++r) {
         void *row = (char *)a->out + r * a->row_stride * posenc_elem_size(e);
         const double p = sinusoid_position(a, r);
-        if (tabled)
+        if (tabled) {
           VFN(tabled_)(a, &l, (int32_t)p, n, row, &anchor, mode, e);
-        else if (integer)
-          VFN(stepped_)
-          (a, &l, (int32_t)p, r > r0 && sinusoid_follows(a, r), k0, n, row, &state, mode, e);
-        else
+        } else if (integer) {
+          const int follows = r > r0 && sinusoid_follows(a, r);
+          VFN(stepped_)(a, &l, (int32_t)p, follows, k0, n, row, &state, mode, e);
+        } else {
           VFN(fresh_)(a, &l, p, k0, n, row, mode, e);
+        }
       }
     }
   }
