@@ -10,9 +10,11 @@
  * ALiBi: the causal bias added into [32, 512, 512] scores, split over query rows:
  * scores + i0 * row_stride and q_offset + i0.
  *
- * The check: each threaded result against one single-threaded call on the same data. ALiBi
- * is bit-identical whatever the split; RoPE is on the scalar variant, and within the
- * documented bound on SIMD variants (see below).
+ * The check: each threaded result against one single-threaded call on the same data, bit
+ * for bit. ALiBi is the same float operations whatever the split; RoPE is split-invariant on
+ * every variant (posenc.h): a token's cos/sin depend only on its position, never on where
+ * its slice starts. The slices here are uneven (cut 37 tokens past each even boundary, so
+ * that no slice starts at a multiple of 64) and start at position 1000.
  */
 #include <math.h>
 #include <omp.h>
@@ -44,7 +46,8 @@ static posenc_status rope_threaded(const posenc_rope_plan *plan, float *q, float
   int worst = POSENC_OK;
 #pragma omp parallel for schedule(static) reduction(max : worst)
   for (int j = 0; j < n_slices; j++) {
-    const size_t t0 = (size_t)L * j / n_slices, t1 = (size_t)L * (j + 1) / n_slices;
+    const size_t t0 = j == 0 ? 0 : (size_t)L * j / n_slices + 37;
+    const size_t t1 = j + 1 == n_slices ? (size_t)L : (size_t)L * (j + 1) / n_slices + 37;
     const int st = (int)rope_slice(plan, q, k, t0, t1, start_pos);
     worst = st > worst ? st : worst;
   }
@@ -97,26 +100,21 @@ int main(void) {
 
   posenc_rope_plan *plan; /* one plan, shared read-only by every thread */
   ex_check(posenc_rope_plan_create(&plan, /*rotary_dim=*/D, kTheta, 1.0), "plan_create");
-  ex_check(rope_slice(plan, q1, k1, 0, L, /*start_pos=*/0), "posenc_rope_f32 (1 thread)");
-  ex_check(rope_threaded(plan, q2, k2, /*start_pos=*/0, threads), "posenc_rope_f32 (threaded)");
+  ex_check(rope_slice(plan, q1, k1, 0, L, /*start_pos=*/1000), "posenc_rope_f32 (1 thread)");
+  ex_check(rope_threaded(plan, q2, k2, /*start_pos=*/1000, threads), "posenc_rope_f32 (threaded)");
   posenc_rope_plan_destroy(plan);
 
-  /* Not bit-identical on SIMD variants, but within the documented bound: they step cos/sin
-   * from one token to the next in double and re-anchor every 256 tokens, counted from the
-   * start of each call, so a slice that starts mid-run anchors at other tokens and its
-   * results differ in the last bit or two. Each split is within POSENC_ROPE_SIMD_TOLERANCE *
-   * (|u| + |v|) of the scalar reference, so two splits are within twice that of each other.
-   * The scalar variant computes every token afresh: 0 differences (POSENC_ISA=scalar). */
+  /* Split invariance: bit-identical on every variant. */
   size_t n_differ = 0;
   double diff = fmax(max_pair_diff(q2, q1, q0, (size_t)L * HQ, &n_differ),
                      max_pair_diff(k2, k1, k0, (size_t)L * HK, &n_differ));
   const char *isa = posenc_isa_name(posenc_active_isa());
-  int rope_ok = diff <= 2 * POSENC_ROPE_SIMD_TOLERANCE; /* false for NaN */
+  int rope_ok = n_differ == 0;
   printf(
       "prefill_openmp: rope L=%d heads=%d/%d head_dim=%d, %d threads vs one call (isa %s): "
-      "max |diff|/(|u|+|v|) = %.1e (bound %.1e), %zu of %zu elements differ: %s\n",
-      L, HQ, HK, D, threads, isa, diff, 2 * POSENC_ROPE_SIMD_TOLERANCE, n_differ,
-      (size_t)L * (Q_DIM + K_DIM), rope_ok ? "ok" : "MISMATCH");
+      "max |diff|/(|u|+|v|) = %.1e, %zu of %zu elements differ (bound 0): %s\n",
+      L, HQ, HK, D, threads, isa, diff, n_differ, (size_t)L * (Q_DIM + K_DIM),
+      rope_ok ? "ok" : "MISMATCH");
 
   /* ALiBi: every element is the same float operations whatever the split: bit-identical. */
   float slopes[AH];
