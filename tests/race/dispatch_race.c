@@ -12,6 +12,10 @@
  * bit-identical to the result of one ISA's variant (posenc.h: each kernel call uses one
  * variant from start to end).
  *
+ * Phase 3 (split invariance, posenc.h): for every available ISA, the threads rotate (RoPE,
+ * in place) and fill (sinusoid) disjoint, uneven slices of one buffer at the same time; the
+ * result must be bit-identical to one call over the whole buffer.
+ *
  * Exit status: 0 on success, 1 on any mismatch, 2 on a setup failure. Plain C and pthreads. */
 #include <pthread.h>
 #include <stdint.h>
@@ -184,11 +188,63 @@ static int setup(void) {
   for (int t = 0; t < ROPE_TOKENS; ++t)
     rope_positions[t] = t < 5 ? 131000 + t : (t == 5 ? INT32_MAX : -7 * t);
   for (int i = 0; i < ROPE_SIZE; ++i) rope_input[i] = pseudo_random(&s);
+  for (int i = 0; i < SPLIT_ROPE; ++i) split_input[i] = pseudo_random(&s);
   for (int i = 0; i < ALIBI_SIZE; ++i) alibi_input[i] = pseudo_random(&s);
   for (int i = 0; i < LEARNED_POS * LEARNED_DIM; ++i) learned_table[i] = pseudo_random(&s);
   for (int i = 0; i < LEARNED_SIZE; ++i) learned_input[i] = pseudo_random(&s);
   for (int t = 0; t < LEARNED_TOKENS; ++t) learned_positions[t] = (t * 17) % LEARNED_POS;
   return 1;
+}
+
+/* Phase 3: split invariance. One buffer of SPLIT_TOKENS tokens (RoPE) and rows (sinusoid),
+ * cut into n_threads uneven slices; each thread rotates and fills its own slice. */
+enum { SPLIT_TOKENS = 301, SPLIT_ROPE = SPLIT_TOKENS * ROPE_HEADS * ROPE_DIM };
+static float split_input[SPLIT_ROPE];
+static float split_rope[SPLIT_ROPE], split_sin[SPLIT_TOKENS * SIN_DIM];
+
+static size_t split_cut(int j) { /* slice j is [cut(j), cut(j + 1)) */
+  if (j <= 0) return 0;
+  if (j >= n_threads) return SPLIT_TOKENS;
+  return (size_t)SPLIT_TOKENS * (size_t)j / (size_t)n_threads + (size_t)(j % 3) * 11;
+}
+
+static int split_slice(float *rope, float *sin_rows, size_t t0, size_t t1) {
+  const posenc_rope_tensor q = {rope + t0 * ROPE_HEADS * ROPE_DIM, 2, ROPE_HEADS * ROPE_DIM,
+                                ROPE_DIM};
+  const posenc_rope_tensor k = {rope + t0 * ROPE_HEADS * ROPE_DIM + 2 * ROPE_DIM, 1,
+                                ROPE_HEADS * ROPE_DIM, ROPE_DIM};
+  const int32_t start = 1000 + (int32_t)t0;
+  return posenc_rope_f32(rope_plan, ROPE_DIM, t1 - t0, NULL, start, &q, &k, POSENC_ROPE_NEOX) ==
+             POSENC_OK &&
+         posenc_sinusoid_fill_f32(sin_plan, t1 - t0, NULL, start, sin_rows + t0 * SIN_DIM, 0,
+                                  POSENC_SINUSOID_INTERLEAVED) == POSENC_OK;
+}
+
+static void *split_worker(void *arg) {
+  const worker *w = arg;
+  if (!split_slice(split_rope, split_sin, split_cut(w->index), split_cut(w->index + 1)))
+    fail("phase 3: a slice failed");
+  return NULL;
+}
+
+static void split_phase(worker *workers) {
+  static float one_rope[SPLIT_ROPE], one_sin[SPLIT_TOKENS * SIN_DIM];
+  for (int v = 0; v < n_available; ++v) {
+    if (posenc_set_isa((posenc_isa)available[v]) != POSENC_OK) fail("phase 3: set_isa");
+    memcpy(one_rope, split_input, sizeof one_rope);
+    memcpy(split_rope, split_input, sizeof split_rope);
+    if (!split_slice(one_rope, one_sin, 0, SPLIT_TOKENS)) fail("phase 3: one call failed");
+    for (int i = 0; i < n_threads; ++i) {
+      workers[i] = (worker){.index = i};
+      if (pthread_create(&workers[i].thread, NULL, split_worker, &workers[i]) != 0)
+        fail("phase 3: pthread_create");
+    }
+    for (int i = 0; i < n_threads; ++i) pthread_join(workers[i].thread, NULL);
+    if (memcmp(one_rope, split_rope, sizeof one_rope) != 0)
+      fail("phase 3: RoPE split over threads differs from one call");
+    if (memcmp(one_sin, split_sin, sizeof one_sin) != 0)
+      fail("phase 3: sinusoid split over threads differs from one call");
+  }
 }
 
 int main(int argc, char **argv) {
@@ -254,6 +310,10 @@ int main(int argc, char **argv) {
   __atomic_store_n(&stop_switching, 1, __ATOMIC_RELEASE);
   pthread_join(switch_thread, NULL);
   pthread_barrier_destroy(&barrier);
+
+  /* Phase 3: split invariance, every available ISA. */
+  split_phase(workers);
+  if (posenc_set_isa(initial) != POSENC_OK) return 2;
 
   const long failed = __atomic_load_n(&failures, __ATOMIC_RELAXED);
   printf("dispatch_race: %d threads, first-call ISA %s, %d ISAs cycled, %ld iterations: %s\n",
