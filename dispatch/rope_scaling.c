@@ -210,3 +210,151 @@ posenc_status posenc_rope_plan_create_scaled(posenc_rope_plan **plan, size_t rot
   free(p.w);
   return st;
 }
+
+/* ---- Float32 recipes ------------------------------------------------------------------- */
+
+posenc_status posenc_rope_plan_create_from_freqs_f32(posenc_rope_plan **plan, size_t rotary_dim,
+                                                     const float *freqs, double attention_factor) {
+  if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
+  *plan = NULL;
+  if (!freqs || !posenc_rotary_dim_valid(rotary_dim)) return POSENC_ERR_INVALID_ARGUMENT;
+  const size_t n = rotary_dim / 2;
+  double *w = malloc(n * sizeof *w);
+  if (!w) return POSENC_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n; ++i) w[i] = (double)freqs[i]; /* exact: (float)w[i] == freqs[i] */
+  const posenc_status st =
+      posenc_rope_plan_create_from_freqs(plan, rotary_dim, w, attention_factor);
+  free(w);
+  return st;
+}
+
+posenc_status posenc_rope_plan_create_powf(posenc_rope_plan **plan, size_t rotary_dim, float base,
+                                           double attention_factor) {
+  if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
+  *plan = NULL;
+  if (!posenc_base_valid((double)base) || !posenc_rotary_dim_valid(rotary_dim))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  const size_t n = rotary_dim / 2;
+  float *f = malloc(n * sizeof *f);
+  if (!f) return POSENC_ERR_OUT_OF_MEMORY;
+  /* llama2.c, llama.c-style runtimes: 1.0f / powf(base, head_dim / (float)head_size) with
+   * head_dim = 2i, in float, the C library's powf. */
+  for (size_t i = 0; i < n; ++i) f[i] = 1.0f / powf(base, (float)(2 * i) / (float)rotary_dim);
+  const posenc_status st =
+      posenc_rope_plan_create_from_freqs_f32(plan, rotary_dim, f, attention_factor);
+  free(f);
+  return st;
+}
+
+/* SLEEF's u10 powf with fused multiply-adds: PyTorch's vectorised float pow on x86 (AVX2,
+ * AVX-512) and aarch64 CPUs. Exported by libsleef on those targets; its header declares it
+ * only where the compiler itself targets FMA. */
+float Sleef_powf1_u10purecfma(float x, float y);
+
+/* base^e for pair i of n as PyTorch's CPU kernel computes `base ** tensor`: ATen's vectorised
+ * loop takes whole blocks of two vectors of `lanes` floats through SLEEF, the rest of the
+ * tensor through the scalar std::pow (the C library's powf); lanes 0: every element by the C
+ * library (torch's scalar "default" capability). */
+static float torch_pow(float base, float e, size_t i, size_t n, unsigned lanes) {
+  const size_t block = 2 * (size_t)lanes;
+  return block && i < n / block * block ? Sleef_powf1_u10purecfma(base, e) : powf(base, e);
+}
+
+/* HF's float32 `inv_freq`, operation by operation as torch evaluates it (a Python scalar
+ * combined with a float32 tensor is rounded to float32 first). `base` is the type's base
+ * (rescaled for DYNAMIC), the parameters are those fill() validated; f receives R/2 floats. */
+static void hf_f32_freqs(const posenc_rope_scaling *s, size_t r, double base, unsigned lanes,
+                         float *f) {
+  const size_t n = r / 2;
+  const float b = (float)base;
+  /* YaRN's ramp bounds, as fill_yarn() computes them (in double, like HF's Python). */
+  double low = 0, high = 1;
+  if (s->type == POSENC_ROPE_SCALING_YARN) {
+    const size_t length = s->original_max_position_embeddings;
+    low = yarn_correction_dim(s->beta_fast != 0 ? s->beta_fast : 32, r, base, length);
+    high = yarn_correction_dim(s->beta_slow != 0 ? s->beta_slow : 1, r, base, length);
+    if (!s->no_truncate) {
+      low = floor(low);
+      high = ceil(high);
+    }
+    low = fmax(low, 0);
+    high = fmin(high, (double)(r - 1));
+    if (low == high) high += 0.001;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const float e = (float)(2 * i) / (float)r;     /* torch.arange(0, dim, 2).float() / dim */
+    const float pf = torch_pow(b, e, i, n, lanes); /* base ** that */
+    const float inv = 1.0f / pf;
+    switch (s->type) {
+      case POSENC_ROPE_SCALING_LINEAR:
+        f[i] = inv / (float)s->factor;
+        break;
+      case POSENC_ROPE_SCALING_YARN: {
+        const float inter = 1.0f / ((float)factor_or_ratio(s) * pf);
+        const float ramp = fminf(fmaxf(((float)i - (float)low) / (float)(high - low), 0.0f), 1.0f);
+        const float extra = 1.0f - ramp;
+        f[i] = inter * (1.0f - extra) + inv * extra;
+        break;
+      }
+      case POSENC_ROPE_SCALING_LONGROPE: {
+        const double *ext =
+            s->seq_len > s->original_max_position_embeddings ? s->long_factor : s->short_factor;
+        f[i] = 1.0f / ((float)ext[i] * pf);
+        break;
+      }
+      case POSENC_ROPE_SCALING_LLAMA3: {
+        const double length = (double)s->original_max_position_embeddings;
+        const float factor = (float)s->factor, lo = (float)s->low_freq_factor;
+        const float low_wavelen = (float)(length / s->low_freq_factor);
+        const float high_wavelen = (float)(length / s->high_freq_factor);
+        const float wavelen = (float)(2 * PI) / inv;
+        const float w_llama = wavelen > low_wavelen ? inv / factor : inv;
+        const float smooth =
+            ((float)length / wavelen - lo) / (float)(s->high_freq_factor - s->low_freq_factor);
+        const float smoothed = (1.0f - smooth) * w_llama / factor + smooth * w_llama;
+        const int medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
+        f[i] = medium ? smoothed : w_llama;
+        break;
+      }
+      default: /* DEFAULT, DYNAMIC (its rescaled base) */
+        f[i] = inv;
+    }
+  }
+}
+
+posenc_status posenc_rope_plan_create_hf_f32(posenc_rope_plan **plan, size_t rotary_dim,
+                                             double base, const posenc_rope_scaling *scaling,
+                                             unsigned torch_vector_floats) {
+  if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
+  *plan = NULL;
+  const unsigned lanes = torch_vector_floats;
+  if (lanes != 0 && lanes != 4 && lanes != 8 && lanes != 16) return POSENC_ERR_INVALID_ARGUMENT;
+  const posenc_rope_scaling none = {.type = POSENC_ROPE_SCALING_DEFAULT};
+  const posenc_rope_scaling *s = scaling ? scaling : &none;
+  if (s->type == POSENC_ROPE_SCALING_NTK_ALPHA || s->type == POSENC_ROPE_SCALING_PAIR_FACTORS)
+    return POSENC_ERR_INVALID_ARGUMENT; /* not HF types */
+  /* The double plan validates every parameter and gives HF's attention factor. */
+  posenc_rope_plan *checked;
+  posenc_status st = posenc_rope_plan_create_scaled(&checked, rotary_dim, base, s);
+  if (st != POSENC_OK) return st;
+  const double att = posenc_rope_plan_attention_factor(checked);
+  posenc_rope_plan_destroy(checked);
+#if defined(__x86_64__) || defined(__i386__)
+  /* SLEEF's fused multiply-add powf needs the FMA instructions (and the OS's AVX state) when
+   * any pair goes through it. */
+  if (lanes && rotary_dim / 2 >= 2 * (size_t)lanes && (!posenc_cpu()->fma || !posenc_cpu()->os_ymm))
+    return POSENC_ERR_UNSUPPORTED;
+#endif
+  double b = base; /* DYNAMIC: HF's NTK base for seq_len, as fill_dynamic() computes it */
+  if (s->type == POSENC_ROPE_SCALING_DYNAMIC && s->seq_len > s->max_position_embeddings) {
+    const double scale =
+        s->factor * (double)s->seq_len / (double)s->max_position_embeddings - (s->factor - 1);
+    b = base * pow(scale, (double)rotary_dim / (double)(rotary_dim - 2));
+  }
+  float *f = malloc(rotary_dim / 2 * sizeof *f);
+  if (!f) return POSENC_ERR_OUT_OF_MEMORY;
+  hf_f32_freqs(s, rotary_dim, b, lanes, f);
+  st = posenc_rope_plan_create_from_freqs_f32(plan, rotary_dim, f, att);
+  free(f);
+  return st;
+}

@@ -398,6 +398,50 @@ typedef struct posenc_rope_ggml_params {
 POSENC_API posenc_status posenc_rope_plan_create_ggml(posenc_rope_plan **plan,
                                                       const posenc_rope_ggml_params *params);
 
+/**@{*/
+/** Float32 recipes: plans whose frequencies are, bit for bit, the float32 inverse
+ * frequencies of common reference code, so that with POSENC_ROPE_F32_ANGLES every angle,
+ * (float)p * inv_freq_i rounded to float, is that code's angle exactly (and in the accurate
+ * mode the exact angle of those frequencies). What is not reproduced: the sin and cos of the
+ * same float angle, which another library may round an ulp apart (posenc's are within 2^-22).
+ *  - posenc_rope_plan_create_from_freqs_f32: given float32 frequencies, w_i = freqs[i]
+ *    (a model's own `inv_freq` buffer, a runtime's table); |w| <= 1024 as for
+ *    posenc_rope_plan_create_from_freqs.
+ *  - posenc_rope_plan_create_powf: w_i = 1.0f / powf(base, (float)(2i) / (float)R) in float
+ *    with this C library's powf, as small C runtimes compute it (llama2.c and its kin):
+ *    bitwise theirs when they run on the same C library.
+ *  - posenc_rope_plan_create_hf_f32: HF transformers' float32 `inv_freq` for the default
+ *    type and every type HF computes in float32 (LINEAR, DYNAMIC, YARN, LONGROPE, LLAMA3;
+ *    `scaling` as for posenc_rope_plan_create_scaled, NULL for the default), operation by
+ *    operation as torch evaluates HF's code on a CPU: a Python scalar meeting a float32
+ *    tensor is rounded to float32 first, and `base ** t` is PyTorch's CPU pow, which depends
+ *    on the kernels torch picked (torch.backends.cpu.get_cpu_capability()): ATen's vectorised
+ *    loop takes whole blocks of 2 x torch_vector_floats pairs through SLEEF's u10 powf with
+ *    fused multiply-adds and the remaining pairs through the C library's powf.
+ *    torch_vector_floats: 16 for torch's AVX512 capability (its default on AVX-512 CPUs), 8
+ *    for AVX2, 4 for aarch64 NEON, 0 for "default" (every pair by powf); other values are
+ *    refused. The capabilities differ only where R/2 is not a multiple of the block (e.g.
+ *    R = 48, 160, 200). Checked against frequencies produced by transformers itself under
+ *    each capability (tests/data/hf_rope_golden.txt, tests/data/hf_f32_pow_golden.txt: the
+ *    README says which versions). Not reproduced: torch on a GPU (another pow), and DYNAMIC
+ *    between HF's recomputations (give seq_len as for create_scaled). The attention factor
+ *    is posenc_rope_plan_create_scaled's. POSENC_ERR_UNSUPPORTED on an x86 CPU without FMA
+ *    when some pair goes through SLEEF; NTK_ALPHA and PAIR_FACTORS (no HF type) are
+ *    POSENC_ERR_INVALID_ARGUMENT.
+ * Errors otherwise as posenc_rope_plan_create_from_freqs / _create / _create_scaled
+ * (*plan = NULL). */
+POSENC_API posenc_status posenc_rope_plan_create_from_freqs_f32(posenc_rope_plan **plan,
+                                                                size_t rotary_dim,
+                                                                const float *freqs,
+                                                                double attention_factor);
+POSENC_API posenc_status posenc_rope_plan_create_powf(posenc_rope_plan **plan, size_t rotary_dim,
+                                                      float base, double attention_factor);
+POSENC_API posenc_status posenc_rope_plan_create_hf_f32(posenc_rope_plan **plan, size_t rotary_dim,
+                                                        double base,
+                                                        const posenc_rope_scaling *scaling,
+                                                        unsigned torch_vector_floats);
+/**@}*/
+
 /** A strided view of head vectors: element d of head h of token t is at
  *     data[t * token_stride + h * head_stride + d],  d in [0, head_dim).
  *   [L, H, D] contiguous:      token_stride = H*D, head_stride = D

@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -415,6 +416,92 @@ TEST(RopeGolden, AttentionFactorMatchesHf) {
                 1e-15 * c.attention_factor)
         << c.name;
   }
+}
+
+// The float32 recipe (posenc_rope_plan_create_hf_f32): every frequency bitwise HF's own
+// float32 inv_freq, so that POSENC_ROPE_F32_ANGLES forms HF's float32 angles exactly.
+// hf_rope_golden.txt's configurations (every scaling type) under torch's AVX512 and AVX2
+// kernels (they agree on these shapes); hf_f32_pow_golden.txt: the default type under each
+// capability, on shapes where they differ. Skipped by name on an x86 CPU without FMA, where
+// the call must say POSENC_ERR_UNSUPPORTED.
+#ifndef POSENC_HF_F32_POW_GOLDEN_FILE
+#error "POSENC_HF_F32_POW_GOLDEN_FILE must name tests/data/hf_f32_pow_golden.txt"
+#endif
+
+// The plan's frequencies against HF's float32 ones: the number that differ (each reported).
+size_t CountDifferences(const posenc_rope_plan* plan, const std::vector<double>& hf,
+                        const std::string& what) {
+  const std::vector<double> w = PlanFreqs(plan);
+  EXPECT_EQ(w.size(), hf.size()) << what;
+  size_t differ = 0;
+  for (size_t i = 0; i < w.size() && i < hf.size(); ++i)
+    if (w[i] != hf[i]) {
+      ++differ;
+      ADD_FAILURE() << what << " pair " << i << ": " << w[i] << " vs HF float32 " << hf[i];
+    }
+  return differ;
+}
+
+TEST(RopeGolden, Float32RecipeIsHfFloat32InvFreqBitForBit) {
+  for (unsigned lanes : {16u, 8u})
+    for (const GoldenCase& c : Golden().cases) {
+      const posenc_rope_scaling scaling = ScalingOf(c);
+      posenc_rope_plan* raw = nullptr;
+      const posenc_status st =
+          posenc_rope_plan_create_hf_f32(&raw, c.rotary_dim, c.base, &scaling, lanes);
+      if (st == POSENC_ERR_UNSUPPORTED) {
+        EXPECT_EQ(raw, nullptr);
+        GTEST_SKIP() << "no FMA on this CPU: posenc_rope_plan_create_hf_f32 is unsupported";
+      }
+      ASSERT_EQ(st, POSENC_OK) << c.name;
+      const PlanPtr plan(raw);
+      EXPECT_EQ(CountDifferences(plan.get(), c.inv_freq_f32, c.name), 0u) << c.name;
+      EXPECT_NEAR(posenc_rope_plan_attention_factor(plan.get()), c.attention_factor,
+                  1e-15 * c.attention_factor)
+          << c.name;
+    }
+}
+
+TEST(RopeGolden, Float32RecipeFollowsTorchsCpuCapability) {
+  FILE* in = std::fopen(POSENC_HF_F32_POW_GOLDEN_FILE, "rb");
+  ASSERT_NE(in, nullptr) << "cannot read " << POSENC_HF_F32_POW_GOLDEN_FILE;
+  std::string text;
+  char buf[4096];
+  for (size_t got; (got = std::fread(buf, 1, sizeof buf, in)) > 0;) text.append(buf, got);
+  std::fclose(in);
+  std::istringstream lines(text);
+  std::string line;
+  size_t cases = 0, skipped = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream f(line);
+    std::string key, capability, theta_hex;
+    unsigned lanes;
+    size_t head_dim, n;
+    if (!(f >> key) || key != "case") continue;
+    ASSERT_TRUE(f >> capability >> lanes >> theta_hex >> head_dim >> n) << line;
+    const double theta = std::strtod(theta_hex.c_str(), nullptr);
+    std::vector<double> hf(n);
+    for (double& v : hf) {
+      std::string hex;
+      ASSERT_TRUE(f >> hex) << line;
+      v = std::strtod(hex.c_str(), nullptr);
+    }
+    posenc_rope_plan* raw = nullptr;
+    const posenc_status st = posenc_rope_plan_create_hf_f32(&raw, head_dim, theta, nullptr, lanes);
+    if (st == POSENC_ERR_UNSUPPORTED) {  // no FMA: only where some pair needs SLEEF
+      EXPECT_TRUE(lanes != 0 && head_dim / 2 >= 2 * lanes) << line;
+      ++skipped;
+      continue;
+    }
+    ASSERT_EQ(st, POSENC_OK) << capability << " " << theta << " " << head_dim;
+    const PlanPtr plan(raw);
+    const std::string what =
+        capability + " theta " + std::to_string(theta) + " head_dim " + std::to_string(head_dim);
+    EXPECT_EQ(CountDifferences(plan.get(), hf, what), 0u) << what;
+    ++cases;
+  }
+  EXPECT_GT(cases + skipped, 90u);
+  if (skipped) std::printf("[ INFO     ] %zu cases need FMA, which this CPU lacks\n", skipped);
 }
 
 class RopeGoldenTest : public EveryIsaTest {};

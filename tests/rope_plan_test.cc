@@ -139,5 +139,78 @@ TEST(RopePlanFromFreqs, RejectsInvalidArgumentsAndStoresNull) {
             POSENC_ERR_INVALID_ARGUMENT);
 }
 
+// The float32 recipes of small C runtimes and of given float frequencies: bitwise.
+TEST(RopePlanFloat32Recipes, PowfRecipeIsTheCLibrarysBitForBit) {
+  for (float base : {10000.0f, 500000.0f, 1000000.0f, 10.5f})
+    for (size_t r : {size_t{2}, size_t{64}, size_t{96}, size_t{128}, size_t{1026}}) {
+      posenc_rope_plan* raw = nullptr;
+      ASSERT_EQ(posenc_rope_plan_create_powf(&raw, r, base, 1.0), POSENC_OK);
+      const PlanPtr plan(raw);
+      const std::vector<double> w = PlanFreqs(plan.get());
+      for (size_t i = 0; i < r / 2; ++i) {
+        // What llama2.c computes: head_dim = 2i, head_size = R.
+        const float want = 1.0f / powf(base, static_cast<float>(2 * i) / static_cast<float>(r));
+        ASSERT_EQ(w[i], static_cast<double>(want))
+            << "base " << base << " R " << r << " pair " << i;
+      }
+    }
+}
+
+TEST(RopePlanFloat32Recipes, GivenFloatFrequenciesAreKeptBitForBit) {
+  std::vector<float> f = {1.0f, 0.1f, 1e-4f, 3.3e-7f, -0.25f, 0.0f, 1024.0f, 0x1.fffffep-1f};
+  posenc_rope_plan* raw = nullptr;
+  ASSERT_EQ(posenc_rope_plan_create_from_freqs_f32(&raw, 2 * f.size(), f.data(), 0.5), POSENC_OK);
+  const PlanPtr plan(raw);
+  const std::vector<double> w = PlanFreqs(plan.get());
+  for (size_t i = 0; i < f.size(); ++i) EXPECT_EQ(w[i], static_cast<double>(f[i])) << i;
+  EXPECT_EQ(posenc_rope_plan_attention_factor(plan.get()), 0.5);
+}
+
+TEST(RopePlanFloat32Recipes, RejectInvalidArgumentsAndStoreNull) {
+  const float ok[2] = {1.0f, 0.5f};
+  const float nan[2] = {1.0f, std::numeric_limits<float>::quiet_NaN()};
+  const float huge[2] = {1.0f, 2048.0f};
+  posenc_rope_plan* p = reinterpret_cast<posenc_rope_plan*>(&p);
+  EXPECT_EQ(posenc_rope_plan_create_from_freqs_f32(&p, 4, nullptr, 1.0),
+            POSENC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(p, nullptr);
+  p = reinterpret_cast<posenc_rope_plan*>(&p);
+  EXPECT_EQ(posenc_rope_plan_create_from_freqs_f32(&p, 4, nan, 1.0), POSENC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_EQ(posenc_rope_plan_create_from_freqs_f32(&p, 4, huge, 1.0), POSENC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(posenc_rope_plan_create_from_freqs_f32(&p, 3, ok, 1.0), POSENC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(posenc_rope_plan_create_from_freqs_f32(&p, 4, ok, 0.0), POSENC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(posenc_rope_plan_create_from_freqs_f32(nullptr, 4, ok, 1.0),
+            POSENC_ERR_INVALID_ARGUMENT);
+  p = reinterpret_cast<posenc_rope_plan*>(&p);
+  EXPECT_EQ(posenc_rope_plan_create_powf(&p, 128, 1.0f, 1.0), POSENC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_EQ(posenc_rope_plan_create_powf(&p, 128, -2.0f, 1.0), POSENC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(posenc_rope_plan_create_powf(&p, 128, std::numeric_limits<float>::infinity(), 1.0),
+            POSENC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(posenc_rope_plan_create_powf(&p, 7, 10000.0f, 1.0), POSENC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(posenc_rope_plan_create_powf(nullptr, 128, 10000.0f, 1.0), POSENC_ERR_INVALID_ARGUMENT);
+  // HF's float32 recipe: the types HF has none of, and what create_scaled refuses.
+  posenc_rope_scaling s = {};
+  s.type = POSENC_ROPE_SCALING_NTK_ALPHA;
+  s.alpha = 2.0;
+  p = reinterpret_cast<posenc_rope_plan*>(&p);
+  EXPECT_EQ(posenc_rope_plan_create_hf_f32(&p, 128, 10000.0, &s, 16), POSENC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(p, nullptr);
+  s = {};
+  s.type = POSENC_ROPE_SCALING_LINEAR;  // factor missing
+  EXPECT_EQ(posenc_rope_plan_create_hf_f32(&p, 128, 10000.0, &s, 16), POSENC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(posenc_rope_plan_create_hf_f32(&p, 128, 1.0, nullptr, 16), POSENC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(posenc_rope_plan_create_hf_f32(nullptr, 128, 10000.0, nullptr, 16),
+            POSENC_ERR_INVALID_ARGUMENT);
+  for (unsigned lanes : {1u, 2u, 12u, 32u}) {  // no torch CPU vector of that many floats
+    p = reinterpret_cast<posenc_rope_plan*>(&p);
+    EXPECT_EQ(posenc_rope_plan_create_hf_f32(&p, 128, 10000.0, nullptr, lanes),
+              POSENC_ERR_INVALID_ARGUMENT)
+        << lanes;
+    EXPECT_EQ(p, nullptr);
+  }
+}
+
 }  // namespace
 }  // namespace posenc_test
