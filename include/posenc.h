@@ -196,9 +196,11 @@ POSENC_API posenc_status posenc_set_isa(posenc_isa isa);
  * everywhere, its payload unspecified.
  *
  * POSENC_ROPE_F32_ANGLES reproduces the float32 recipe of most reference code instead
- * (inv_freq = (float)w_i, angle = (float)p * inv_freq rounded to float), so angles match
- * such code bit for bit; its cos/sin are within 2^-22 of cos/sin of that float angle.
- * Beware: that angle itself is off by ~1e-2 rad at p = 131072.
+ * (inv_freq = (float)w_i, angle = (float)p * inv_freq rounded to float); its cos/sin are
+ * within 2^-22 of cos/sin of that float angle. The angles are a reference's bit for bit when
+ * the plan's float frequencies are its own: see the float32 recipes
+ * (posenc_rope_plan_create_hf_f32, _powf, _from_freqs_f32). Beware: that angle itself is off
+ * by ~1e-2 rad at p = 131072.
  *
  * Variants: every SIMD variant's output is within POSENC_ROPE_SIMD_TOLERANCE *
  * att * (|u| + |v|) + 2^-147 of the scalar variant's output for the same element (measured
