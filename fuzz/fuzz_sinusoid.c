@@ -4,10 +4,12 @@
  * counts and strides, flags with unknown bits, positions near the int32 limits, float
  * timesteps incl. NaN, Inf and +-2^31. Written values within
  * POSENC_SINUSOID_SIMD_TOLERANCE of scalar's (add: plus one rounding of the sum; bf16 /
- * f16: plus one ulp of the storage type, per 16-bit element), besides common.h's checks. */
+ * f16: plus one ulp of the storage type, per 16-bit element); with
+ * POSENC_SINUSOID_DETERMINISTIC bitwise scalar's on every ISA; besides common.h's checks. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common.h"
 
@@ -72,8 +74,8 @@ static call *decode(reader *r) {
   c->out_off = u8(r) % 4;
   const size_t rows_span = span(c->n_rows, c->row_stride ? c->row_stride : d, 1, 0, d);
   c->base.len = c->out_off + (c->base.halves ? (rows_span + 1) / 2 : rows_span) + 1;
-  c->flags =
-      flags_of(r, POSENC_SINUSOID_SIN_COS | POSENC_SINUSOID_COS_SIN | POSENC_SINUSOID_F32_ANGLES);
+  c->flags = flags_of(r, POSENC_SINUSOID_SIN_COS | POSENC_SINUSOID_COS_SIN |
+                             POSENC_SINUSOID_F32_ANGLES | POSENC_SINUSOID_DETERMINISTIC);
   if (timesteps)
     c->timesteps = timesteps_of(r, c->n_rows);
   else
@@ -124,6 +126,12 @@ static posenc_status invoke(const call *base, float *arena) {
  * one ulp of the storage type (two floats within the tolerance may round to neighbouring
  * values). */
 static void check_element(const call *c, const char *isa, size_t index, float got, float want) {
+  /* The deterministic mode: every ISA's value is the scalar one, bit for bit. */
+  if (((const sin_call *)c)->flags & POSENC_SINUSOID_DETERMINISTIC) {
+    if (memcmp(&got, &want, sizeof got) != 0 && !(isnan(got) && isnan(want)))
+      violation(c, isa, "deterministic sinusoid value differs from scalar's", index, got, want);
+    return;
+  }
   double bound = POSENC_SINUSOID_SIMD_TOLERANCE;
   if (c->halves) {
     const double m = finite_mag(got, want);
