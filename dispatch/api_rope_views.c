@@ -74,6 +74,19 @@ static posenc_status check_views(size_t head_dim, size_t n_batch, size_t n_token
   return POSENC_OK;
 }
 
+/* posenc_rope_out and posenc_mrope_out once their own arguments are checked and set in
+ * `args`: the views' checks, then the kernel. */
+static posenc_status run_views(rope_args *args, size_t head_dim, const posenc_rope_view *src,
+                               const posenc_rope_view *dst) {
+  rope_fn kernel;
+  size_t dst_bytes;
+  const posenc_status st =
+      check_views(head_dim, args->n_batch, args->n_tokens, src, dst, args, &kernel, &dst_bytes);
+  if (st != POSENC_OK || args->n_views == 0) return st;
+  kernel(args);
+  return POSENC_OK;
+}
+
 posenc_status posenc_rope_out(const posenc_rope_plan *plan, size_t head_dim, size_t n_batch,
                               size_t n_tokens, const int32_t *positions, int32_t start_pos,
                               const posenc_rope_view *src, const posenc_rope_view *dst,
@@ -92,13 +105,7 @@ posenc_status posenc_rope_out(const posenc_rope_plan *plan, size_t head_dim, siz
                     .flags = flags,
                     .att = plan->attention_factor,
                     .kind = ROPE_PLAIN};
-  rope_fn kernel;
-  size_t dst_bytes;
-  const posenc_status st =
-      check_views(head_dim, n_batch, n_tokens, src, dst, &args, &kernel, &dst_bytes);
-  if (st != POSENC_OK || args.n_views == 0) return st;
-  kernel(&args);
-  return POSENC_OK;
+  return run_views(&args, head_dim, src, dst);
 }
 
 posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const size_t sections[3],
@@ -123,13 +130,7 @@ posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const size_t sectio
                     .kind = ROPE_MROPE,
                     .sections = {sections[0], sections[1], sections[2]},
                     .interleaved = interleaved};
-  rope_fn kernel;
-  size_t dst_bytes;
-  const posenc_status st =
-      check_views(head_dim, n_batch, n_tokens, src, dst, &args, &kernel, &dst_bytes);
-  if (st != POSENC_OK || args.n_views == 0) return st;
-  kernel(&args);
-  return POSENC_OK;
+  return run_views(&args, head_dim, src, dst);
 }
 
 /* What factors record of the flags that made them, and applying them must repeat: the pair

@@ -7,18 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
-#endif
-#endif
-#ifndef POISON
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
-
 #define SENTINEL(i) (0x7FA5C300u ^ (uint32_t)(i)) /* signalling-NaN patterns, index-tagged */
 
 /* ---------------------------------------------------------------------- cursor reader */

@@ -35,6 +35,19 @@
 
 #include "posenc.h"
 
+/* ASan's poisoning of guard regions where the build has ASan; nothing otherwise. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#endif
+#endif
+#ifndef POISON
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 #define GUARD 64             /* floats before and after the arena */
 #define MAX_ARENA (1u << 18) /* floats; far above what the decoded shapes need */
 /* Counts and strides this large must overflow: their extents exceed PTRDIFF_MAX bytes even

@@ -57,18 +57,6 @@
 #include "../kernels/half.h"
 #include "rope_common.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
-#endif
-#endif
-#ifndef POISON
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
-
 enum { FAM_OUT, FAM_MOUT, FAM_FACTORS, FAM_MFACTORS };
 #define MAX_ROWS 4096                /* positions arrays; larger counts get NULL */
 #define MAX_STORAGE (1u << 18)       /* factor storage, floats */
