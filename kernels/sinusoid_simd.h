@@ -6,10 +6,10 @@
  * anchor a = p - (p mod POSENC_ROPE_ANCHOR), whose sin/cos are computed afresh:
  *  - plans of one chunk (ceil(d/2) <= POSENC_ROPE_CHUNK pairs): by angle addition with the
  *    plan's step table row p - a, in double (each row on its own);
- *  - larger plans: by stepping the anchor's values p - a times by one position (angle
- *    addition with cos(w_i), sin(w_i), in double). Consecutive rows continue the previous
- *    row's steps; a row that starts a block or follows a break steps from its anchor (at
- *    most POSENC_ROPE_ANCHOR - 1 steps that write nothing).
+ *  - larger plans: anchors every SINUSOID_STEP_ANCHOR (8) positions, whose values are
+ *    stepped p - a times by one position (angle addition with cos(w_i), sin(w_i), in
+ *    double). Consecutive rows continue the previous row's steps; a row that starts a block
+ *    or follows a break steps from its anchor (at most 7 steps that write nothing).
  * Float timesteps, the float32 recipe and the deterministic mode (posenc_det_sincos(), the
  * same operations on every ISA) are computed afresh for every row. Rows are
  * processed in blocks of POSENC_ROPE_RUN (a multiple of POSENC_ROPE_ANCHOR), pairs in
@@ -106,14 +106,22 @@ POSENC_INLINE void VFN(tabled_)(const sinusoid_args *a, const sinusoid_layout *l
   }
 }
 
+/* The anchor spacing of plans without a step table (a power of two dividing POSENC_ROPE_RUN):
+ * small, so that a row that does not follow the previous one (a break in a position array,
+ * a block start) costs few steps; a sincos every 8 rows of a contiguous table is cheap next
+ * to writing them. */
+#define SINUSOID_STEP_ANCHOR 8
+
 /* Larger plans: the row at integer position p, one position after the state's row when
  * `follows` (and p is not an anchor), else stepped from p's anchor. */
 POSENC_INLINE void VFN(stepped_)(const sinusoid_args *a, const sinusoid_layout *l, int32_t p,
                                  int follows, size_t k0, size_t n, void *row, rope_state *state,
                                  put_mode mode, posenc_elem e) {
   const double *cw = a->freq->cos_w + k0, *sw = a->freq->sin_w + k0;
-  size_t k;
-  const int32_t at = rope_anchor_of(p, &k);
+  /* Anchors every SINUSOID_STEP_ANCHOR positions: a row after a break steps at most 7 times
+   * before it writes. */
+  const size_t k = (uint32_t)p & (SINUSOID_STEP_ANCHOR - 1);
+  const int32_t at = (int32_t)((int64_t)p - (int64_t)k);
   if (!follows || k == 0) {
     VFN(anchor_values_)(a->freq, at, k0, n, state->c, state->s);
     for (size_t j = 0; j < k; ++j)
