@@ -700,8 +700,8 @@ POSENC_API size_t posenc_rope_factors_bytes(size_t rotary_dim, size_t n_rows, un
  * The values are exactly those posenc_rope_f32 of the same ISA uses for that position, so
  * applying them gives bitwise the plan path's result.
  * Errors (nothing written): POSENC_ERR_INVALID_ARGUMENT for a NULL plan, factors or storage
- * (with n_rows > 0), misaligned storage, storage_bytes too small, unknown flags, a run
- * passing INT32_MAX. */
+ * (with n_rows > 0), misaligned storage, storage_bytes too small, unknown flags (INVERSE
+ * included), a run passing INT32_MAX. */
 POSENC_API posenc_status posenc_rope_factors_compute(const posenc_rope_plan *plan, size_t n_rows,
                                                      const int32_t *positions, int32_t start_pos,
                                                      unsigned flags, void *storage,
@@ -724,7 +724,8 @@ POSENC_API posenc_status posenc_mrope_factors_compute(const posenc_rope_plan *pl
  * POSENC_ROPE_DETERMINISTIC if the factors were made with it), optionally
  * | POSENC_ROPE_INVERSE. The factor rows must not lie in the destination.
  * Errors (nothing written): those of posenc_rope_out for the views, plus a NULL factors or
- * data, flags other than factors->flags (| INVERSE), factor rows the destination overlaps,
+ * data, a factors->flags with other bits, flags other than factors->flags (| INVERSE),
+ * factor rows the destination overlaps,
  * rotary_dim invalid or > head_dim, row_floats not the one posenc_rope_factors_compute
  * writes, and rows beyond n_rows (factors too small for the shape). */
 POSENC_API posenc_status posenc_rope_apply(const posenc_rope_factors *factors, size_t first_row,
