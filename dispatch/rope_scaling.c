@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../kernels/simd/msan.h"
 #include "checks.h"
 
 static const double PI = 3.141592653589793; /* Python's math.pi */
@@ -257,7 +258,9 @@ float Sleef_powf1_u10purecfma(float x, float y);
  * library (torch's scalar "default" capability). */
 static float torch_pow(float base, float e, size_t i, size_t n, unsigned lanes) {
   const size_t block = 2 * (size_t)lanes;
-  return block && i < n / block * block ? Sleef_powf1_u10purecfma(base, e) : powf(base, e);
+  float r = block && i < n / block * block ? Sleef_powf1_u10purecfma(base, e) : powf(base, e);
+  POSENC_MSAN_UNPOISON(&r, sizeof r); /* SLEEF and libm are not instrumented */
+  return r;
 }
 
 /* HF's float32 `inv_freq`, operation by operation as torch evaluates it (a Python scalar

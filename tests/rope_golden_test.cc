@@ -31,7 +31,6 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -469,23 +468,33 @@ TEST(RopeGolden, Float32RecipeFollowsTorchsCpuCapability) {
   char buf[4096];
   for (size_t got; (got = std::fread(buf, 1, sizeof buf, in)) > 0;) text.append(buf, got);
   std::fclose(in);
-  std::istringstream lines(text);
-  std::string line;
+  // Whitespace-separated words, line by line (no iostreams: the MSan build's C++ library is
+  // not instrumented).
   size_t cases = 0, skipped = 0;
-  while (std::getline(lines, line)) {
-    std::istringstream f(line);
-    std::string key, capability, theta_hex;
-    unsigned lanes;
-    size_t head_dim, n;
-    if (!(f >> key) || key != "case") continue;
-    ASSERT_TRUE(f >> capability >> lanes >> theta_hex >> head_dim >> n) << line;
-    const double theta = std::strtod(theta_hex.c_str(), nullptr);
-    std::vector<double> hf(n);
-    for (double& v : hf) {
-      std::string hex;
-      ASSERT_TRUE(f >> hex) << line;
-      v = std::strtod(hex.c_str(), nullptr);
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t end =
+        text.find('\n', pos) == std::string::npos ? text.size() : text.find('\n', pos);
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    std::vector<std::string> words;
+    for (size_t i = 0; i < line.size();) {
+      while (i < line.size() && line[i] == ' ') ++i;
+      size_t j = i;
+      while (j < line.size() && line[j] != ' ') ++j;
+      if (j > i) words.push_back(line.substr(i, j - i));
+      i = j;
     }
+    if (words.empty() || words[0] != "case") continue;
+    ASSERT_GE(words.size(), 6u) << line;
+    const std::string capability = words[1];
+    const unsigned lanes = static_cast<unsigned>(std::strtoul(words[2].c_str(), nullptr, 10));
+    const double theta = std::strtod(words[3].c_str(), nullptr);
+    const size_t head_dim = std::strtoul(words[4].c_str(), nullptr, 10);
+    const size_t n = std::strtoul(words[5].c_str(), nullptr, 10);
+    ASSERT_EQ(words.size(), 6 + n) << line;
+    std::vector<double> hf(n);
+    for (size_t i = 0; i < n; ++i) hf[i] = std::strtod(words[6 + i].c_str(), nullptr);
     posenc_rope_plan* raw = nullptr;
     const posenc_status st = posenc_rope_plan_create_hf_f32(&raw, head_dim, theta, nullptr, lanes);
     if (st == POSENC_ERR_UNSUPPORTED) {  // no FMA: only where some pair needs SLEEF
