@@ -174,6 +174,10 @@ static void *kernel_loop(void *arg) {
   return NULL;
 }
 
+/* Phase 3's buffer: SPLIT_TOKENS tokens (RoPE) and rows (sinusoid). */
+enum { SPLIT_TOKENS = 301, SPLIT_ROPE = SPLIT_TOKENS * ROPE_HEADS * ROPE_DIM };
+static float split_input[SPLIT_ROPE];
+
 static float pseudo_random(uint32_t *state) {
   *state = *state * 1664525u + 1013904223u;
   return (float)((int32_t)(*state >> 8) - (1 << 23)) / (float)(1 << 22); /* [-2, 2) */
@@ -198,8 +202,6 @@ static int setup(void) {
 
 /* Phase 3: split invariance. One buffer of SPLIT_TOKENS tokens (RoPE) and rows (sinusoid),
  * cut into n_threads uneven slices; each thread rotates and fills its own slice. */
-enum { SPLIT_TOKENS = 301, SPLIT_ROPE = SPLIT_TOKENS * ROPE_HEADS * ROPE_DIM };
-static float split_input[SPLIT_ROPE];
 static float split_rope[SPLIT_ROPE], split_sin[SPLIT_TOKENS * SIN_DIM];
 
 static size_t split_cut(int j) { /* slice j is [cut(j), cut(j + 1)) */
