@@ -240,14 +240,7 @@ static posenc_status mrope(const posenc_rope_plan *plan, const size_t sections[3
   if (!positions && n_tokens > 0) return POSENC_ERR_INVALID_ARGUMENT;
   /* 3 * n_tokens positions must be addressable. */
   if (n_tokens > SIZE_MAX / 3 / sizeof(int32_t)) return POSENC_ERR_INVALID_ARGUMENT;
-  rope_args args = {.plan = plan,
-                    .n_tokens = n_tokens,
-                    .positions = positions,
-                    .flags = flags & ~POSENC_ROPE_MROPE_INTERLEAVED,
-                    .att = plan->attention_factor,
-                    .kind = ROPE_MROPE,
-                    .sections = {sections[0], sections[1], sections[2]},
-                    .interleaved = interleaved};
+  rope_args args = posenc_mrope_args(plan, sections, n_tokens, positions, flags);
   return rope_run(&args, head_dim, q, k, elem);
 }
 

@@ -120,16 +120,8 @@ posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const size_t sectio
       __builtin_mul_overflow(n_batch, n_tokens, &n_all) || n_all > SIZE_MAX / 3 / sizeof(int32_t) ||
       (!positions && n_all > 0))
     return POSENC_ERR_INVALID_ARGUMENT;
-  rope_args args = {.plan = plan,
-                    .n_pairs = plan->n_pairs,
-                    .n_batch = n_batch,
-                    .n_tokens = n_tokens,
-                    .positions = positions,
-                    .flags = flags & ~POSENC_ROPE_MROPE_INTERLEAVED,
-                    .att = plan->attention_factor,
-                    .kind = ROPE_MROPE,
-                    .sections = {sections[0], sections[1], sections[2]},
-                    .interleaved = interleaved};
+  rope_args args = posenc_mrope_args(plan, sections, n_tokens, positions, flags);
+  args.n_batch = n_batch;
   return run_views(&args, head_dim, src, dst);
 }
 
@@ -197,14 +189,7 @@ posenc_status posenc_mrope_factors_compute(const posenc_rope_plan *plan, const s
       !posenc_mrope_sections_valid(sections, plan->n_pairs, interleaved) ||
       n_rows > SIZE_MAX / 3 / sizeof(int32_t) || (!positions && n_rows > 0))
     return POSENC_ERR_INVALID_ARGUMENT;
-  rope_args args = {.plan = plan,
-                    .n_tokens = n_rows,
-                    .positions = positions,
-                    .flags = flags & ~POSENC_ROPE_MROPE_INTERLEAVED,
-                    .att = plan->attention_factor,
-                    .kind = ROPE_MROPE,
-                    .sections = {sections[0], sections[1], sections[2]},
-                    .interleaved = interleaved};
+  rope_args args = posenc_mrope_args(plan, sections, n_rows, positions, flags);
   return compute_factors(&args, flags, storage, storage_bytes, factors);
 }
 

@@ -108,3 +108,17 @@ int posenc_grid3_extent_elems(size_t elem_size, const size_t count[3], const siz
   }
   return 1;
 }
+
+rope_args posenc_mrope_args(const posenc_rope_plan *plan, const size_t sections[3], size_t n_tokens,
+                            const int32_t *positions, unsigned flags) {
+  return (rope_args){.plan = plan,
+                     .n_pairs = plan->n_pairs,
+                     .n_batch = 1,
+                     .n_tokens = n_tokens,
+                     .positions = positions,
+                     .flags = flags & ~POSENC_ROPE_MROPE_INTERLEAVED,
+                     .att = plan->attention_factor,
+                     .kind = ROPE_MROPE,
+                     .sections = {sections[0], sections[1], sections[2]},
+                     .interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0};
+}

@@ -56,6 +56,11 @@ posenc_status posenc_alibi_check(const float *slopes, size_t n_heads, size_t n_q
 #define POSENC_ROPE_FLAGS \
   (POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC)
 
+/* The argument block of an M-RoPE call over n_tokens tokens (one batch) whose arguments
+ * are checked: flags without POSENC_ROPE_MROPE_INTERLEAVED, which `interleaved` carries. */
+rope_args posenc_mrope_args(const posenc_rope_plan *plan, const size_t sections[3], size_t n_tokens,
+                            const int32_t *positions, unsigned flags);
+
 /* 1 if sections[3] assign a plan's n pairs as posenc_mrope_f32 requires. */
 int posenc_mrope_sections_valid(const size_t *sections, size_t n, int interleaved);
 
