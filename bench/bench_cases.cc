@@ -86,10 +86,47 @@ Pass FailedPass(posenc_status status) {
   return [status] { return status; };
 }
 
+int DispatchKernelOf(const std::string& kernel) {
+  // Longest prefixes first: "rope_out_f32_bf16" before "rope_out_f32".
+  static const struct {
+    const char* prefix;
+    int kernel;
+  } map[] = {
+      {"copy_then_rope", -1},
+      {"alibi_add_then_softmax", -1},
+      {"rope_rerotate_two_pass", -1},
+      {"rope_out_f32_bf16", POSENC_KERNEL_ROPE_F32_BF16},
+      {"rope_out_f32_f16", POSENC_KERNEL_ROPE_F32_F16},
+      {"rope_out_f32_f32", POSENC_KERNEL_ROPE_F32},
+      {"rope_rerotate_bf16", POSENC_KERNEL_ROPE_BF16},
+      {"rope_rerotate_f32", POSENC_KERNEL_ROPE_F32},
+      {"rope_apply_f32", POSENC_KERNEL_ROPE_F32},
+      {"rope_bf16", POSENC_KERNEL_ROPE_BF16},
+      {"rope_f16", POSENC_KERNEL_ROPE_F16},
+      {"rope_f32", POSENC_KERNEL_ROPE_F32},
+      {"mrope_f32", POSENC_KERNEL_ROPE_F32},
+      {"sinusoid_fill_bf16", POSENC_KERNEL_SINUSOID_BF16},
+      {"sinusoid_fill_f16", POSENC_KERNEL_SINUSOID_F16},
+      {"sinusoid_", POSENC_KERNEL_SINUSOID_F32},
+      {"alibi_softmax_bf16", POSENC_KERNEL_ALIBI_SOFTMAX_BF16},
+      {"alibi_softmax_f32", POSENC_KERNEL_ALIBI_SOFTMAX_F32},
+      {"alibi_add_bf16", POSENC_KERNEL_ALIBI_BF16},
+      {"alibi_add_f16", POSENC_KERNEL_ALIBI_F16},
+      {"alibi_add_f32", POSENC_KERNEL_ALIBI_F32},
+      {"learned_add_f32", POSENC_KERNEL_LEARNED_ADD_F32},
+  };
+  for (const auto& m : map)
+    if (kernel.rfind(m.prefix, 0) == 0) return m.kernel;
+  return -1;
+}
+
 const std::vector<RowGroup>& RowGroups() {
   static const std::vector<RowGroup> groups = [] {
     std::vector<RowGroup> v;
-    for (const GroupRows& rows : AllRows()) v.push_back(rows.group);
+    for (const GroupRows& rows : AllRows()) {
+      v.push_back(rows.group);
+      v.back().dispatch_kernel = DispatchKernelOf(rows.group.kernel);
+    }
     return v;
   }();
   return groups;
@@ -104,9 +141,36 @@ std::vector<std::string> Variants() {
   return variants;
 }
 
+std::vector<std::string> KernelVariants(int kernel) {
+  std::vector<std::string> variants;
+  for (const std::string& v : Variants()) {
+    posenc_isa isa;
+    if (posenc_isa_from_name(v.c_str(), &isa) == POSENC_OK &&
+        posenc_kernel_isa_for(static_cast<posenc_kernel>(kernel), isa) != isa)
+      continue;
+    variants.push_back(v);
+  }
+  return variants;
+}
+
 std::vector<std::string> GroupVariants(const RowGroup& group) {
-  std::vector<std::string> variants = Variants();
-  if (!group.naive) variants.pop_back();
+  std::vector<std::string> variants;
+  const int kernel = DispatchKernelOf(group.kernel);
+  for (const std::string& v : Variants()) {
+    posenc_isa isa;
+    if (posenc_isa_from_name(v.c_str(), &isa) == POSENC_OK) {
+      // A tier without a variant of its own for the kernel (or, for a composite row, for
+      // some kernel) would time another tier's code again.
+      bool own = true;
+      for (int k = 0; k < POSENC_KERNEL_COUNT; ++k)
+        if (kernel == k || (kernel < 0 && isa == POSENC_ISA_AVX512BF16))
+          own &= posenc_kernel_isa_for(static_cast<posenc_kernel>(k), isa) == isa;
+      if (!own) continue;
+    } else if (!group.naive) {
+      continue;
+    }
+    variants.push_back(v);
+  }
   return variants;
 }
 

@@ -304,7 +304,7 @@ std::string DecodeLayersRunName(const std::string& variant, const std::string& m
 
 std::vector<std::string> DecodeLayersRunNames() {
   std::vector<std::string> names;
-  for (const std::string& variant : Variants()) {
+  for (const std::string& variant : KernelVariants(POSENC_KERNEL_ROPE_F32)) {
     if (variant == "naive") {
       names.push_back(DecodeLayersRunName(variant, ""));
       names.push_back(DecodeLayersRunName(variant, "factors"));
@@ -322,7 +322,7 @@ void RegisterDecodeLayersRows() {
         ->UseManualTime()
         ->Iterations(kTokensPerRun);
   };
-  for (const std::string& variant : Variants()) {
+  for (const std::string& variant : KernelVariants(POSENC_KERNEL_ROPE_F32)) {
     posenc_isa isa;
     if (posenc_isa_from_name(variant.c_str(), &isa) != POSENC_OK) {
       add(variant, POSENC_ISA_SCALAR, Mode::kNaive);  // "naive": the ISA is not used

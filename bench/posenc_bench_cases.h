@@ -95,8 +95,15 @@ struct RowGroup {
   LimitKind limit;     // the kind of that limit row
   size_t limit_bytes;  // the n of that limit row
   std::string about;   // for the report: the buffers, "8388608 bytes in place"
-  bool naive = true;   // has a naive row (every ISA has a row in every group)
+  bool naive = true;   // has a naive row
+  // The one dispatch-table kernel (posenc_kernel) its posenc rows call, or -1 for a row
+  // that calls more than one (copy_then_rope, alibi_add_then_softmax,
+  // rope_rerotate_two_pass): set from the kernel's name (DispatchKernelOf).
+  int dispatch_kernel = -1;
 };
+
+// The posenc_kernel a group's rows call, from its kernel name; -1 for composites.
+int DispatchKernelOf(const std::string& kernel);
 
 // Every group, in registration order: rope (rope_f32_neox, _gptj, bf16, f16, rope_f32_neox_det),
 // rope_out (f32_f32_neox, copy_then_rope_f32_f32_neox,
@@ -110,7 +117,13 @@ const std::vector<RowGroup>& RowGroups();
 // then "naive" (registered only in the groups that have it).
 std::vector<std::string> Variants();
 
-// The variants of `group` that have a row: Variants(), without "naive" unless group.naive.
+// Variants() without the tiers that have no variant of their own for `kernel` (a
+// posenc_kernel), "naive" kept.
+std::vector<std::string> KernelVariants(int kernel);
+
+// The variants of `group` that have a row: Variants(), without "naive" unless group.naive,
+// and without a tier that has no variant of its own for the group's kernel (avx512bf16 for
+// the f32 and f16 kernels: the avx512 row is the same code).
 std::vector<std::string> GroupVariants(const RowGroup& group);
 
 // "rope_f32_neox/avx512/tokens:512/heads:40/dim:128"

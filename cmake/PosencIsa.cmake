@@ -5,6 +5,7 @@ include(CheckCSourceCompiles)
 set(POSENC_FLAGS_SSE4 -msse4.1 -msse4.2)
 set(POSENC_FLAGS_AVX2 -mavx2 -mfma -mf16c)
 set(POSENC_FLAGS_AVX512 -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma -mf16c)
+set(POSENC_FLAGS_AVX512BF16 ${POSENC_FLAGS_AVX512} -mavx512bf16)
 set(POSENC_FLAGS_NEON "")
 
 set(POSENC_PROBE_SSE4 "#include <smmintrin.h>
@@ -18,6 +19,10 @@ int main(void){__m512 x=_mm512_insertf32x8(_mm512_set1_ps(1),_mm256_set1_ps(2),1
 __m512i y=_mm512_add_epi16(_mm512_set1_epi16(1),_mm512_set1_epi16(2));
 __m256 z=_mm256_mask_mov_ps(_mm256_set1_ps(0),(__mmask8)1,_mm256_set1_ps(1));
 return (int)_mm512_cvtss_f32(x)+_mm512_cvtsi512_si32(y)+(int)_mm256_cvtss_f32(z);}")
+set(POSENC_PROBE_AVX512BF16 "#include <immintrin.h>
+int main(void){__m256bh h=_mm512_cvtneps_pbh(_mm512_set1_ps(1));
+__mmask16 m=_mm512_fpclass_ps_mask(_mm512_set1_ps(1),0x20);
+return (int)m+_mm256_extract_epi16((__m256i)h,0);}")
 set(POSENC_PROBE_NEON "#include <arm_neon.h>
 int main(void){float32x4_t x=vfmaq_f32(vdupq_n_f32(1),vdupq_n_f32(2),vdupq_n_f32(3));
 return (int)vgetq_lane_f32(x,0);}")

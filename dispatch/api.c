@@ -58,11 +58,23 @@ static void describe(void) {
   const struct {
     const char *name;
     int present;
-  } features[] = {{"sse4.1", f->sse41},      {"sse4.2", f->sse42},      {"avx", f->avx},
-                  {"fma", f->fma},           {"f16c", f->f16c},         {"avx2", f->avx2},
-                  {"avx512f", f->avx512f},   {"avx512dq", f->avx512dq}, {"avx512bw", f->avx512bw},
-                  {"avx512vl", f->avx512vl}, {"os-ymm", f->os_ymm},     {"os-zmm", f->os_zmm},
-                  {"neon", f->neon},         {"sve", f->sve},           {"sve2", f->sve2}};
+  } features[] = {{"sse4.1", f->sse41},
+                  {"sse4.2", f->sse42},
+                  {"avx", f->avx},
+                  {"fma", f->fma},
+                  {"f16c", f->f16c},
+                  {"avx2", f->avx2},
+                  {"avx512f", f->avx512f},
+                  {"avx512dq", f->avx512dq},
+                  {"avx512bw", f->avx512bw},
+                  {"avx512vl", f->avx512vl},
+                  {"avx512bf16", f->avx512bf16},
+                  {"avx512fp16", f->avx512fp16},
+                  {"os-ymm", f->os_ymm},
+                  {"os-zmm", f->os_zmm},
+                  {"neon", f->neon},
+                  {"sve", f->sve},
+                  {"sve2", f->sve2}};
   for (size_t i = 0; i < sizeof features / sizeof features[0]; ++i)
     append(cpu_feature_list, sizeof cpu_feature_list, features[i].name, features[i].present);
 }

@@ -15,7 +15,10 @@ static unsigned long long read_xcr0(void) {
 
 static void detect(posenc_cpu_flags *f) {
   unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return;
+  f->amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* "AuthenticAMD" */
   if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+  f->family = ((a >> 8) & 0xfu) + (((a >> 8) & 0xfu) == 0xfu ? (a >> 20) & 0xffu : 0u);
   f->sse41 = (c >> 19) & 1;
   f->sse42 = (c >> 20) & 1;
   f->fma = (c >> 12) & 1;
@@ -35,6 +38,11 @@ static void detect(posenc_cpu_flags *f) {
     f->avx512dq = (b >> 17) & 1;
     f->avx512bw = (b >> 30) & 1;
     f->avx512vl = (b >> 31) & 1;
+    f->avx512fp16 = (d >> 23) & 1;
+    if (a >= 1) {
+      __cpuid_count(7, 1, a, b, c, d);
+      f->avx512bf16 = (a >> 5) & 1;
+    }
   }
 }
 #elif defined(__aarch64__)
@@ -91,6 +99,8 @@ int posenc_cpu_supports(posenc_isa isa) {
     case POSENC_ISA_AVX512:
       return posenc_cpu_supports(POSENC_ISA_AVX2) && f->avx512f && f->avx512bw && f->avx512dq &&
              f->avx512vl && f->os_zmm;
+    case POSENC_ISA_AVX512BF16:
+      return posenc_cpu_supports(POSENC_ISA_AVX512) && f->avx512bf16;
     case POSENC_ISA_NEON:
       return f->neon;
     default:

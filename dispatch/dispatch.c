@@ -1,5 +1,9 @@
 /* The dispatch table and the choice of the active ISA: chosen once, lazily, under
- * pthread_once; POSENC_ISA may force one; posenc_set_isa() may switch later (atomic). */
+ * pthread_once; POSENC_ISA may force one; posenc_set_isa() may switch later (atomic).
+ * Each ISA's row below names its variants; a row may leave a member NULL, and the tier
+ * below it (tier_below) serves that kernel. The tables the kernels run from are composed
+ * once from the rows: one per tier as POSENC_ISA / posenc_set_isa() name it, and one for
+ * the automatic choice, where posenc_kernel_tier()'s CPU-family rules apply. */
 #include "dispatch.h"
 
 #include <ctype.h>
@@ -84,6 +88,17 @@ static const posenc_kernel_table tables[POSENC_ISA_COUNT] = {
             .learned_add_f32 = posenc_learned_add_f32_avx512,
         },
 #endif
+#ifdef POSENC_HAVE_AVX512BF16
+    /* Only what differs from avx512 (the kernels that store bf16); the rest is avx512's. */
+    [POSENC_ISA_AVX512BF16] =
+        {
+            .rope_bf16 = posenc_rope_bf16_avx512bf16,
+            .rope_f32_bf16 = posenc_rope_f32_bf16_avx512bf16,
+            .sinusoid_bf16 = posenc_sinusoid_bf16_avx512bf16,
+            .alibi_bf16 = posenc_alibi_bf16_avx512bf16,
+            .alibi_softmax_bf16 = posenc_alibi_softmax_bf16_avx512bf16,
+        },
+#endif
 #ifdef POSENC_HAVE_NEON
     [POSENC_ISA_NEON] =
         {
@@ -105,7 +120,107 @@ static const posenc_kernel_table tables[POSENC_ISA_COUNT] = {
 #endif
 };
 
-static const char *const isa_names[POSENC_ISA_COUNT] = {"scalar", "sse4", "avx2", "avx512", "neon"};
+static const char *const isa_names[POSENC_ISA_COUNT] = {"scalar", "sse4", "avx2",
+                                                        "avx512", "neon", "avx512bf16"};
+
+/* Which tiers this build compiled (a row may be partly NULL, so not read from the rows). */
+static const unsigned char compiled[POSENC_ISA_COUNT] = {
+    [POSENC_ISA_SCALAR] = 1,
+#ifdef POSENC_HAVE_SSE4
+    [POSENC_ISA_SSE4] = 1,
+#endif
+#ifdef POSENC_HAVE_AVX2
+    [POSENC_ISA_AVX2] = 1,
+#endif
+#ifdef POSENC_HAVE_AVX512
+    [POSENC_ISA_AVX512] = 1,
+#endif
+#ifdef POSENC_HAVE_AVX512BF16
+    [POSENC_ISA_AVX512BF16] = 1,
+#endif
+#ifdef POSENC_HAVE_NEON
+    [POSENC_ISA_NEON] = 1,
+#endif
+};
+
+/* The tiers from best to worst, as the automatic choice tries them. */
+static const posenc_isa preference[] = {POSENC_ISA_AVX512BF16, POSENC_ISA_AVX512, POSENC_ISA_AVX2,
+                                        POSENC_ISA_SSE4, POSENC_ISA_NEON};
+
+/* The tier whose variant a row's NULL member falls back to. */
+static posenc_isa tier_below(posenc_isa isa) {
+  switch (isa) {
+    case POSENC_ISA_AVX512BF16:
+      return POSENC_ISA_AVX512;
+    case POSENC_ISA_AVX512:
+      return POSENC_ISA_AVX2;
+    case POSENC_ISA_AVX2:
+      return POSENC_ISA_SSE4;
+    default:
+      return POSENC_ISA_SCALAR;
+  }
+}
+
+/* Every kernel: its enum value and its member of posenc_kernel_table. */
+#define POSENC_KERNELS(X)                   \
+  X(ROPE_F32, rope_f32)                     \
+  X(ROPE_BF16, rope_bf16)                   \
+  X(ROPE_F16, rope_f16)                     \
+  X(ROPE_F32_BF16, rope_f32_bf16)           \
+  X(ROPE_F32_F16, rope_f32_f16)             \
+  X(SINUSOID_F32, sinusoid_f32)             \
+  X(SINUSOID_BF16, sinusoid_bf16)           \
+  X(SINUSOID_F16, sinusoid_f16)             \
+  X(ALIBI_F32, alibi_f32)                   \
+  X(ALIBI_BF16, alibi_bf16)                 \
+  X(ALIBI_F16, alibi_f16)                   \
+  X(ALIBI_SOFTMAX_F32, alibi_softmax_f32)   \
+  X(ALIBI_SOFTMAX_BF16, alibi_softmax_bf16) \
+  X(LEARNED_ADD_F32, learned_add_f32)
+
+static const char *const kernel_names[POSENC_KERNEL_COUNT] = {
+#define POSENC_KERNEL_NAME(kernel, member) [POSENC_KERNEL_##kernel] = #member,
+    POSENC_KERNELS(POSENC_KERNEL_NAME)
+#undef POSENC_KERNEL_NAME
+};
+
+const char *posenc_kernel_name(posenc_kernel kernel) {
+  return (unsigned)kernel < POSENC_KERNEL_COUNT ? kernel_names[kernel] : "unknown";
+}
+
+/* include/posenc.h documents these rules; tests/api_test.cc checks them on made-up CPUs. */
+posenc_isa posenc_kernel_tier(posenc_kernel kernel, posenc_isa tier, int automatic,
+                              const posenc_cpu_flags *cpu) {
+  if (!automatic) return tier;
+  const int zen4 = cpu->amd && cpu->family == 0x19 && cpu->avx512f;
+  if (zen4 && kernel == POSENC_KERNEL_ROPE_F16 &&
+      (tier == POSENC_ISA_AVX512 || tier == POSENC_ISA_AVX512BF16))
+    return POSENC_ISA_AVX2;
+  return tier;
+}
+
+/* A composed table and the tier that serves each of its kernels. */
+typedef struct composed_table {
+  posenc_kernel_table table;
+  unsigned char served[POSENC_KERNEL_COUNT];
+} composed_table;
+
+static composed_table forced[POSENC_ISA_COUNT], automatic_table;
+static const composed_table *active; /* atomic */
+
+static void compose(composed_table *out, posenc_isa tier, int automatic) {
+  const posenc_cpu_flags *cpu = posenc_cpu();
+#define POSENC_COMPOSE(kernel, member)                                               \
+  {                                                                                  \
+    posenc_isa t = posenc_kernel_tier(POSENC_KERNEL_##kernel, tier, automatic, cpu); \
+    if (!compiled[t]) t = tier;                                                      \
+    while (t != POSENC_ISA_SCALAR && !tables[t].member) t = tier_below(t);           \
+    out->table.member = tables[t].member;                                            \
+    out->served[POSENC_KERNEL_##kernel] = (unsigned char)t;                          \
+  }
+  POSENC_KERNELS(POSENC_COMPOSE)
+#undef POSENC_COMPOSE
+}
 
 static pthread_once_t select_once = PTHREAD_ONCE_INIT;
 static int active_isa;    /* posenc_isa; atomic */
@@ -130,7 +245,7 @@ posenc_status posenc_isa_from_name(const char *name, posenc_isa *isa) {
 }
 
 int posenc_isa_compiled(posenc_isa isa) {
-  return (unsigned)isa < POSENC_ISA_COUNT && tables[isa].rope_f32 != NULL;
+  return (unsigned)isa < POSENC_ISA_COUNT && compiled[isa];
 }
 
 int posenc_isa_available(posenc_isa isa) {
@@ -138,13 +253,17 @@ int posenc_isa_available(posenc_isa isa) {
 }
 
 static posenc_isa best_available(void) {
-  for (int i = POSENC_ISA_COUNT - 1; i > 0; --i)
-    if (posenc_isa_available((posenc_isa)i)) return (posenc_isa)i;
+  for (size_t i = 0; i < sizeof preference / sizeof preference[0]; ++i)
+    if (posenc_isa_available(preference[i])) return preference[i];
   return POSENC_ISA_SCALAR;
 }
 
 static void select_isa(void) {
+  for (int i = 0; i < POSENC_ISA_COUNT; ++i)
+    if (posenc_isa_available((posenc_isa)i)) compose(&forced[i], (posenc_isa)i, 0);
   posenc_isa best = best_available(), chosen = best;
+  compose(&automatic_table, best, 1);
+  const composed_table *table = &automatic_table;
   posenc_isa_source source = POSENC_ISA_SOURCE_AUTO;
   requested_isa = best;
   const char *env = getenv("POSENC_ISA");
@@ -154,23 +273,50 @@ static void select_isa(void) {
     requested_isa = req;
     if (req != POSENC_ISA_COUNT && posenc_isa_available(req)) {
       chosen = req;
+      table = &forced[req];
       source = POSENC_ISA_SOURCE_ENV;
     } else {
       source = POSENC_ISA_SOURCE_ENV_FALLBACK;
     }
   }
   __atomic_store_n(&isa_source, (int)source, __ATOMIC_RELAXED);
+  __atomic_store_n(&active, table, __ATOMIC_RELEASE);
   __atomic_store_n(&active_isa, (int)chosen, __ATOMIC_RELEASE);
 }
 
 const posenc_kernel_table *posenc_active_table(void) {
   pthread_once(&select_once, select_isa);
-  return &tables[__atomic_load_n(&active_isa, __ATOMIC_ACQUIRE)];
+  return &__atomic_load_n(&active, __ATOMIC_ACQUIRE)->table;
 }
 
 posenc_isa posenc_active_isa(void) {
   pthread_once(&select_once, select_isa);
   return (posenc_isa)__atomic_load_n(&active_isa, __ATOMIC_ACQUIRE);
+}
+
+posenc_isa posenc_kernel_isa(posenc_kernel kernel) {
+  if ((unsigned)kernel >= POSENC_KERNEL_COUNT) return POSENC_ISA_COUNT;
+  pthread_once(&select_once, select_isa);
+  return (posenc_isa)__atomic_load_n(&active, __ATOMIC_ACQUIRE)->served[kernel];
+}
+
+static int row_has(posenc_isa t, posenc_kernel kernel) {
+  switch (kernel) {
+#define POSENC_ROW_HAS(kernel, member) \
+  case POSENC_KERNEL_##kernel:         \
+    return tables[t].member != NULL;
+    POSENC_KERNELS(POSENC_ROW_HAS)
+#undef POSENC_ROW_HAS
+    default:
+      return 0;
+  }
+}
+
+posenc_isa posenc_kernel_isa_for(posenc_kernel kernel, posenc_isa isa) {
+  if ((unsigned)kernel >= POSENC_KERNEL_COUNT || !posenc_isa_available(isa))
+    return POSENC_ISA_COUNT;
+  while (isa != POSENC_ISA_SCALAR && !row_has(isa, kernel)) isa = tier_below(isa);
+  return isa;
 }
 
 posenc_isa_source posenc_isa_selection(posenc_isa *requested) {
@@ -188,6 +334,7 @@ posenc_status posenc_set_isa(posenc_isa isa) {
   if (!posenc_isa_available(isa)) return POSENC_ERR_UNSUPPORTED;
   pthread_once(&select_once, select_isa);
   __atomic_store_n(&isa_source, (int)POSENC_ISA_SOURCE_API, __ATOMIC_RELAXED);
+  __atomic_store_n(&active, &forced[isa], __ATOMIC_RELEASE);
   __atomic_store_n(&active_isa, (int)isa, __ATOMIC_RELEASE);
   return POSENC_OK;
 }

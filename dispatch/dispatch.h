@@ -21,20 +21,29 @@ typedef struct posenc_kernel_table {
   learned_f32_fn learned_add_f32;
 } posenc_kernel_table;
 
-/* The active ISA's row; chooses it first if nothing has yet. Never NULL. */
+/* The active table (one variant per kernel, include/posenc.h's rules); chooses it first if
+ * nothing has yet. Never NULL, no member NULL. */
 const posenc_kernel_table *posenc_active_table(void);
 
 /* CPU feature detection (dispatch/cpu.c). */
 typedef struct posenc_cpu_flags {
   int sse41, sse42, avx, fma, f16c, avx2;
   int avx512f, avx512bw, avx512dq, avx512vl;
-  int os_ymm, os_zmm; /* XGETBV: the OS saves YMM / opmask+ZMM state */
+  int avx512bf16, avx512fp16; /* avx512fp16: reported only */
+  int amd;                    /* vendor AuthenticAMD */
+  unsigned family;            /* x86 display family (base + extended), 0 elsewhere */
+  int os_ymm, os_zmm;         /* XGETBV: the OS saves YMM / opmask+ZMM state */
   int neon;
   int sve, sve2;            /* reported only: no SVE kernel yet */
   unsigned sve_vector_bits; /* 0 without SVE */
 } posenc_cpu_flags;
 
 const posenc_cpu_flags *posenc_cpu(void);
+/* The tier that serves `kernel` when `tier` was chosen; `automatic`: chosen automatically,
+ * so the CPU-family rules apply to the CPU described by `cpu`. Pure (tested with made-up
+ * CPUs). */
+posenc_isa posenc_kernel_tier(posenc_kernel kernel, posenc_isa tier, int automatic,
+                              const posenc_cpu_flags *cpu);
 /* 1 if the CPU and OS can run `isa` (whether or not it is compiled in). */
 int posenc_cpu_supports(posenc_isa isa);
 

@@ -76,14 +76,29 @@ POSENC_API const char *posenc_status_string(posenc_status status);
  *
  * The active ISA is chosen once, at the first call that needs it (thread-safe): the best
  * available one, unless the environment variable POSENC_ISA names another
- * (scalar|sse4|avx2|avx512|neon, case-insensitive). A request for an ISA that is not
+ * (scalar|sse4|avx2|avx512|avx512bf16|neon, case-insensitive). A request for an ISA that is not
  * available, or an unknown name, falls back to the best available one and is reported by
  * posenc_isa_selection(); posenc never executes an instruction the CPU lacks.
  *
  *  - sse4:   SSE4.1 + SSE4.2.
  *  - avx2:   AVX2 + FMA + F16C, and the OS saves YMM state (XGETBV).
  *  - avx512: AVX-512 F, BW, DQ and VL, and the OS saves ZMM and opmask state.
+ *  - avx512bf16: avx512 plus AVX512_BF16 (Cooper Lake, Sapphire Rapids and later, AMD
+ *            Zen 4 and later): the kernels that store bf16 round with VCVTNEPS2BF16
+ *            (bit for bit the avx512 result); every other kernel is avx512's.
  *  - neon:   every aarch64 CPU.
+ * The enum's values identify tiers; they are not an order (avx512bf16 is above avx512).
+ *
+ * Kernel by kernel (posenc_kernel_isa()), a tier may leave a kernel to a lower one: a tier
+ * that has no variant of its own for a kernel (avx512bf16 for the f32 and f16 kernels)
+ * uses the tier below it, and, when the ISA was chosen automatically (not by POSENC_ISA or
+ * posenc_set_isa()), a documented rule keyed on the CPU picks a lower tier where that tier
+ * is measurably faster on that CPU family:
+ *  - AMD family 19h with AVX-512 (Zen 4: 512-bit operations run as two 256-bit halves):
+ *    rope_f16 from avx2 (f16 RoPE measured faster with avx2 than with avx512 at 16 to
+ *    4096 tokens on an EPYC Zen 4).
+ * With POSENC_ISA or posenc_set_isa(), every kernel uses the named tier (or the tier
+ * below it where the named one has no variant of its own).
  * @{
  */
 
@@ -93,7 +108,8 @@ typedef enum posenc_isa {
   POSENC_ISA_AVX2 = 2,
   POSENC_ISA_AVX512 = 3,
   POSENC_ISA_NEON = 4,
-  POSENC_ISA_COUNT = 5
+  POSENC_ISA_AVX512BF16 = 5,
+  POSENC_ISA_COUNT = 6
 } posenc_isa;
 
 typedef enum posenc_isa_source {
@@ -104,7 +120,7 @@ typedef enum posenc_isa_source {
   POSENC_ISA_SOURCE_API = 3           /**< chosen by posenc_set_isa() */
 } posenc_isa_source;
 
-/** "scalar", "sse4", "avx2", "avx512", "neon"; "unknown" for other values. */
+/** "scalar", "sse4", "avx2", "avx512", "neon", "avx512bf16"; "unknown" for other values. */
 POSENC_API const char *posenc_isa_name(posenc_isa isa);
 
 /** Parses a name as accepted in POSENC_ISA. Returns POSENC_ERR_INVALID_ARGUMENT for an
@@ -128,8 +144,8 @@ POSENC_API posenc_isa_source posenc_isa_selection(posenc_isa *requested);
 /**@{*/
 /** The CPU's brand string ("unknown" where the CPU gives none), and the features the
  * dispatcher looks at that this CPU and OS have, space-separated (e.g. "sse4.1 sse4.2 avx
- * fma f16c avx2 avx512f avx512dq avx512bw avx512vl os-ymm os-zmm", or "neon sve sve2" on
- * aarch64). Static strings. */
+ * fma f16c avx2 avx512f avx512dq avx512bw avx512vl avx512bf16 avx512fp16 os-ymm os-zmm", or
+ * "neon sve sve2" on aarch64). Static strings. */
 POSENC_API const char *posenc_cpu_name(void);
 POSENC_API const char *posenc_cpu_features(void);
 /**@}*/
@@ -144,6 +160,41 @@ POSENC_API unsigned posenc_cpu_sve_vector_bits(void);
  * other threads run kernels: each kernel call uses one variant from start to end, either
  * the one active before or the one active after the switch. */
 POSENC_API posenc_status posenc_set_isa(posenc_isa isa);
+
+/** The kernels of the dispatch table, one per operation and storage type, as
+ * posenc_kernel_isa() reports them. */
+typedef enum posenc_kernel {
+  POSENC_KERNEL_ROPE_F32 = 0,      /**< RoPE on f32 rows (every form, M-RoPE, re-rotation) */
+  POSENC_KERNEL_ROPE_BF16 = 1,     /**< bf16 rows */
+  POSENC_KERNEL_ROPE_F16 = 2,      /**< f16 rows */
+  POSENC_KERNEL_ROPE_F32_BF16 = 3, /**< f32 rows rotated into bf16 ones */
+  POSENC_KERNEL_ROPE_F32_F16 = 4,  /**< f32 rows rotated into f16 ones */
+  POSENC_KERNEL_SINUSOID_F32 = 5,  /**< sinusoid tables, fill and add */
+  POSENC_KERNEL_SINUSOID_BF16 = 6,
+  POSENC_KERNEL_SINUSOID_F16 = 7,
+  POSENC_KERNEL_ALIBI_F32 = 8, /**< ALiBi bias, write and add */
+  POSENC_KERNEL_ALIBI_BF16 = 9,
+  POSENC_KERNEL_ALIBI_F16 = 10,
+  POSENC_KERNEL_ALIBI_SOFTMAX_F32 = 11,
+  POSENC_KERNEL_ALIBI_SOFTMAX_BF16 = 12,
+  POSENC_KERNEL_LEARNED_ADD_F32 = 13,
+  POSENC_KERNEL_COUNT = 14
+} posenc_kernel;
+
+/** "rope_f32", "rope_bf16", "rope_f16", "rope_f32_bf16", "rope_f32_f16", "sinusoid_f32",
+ * "sinusoid_bf16", "sinusoid_f16", "alibi_f32", "alibi_bf16", "alibi_f16",
+ * "alibi_softmax_f32", "alibi_softmax_bf16", "learned_add_f32"; "unknown" otherwise. */
+POSENC_API const char *posenc_kernel_name(posenc_kernel kernel);
+
+/** The tier whose variant serves `kernel` now (see the rules above); POSENC_ISA_COUNT for
+ * an unknown kernel. */
+POSENC_API posenc_isa posenc_kernel_isa(posenc_kernel kernel);
+
+/** The tier that would serve `kernel` with `isa` named by POSENC_ISA or posenc_set_isa():
+ * `isa` itself, or the tier below it where `isa` has no variant of its own for the kernel
+ * (avx512bf16's f32 and f16 kernels are avx512's). Changes nothing. POSENC_ISA_COUNT for an
+ * unknown kernel or an ISA that is not available. */
+POSENC_API posenc_isa posenc_kernel_isa_for(posenc_kernel kernel, posenc_isa isa);
 
 /** @} */
 

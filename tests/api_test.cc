@@ -39,7 +39,7 @@ std::string ToUpper(std::string s) {
 }
 
 TEST(IsaName, NamesEveryIsa) {
-  const char* const expected[] = {"scalar", "sse4", "avx2", "avx512", "neon"};
+  const char* const expected[] = {"scalar", "sse4", "avx2", "avx512", "neon", "avx512bf16"};
   for (posenc_isa isa : AllIsas()) EXPECT_STREQ(posenc_isa_name(isa), expected[isa]);
   EXPECT_STREQ(posenc_isa_name(POSENC_ISA_COUNT), "unknown");
   EXPECT_STREQ(posenc_test_isa_name(-1), "unknown");
@@ -125,6 +125,59 @@ TEST(IsaSelect, SetIsaSelectsAndReportsApi) {
     EXPECT_EQ(posenc_isa_selection(&requested), POSENC_ISA_SOURCE_API);
     EXPECT_EQ(requested, isa) << "requested is the active ISA when POSENC_ISA was not used";
     EXPECT_EQ(posenc_isa_selection(nullptr), POSENC_ISA_SOURCE_API);
+  }
+}
+
+TEST(KernelIsa, NamesEveryKernelOnce) {
+  std::vector<std::string> names;
+  for (int k = 0; k < POSENC_KERNEL_COUNT; ++k) {
+    const std::string name = posenc_kernel_name(static_cast<posenc_kernel>(k));
+    EXPECT_NE(name, "unknown") << k;
+    for (const std::string& other : names) EXPECT_NE(name, other);
+    names.push_back(name);
+  }
+  EXPECT_EQ(names[POSENC_KERNEL_ROPE_BF16], "rope_bf16");
+  EXPECT_EQ(names[POSENC_KERNEL_LEARNED_ADD_F32], "learned_add_f32");
+  for (int k : {static_cast<int>(POSENC_KERNEL_COUNT), -1}) {
+    EXPECT_STREQ(posenc_kernel_name(static_cast<posenc_kernel>(k)), "unknown");
+    EXPECT_EQ(posenc_kernel_isa(static_cast<posenc_kernel>(k)), POSENC_ISA_COUNT);
+    EXPECT_EQ(posenc_kernel_isa_for(static_cast<posenc_kernel>(k), POSENC_ISA_SCALAR),
+              POSENC_ISA_COUNT);
+  }
+  for (posenc_isa isa : AllIsas())
+    if (!posenc_isa_available(isa)) {
+      EXPECT_EQ(posenc_kernel_isa_for(POSENC_KERNEL_ROPE_F32, isa), POSENC_ISA_COUNT);
+    }
+}
+
+bool StoresBf16(int kernel) {
+  return kernel == POSENC_KERNEL_ROPE_BF16 || kernel == POSENC_KERNEL_ROPE_F32_BF16 ||
+         kernel == POSENC_KERNEL_SINUSOID_BF16 || kernel == POSENC_KERNEL_ALIBI_BF16 ||
+         kernel == POSENC_KERNEL_ALIBI_SOFTMAX_BF16;
+}
+
+// A named tier serves every kernel itself, except avx512bf16, which has variants of its own
+// only for the kernels that store bf16 and leaves the others to avx512.
+TEST(KernelIsa, ANamedTierServesEveryKernel) {
+  for (posenc_isa isa : AllIsas()) {
+    if (!posenc_isa_available(isa)) continue;
+    ASSERT_EQ(posenc_set_isa(isa), POSENC_OK);
+    for (int k = 0; k < POSENC_KERNEL_COUNT; ++k) {
+      const posenc_isa want =
+          isa == POSENC_ISA_AVX512BF16 && !StoresBf16(k) ? POSENC_ISA_AVX512 : isa;
+      EXPECT_EQ(posenc_kernel_isa(static_cast<posenc_kernel>(k)), want)
+          << posenc_isa_name(isa) << " " << posenc_kernel_name(static_cast<posenc_kernel>(k));
+      EXPECT_EQ(posenc_kernel_isa_for(static_cast<posenc_kernel>(k), isa), want);
+    }
+  }
+}
+
+// Chosen automatically (this test runs without POSENC_ISA, or with it): every kernel is
+// served by an available tier no higher than the active one.
+TEST(KernelIsa, EveryKernelIsServedByAnAvailableTier) {
+  for (int k = 0; k < POSENC_KERNEL_COUNT; ++k) {
+    const posenc_isa served = posenc_kernel_isa(static_cast<posenc_kernel>(k));
+    EXPECT_EQ(posenc_isa_available(served), 1) << posenc_kernel_name(static_cast<posenc_kernel>(k));
   }
 }
 

@@ -1,4 +1,7 @@
-/* Vector layer for AVX-512 F/BW/DQ/VL: 16 float lanes, 8 double lanes. */
+/* Vector layer for AVX-512 F/BW/DQ/VL: 16 float lanes, 8 double lanes. With
+ * POSENC_VEC_AVX512_BF16 defined (the avx512bf16 tier's sources, compiled with
+ * -mavx512bf16) its float to bf16 rounding is the CPU's VCVTNEPS2BF16 instead of integer
+ * operations, bit for bit the same result (see vf_bf16_pack). */
 #ifndef POSENC_VEC_AVX512_H
 #define POSENC_VEC_AVX512_H
 
@@ -10,7 +13,11 @@
 #include "../common.h"
 #include "msan.h"
 
+#ifdef POSENC_VEC_AVX512_BF16
+#define VEC_SUFFIX avx512bf16
+#else
 #define VEC_SUFFIX avx512
+#endif
 #define VF_W 16
 #define VD_W 8
 _Static_assert(POSENC_MAX_LANES % VF_W == 0 && VF_W == 2 * VD_W,
@@ -157,6 +164,27 @@ static inline __m512i vf_bf16_upper(vf v) {
 }
 /* The same in the lower halves. */
 static inline __m512i vf_bf16_bits(vf v) { return _mm512_srli_epi32(vf_bf16_upper(v), 16); }
+#ifdef POSENC_VEC_AVX512_BF16
+/* VCVTNEPS2BF16 rounds to nearest even and quiets a NaN as vf_bf16_upper does, but treats a
+ * subnormal float as zero (it ignores MXCSR: DAZ and FTZ always on), where the reference
+ * (kernels/half.h) rounds it to a bf16 subnormal. A vector with a subnormal lane (rare: RoPE
+ * and ALiBi on real data, never a sinusoid) takes the integer path, so every result is the
+ * reference's. */
+static inline __m256i vf_bf16_pack(vf v) {
+  if (__builtin_expect(_mm512_fpclass_ps_mask(v, 0x20) != 0, 0)) /* 0x20: subnormal */
+    return _mm512_cvtepi32_epi16(vf_bf16_bits(v));
+  return (__m256i)_mm512_cvtneps_pbh(v);
+}
+static inline void vf_store_bf16(uint16_t *p, vf v) {
+  _mm256_storeu_si256((__m256i *)p, vf_bf16_pack(v));
+}
+static inline void vf_store_bf16_n(uint16_t *p, vf v, size_t n) {
+  _mm256_mask_storeu_epi16(p, (__mmask16)((1u << n) - 1u), vf_bf16_pack(v));
+}
+static inline void vf_stream_bf16(uint16_t *p, vf v) {
+  _mm256_stream_si256((__m256i *)p, vf_bf16_pack(v));
+}
+#else
 static inline void vf_store_bf16(uint16_t *p, vf v) {
   /* One VPERMW: the upper words of the 16 lanes to the lower 256 bits. */
   const __m512i idx =
@@ -168,6 +196,10 @@ static inline void vf_store_bf16(uint16_t *p, vf v) {
 static inline void vf_store_bf16_n(uint16_t *p, vf v, size_t n) {
   _mm512_mask_cvtepi32_storeu_epi16(p, (__mmask16)((1u << n) - 1u), vf_bf16_bits(v));
 }
+static inline void vf_stream_bf16(uint16_t *p, vf v) {
+  _mm256_stream_si256((__m256i *)p, _mm512_cvtepi32_epi16(vf_bf16_bits(v)));
+}
+#endif
 /* IEEE binary16 (f16) to float, exactly, and float to f16 rounded to nearest even (IEEE
  * overflow to infinity, subnormals, a NaN stays a quiet NaN); the _n forms are masked. */
 static inline vf vf_load_f16(const uint16_t *p) {
@@ -185,10 +217,7 @@ static inline void vf_store_f16(uint16_t *p, vf v) {
 static inline void vf_store_f16_n(uint16_t *p, vf v, size_t n) {
   _mm256_mask_storeu_epi16(p, (__mmask16)((1u << n) - 1u), vf_f16_bits(v));
 }
-/* vf_store_bf16 / vf_store_f16 as non-temporal stores (p aligned to 32 bytes). */
-static inline void vf_stream_bf16(uint16_t *p, vf v) {
-  _mm256_stream_si256((__m256i *)p, _mm512_cvtepi32_epi16(vf_bf16_bits(v)));
-}
+/* vf_store_f16 as a non-temporal store (p aligned to 32 bytes); vf_stream_bf16 above. */
 static inline void vf_stream_f16(uint16_t *p, vf v) {
   _mm256_stream_si256((__m256i *)p, vf_f16_bits(v));
 }

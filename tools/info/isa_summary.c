@@ -52,4 +52,12 @@ void posenc_print_isa_summary(FILE *out) {
   print_isa_list(out, "compiled", posenc_isa_compiled);
   print_isa_list(out, "available", posenc_isa_available);
   print_selection(out);
+  /* Which tier serves each kernel (include/posenc.h: a tier may leave a kernel to a lower
+   * one), "kernel=tier" four to a line. */
+  for (int k = 0; k < POSENC_KERNEL_COUNT; ++k) {
+    const posenc_kernel kernel = (posenc_kernel)k;
+    if (k % 4 == 0) fprintf(out, "  %-10s", k == 0 ? "kernels" : "");
+    fprintf(out, " %s=%s", posenc_kernel_name(kernel), posenc_isa_name(posenc_kernel_isa(kernel)));
+    if (k % 4 == 3 || k + 1 == POSENC_KERNEL_COUNT) fputc('\n', out);
+  }
 }

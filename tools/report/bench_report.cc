@@ -7,9 +7,11 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "posenc.h"
 #include "posenc_bench_cases.h"
 #include "report_progress.h"
 
@@ -337,6 +339,46 @@ void PrintLimitTable(const Results& results, std::ostream& out) {
   }
 }
 
+// For every group that calls one kernel: the dispatcher's pick for that kernel (taken before
+// the rows ran) against the fastest ISA row measured in this run.
+void PrintPickCheck(const Results& results, const std::vector<int>& picks, std::ostream& out) {
+  if (picks.empty()) return;
+  std::ostringstream lines;
+  int checked = 0, within = 0;
+  for (const posenc_bench::RowGroup& group : posenc_bench::RowGroups()) {
+    if (group.dispatch_kernel < 0 || group.dispatch_kernel >= static_cast<int>(picks.size()))
+      continue;
+    const std::string pick = posenc_isa_name(static_cast<posenc_isa>(picks[group.dispatch_kernel]));
+    const auto picked = Rate(results, posenc_bench::RowName(group.kernel, pick, group.shape));
+    std::optional<double> best;
+    std::string fastest;
+    for (const std::string& variant : posenc_bench::GroupVariants(group)) {
+      if (variant == "naive") continue;
+      const auto rate = Rate(results, posenc_bench::RowName(group.kernel, variant, group.shape));
+      if (rate && (!best || *rate > *best)) best = rate, fastest = variant;
+    }
+    if (!picked || !best) continue;
+    const bool ok = *picked >= 0.95 * *best;
+    ++checked;
+    within += ok;
+    char line[200];
+    std::snprintf(line, sizeof line, "  %-24s %-40s %-10s %-10s %6.2f  %s\n", group.kernel.c_str(),
+                  group.shape.c_str(), pick.c_str(), fastest.c_str(), *picked / *best,
+                  ok ? "PASS" : "FAIL");
+    lines << line;
+  }
+  if (!checked) return;
+  out << "\nDispatcher check: the variant that serves each kernel (posenc_kernel_isa, chosen "
+         "before the\nrows ran) against the fastest ISA row of the same group in this run; "
+         "PASS within 5%\n";
+  char head[200];
+  std::snprintf(head, sizeof head, "  %-24s %-40s %-10s %-10s %6s\n", "kernel", "shape", "picked",
+                "fastest", "ratio");
+  out << head << lines.str();
+  out << "  " << within << " of " << checked << " groups within 5% of the fastest variant"
+      << (within == checked ? "" : " (see FAIL)") << "\n";
+}
+
 void PrintTables(const Results& results, std::ostream& out) {
   out << "\nThroughput in GB/s of bytes read + written. A kernel row and the limit row of its\n"
          "table count the same bytes, so every ratio is a time ratio, except learned_add: its\n"
@@ -377,6 +419,7 @@ bool RunBenchmarks(const BenchOptions& options, std::ostream& out) {
   g_progress = nullptr;
   if (!options.verbose) progress.Finish();
   PrintTables(results, out);
+  PrintPickCheck(results, options.kernel_picks, out);
   return !results.empty();
 }
 

@@ -6,6 +6,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "report_json.h"
 
@@ -17,10 +18,15 @@ struct BenchOptions {
   std::string filter = "";  // --benchmark_filter; empty: every row
   std::string json_path;    // non-empty: also write Google Benchmark's JSON there
   bool verbose = false;     // Google Benchmark's own lines on stderr, not the progress line
+  // Per posenc_kernel, the tier the dispatcher picked before the rows ran (they switch it):
+  // the check "pick within 5% of the fastest variant" compares them. Empty: no check.
+  std::vector<int> kernel_picks;
 };
 
-// Runs the rows and prints the tables to `out`. Returns false if Google Benchmark could not
-// run or no row ran.
+// Runs the rows and prints the tables to `out`, then the dispatcher check: for every group
+// whose rows call one kernel, the picked tier's row against the fastest ISA row of the group
+// (PASS within 5%). Returns false if Google Benchmark could not run or no row ran (a FAIL of
+// the check is printed, not returned: timings are not a test).
 bool RunBenchmarks(const BenchOptions& options, std::ostream& out);
 
 // Every row group (kernel, shape, the limit row it is compared with and its bytes, what the

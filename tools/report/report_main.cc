@@ -207,6 +207,7 @@ int RunReport(const Options& options) {
   benchmark::AddCustomContext("posenc_self_check", checks_pass ? "PASS" : "FAIL");
   benchmark::AddCustomContext("posenc_isa_active", posenc_isa_name(isa.active));
   posenc_report::BenchOptions bench = options.bench;
+  bench.kernel_picks = isa.kernels;
   bench.json_path = options.json_path + ".benchmark.tmp";
   if (!posenc_report::RunBenchmarks(bench, out)) {
     fs::remove(bench.json_path, ec);

@@ -43,6 +43,11 @@ JsonValue IsaJson(const IsaChoice& choice) {
   isa.Set("active", JsonValue::String(posenc_isa_name(choice.active)));
   isa.Set("chosen_by", JsonValue::String(SourceName(choice.source)));
   if (const char* env = std::getenv("POSENC_ISA")) isa.Set("POSENC_ISA", JsonValue::String(env));
+  JsonValue kernels = JsonValue::Object();
+  for (size_t k = 0; k < choice.kernels.size(); ++k)
+    kernels.Set(posenc_kernel_name(static_cast<posenc_kernel>(k)),
+                JsonValue::String(posenc_isa_name(static_cast<posenc_isa>(choice.kernels[k]))));
+  isa.Set("kernels", kernels);
   return isa;
 }
 
@@ -123,6 +128,8 @@ IsaChoice CurrentIsaChoice() {
   IsaChoice c;
   c.active = posenc_active_isa();
   c.source = posenc_isa_selection(&c.requested);
+  for (int k = 0; k < POSENC_KERNEL_COUNT; ++k)
+    c.kernels.push_back(posenc_kernel_isa(static_cast<posenc_kernel>(k)));
   return c;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "posenc.h"
 #include "report_json.h"
@@ -20,6 +21,7 @@ struct IsaChoice {
   posenc_isa active;
   posenc_isa_source source;
   posenc_isa requested;
+  std::vector<int> kernels;  // per posenc_kernel, the tier that serves it (posenc_kernel_isa)
 };
 IsaChoice CurrentIsaChoice();
 

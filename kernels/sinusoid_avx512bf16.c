@@ -1,0 +1,10 @@
+/* The avx512bf16 tier of sinusoid: the kernels that store bf16, from the shared SIMD source
+ * (sinusoid_simd.h) over the avx512 vector layer with its AVX512_BF16 rounding
+ * (POSENC_VEC_AVX512_BF16); the tier's other kernels are avx512's (dispatch/dispatch.c). */
+#define POSENC_VEC_AVX512_BF16 1
+#include "simd/vec_avx512.h"
+
+#include "sinusoid_simd.h"
+#include "variants.h"
+
+void posenc_sinusoid_bf16_avx512bf16(const sinusoid_args *args) { sinusoid_run_bf16(args); }
