@@ -2,6 +2,32 @@
  * vector layer, which it includes first. */
 #include "simd/vec_avx2.h"
 
+/* bf16 scores two vectors at a time for alibi_simd.h (ALIBI_BF16_PAIR): 2 * VF_W elements
+ * loaded as their even columns (a: the element shifted to the upper half of its 32-bit
+ * lane) and odd ones (b: the upper half kept), and stored back with one word blend, so
+ * neither widening nor narrowing moves data between lanes. Rounding to nearest
+ * even as the layer's vf_store_bf16, but a NaN lane is set to all ones (0xffff, a quiet NaN:
+ * posenc.h leaves the payload unspecified) by one OR with its compare mask. */
+#define ALIBI_BF16_PAIR 1
+static inline vf alibi_bf16_cols_a(void) { return _mm256_setr_ps(0, 2, 4, 6, 8, 10, 12, 14); }
+static inline vf alibi_bf16_cols_b(void) { return _mm256_setr_ps(1, 3, 5, 7, 9, 11, 13, 15); }
+static inline void alibi_bf16_load2(const uint16_t *p, vf *a, vf *b) {
+  const __m256i x = _mm256_loadu_si256((__m256i *)p);
+  *a = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+  *b = _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32((int)0xffff0000u)));
+}
+/* The bf16 of v, rounded, in the upper half of each lane (the lower half is not cleared). */
+static inline __m256i alibi_bf16_upper(vf v) {
+  const __m256i b = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  const __m256i rne = _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)), lsb);
+  return _mm256_or_si256(rne, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+}
+static inline void alibi_bf16_store2(uint16_t *p, vf a, vf b) {
+  const __m256i even = _mm256_srli_epi32(alibi_bf16_upper(a), 16);
+  _mm256_storeu_si256((__m256i *)p, _mm256_blend_epi16(even, alibi_bf16_upper(b), 0xAA));
+}
+
 #include "alibi_simd.h"
 #include "variants.h"
 

@@ -1,35 +1,136 @@
 /* The SIMD ALiBi kernel, written once against the vector layer and compiled per ISA by
  * alibi_<isa>.c, for scores of every storage type (f32, bf16, f16: loaded exactly, each
  * result rounded once as it is stored, simd/vec_elem.h). The float operations of the scalar
- * reference (alibi_scalar.c) in the same order: the distance |qpos - j| in int32 converted
- * to float, one product with the slope, then scale * S - bias (or -bias), so every variant
- * is bit-identical to it. */
+ * reference (alibi_scalar.c) in the same order: the distance |qpos - j| as a float (exact),
+ * one product with the slope, then scale * S - bias (or -bias), so every variant is
+ * bit-identical to it.
+ *
+ * Speed (16-bit scores are compute-bound, issue 17): where every distance of a row is below
+ * 2^24 the float distances are kept in float vectors and stepped by whole vectors (exact
+ * there), the row split at the query's column so that no absolute value is needed: one
+ * subtraction and one product per vector for the bias, instead of an integer subtraction,
+ * absolute value, conversion and product. Only the vector that holds the query's column,
+ * and rows with larger distances, take the int32 path. */
 #include <math.h>
 
 #include "alibi.h"
 #include "common.h"
 #include "simd/vec_elem.h"
 
-/* The biased value of VF_W columns whose distances to the query are d. */
-static inline vf VFN(biased_)(vf m, vi d, vf scale, vf old, int write) {
-  const vf bias = vf_mul(m, vf_from_vi(vi_abs(d)));
+/* Below this, integers and their sums and differences are exact in float. */
+#define ALIBI_FLOAT_EXACT_ 16777216 /* 2^24 */
+
+/* The result of lanes whose bias is `bias`. */
+POSENC_INLINE vf VFN(value_)(vf bias, vf scale, vf old, int write) {
   return write ? vf_neg(bias) : vf_sub(vf_mul(scale, old), bias);
+}
+
+/* Columns [j, j + n) of a row (n <= VF_W) with float distances fd. n is VF_W (a constant) in
+ * the loops, so they compile to whole-vector loads and stores. */
+POSENC_INLINE void VFN(put_)(void *row, size_t j, size_t n, vf m, vf fd, vf scale, int write,
+                             posenc_elem e) {
+  const vf bias = vf_mul(m, fd);
+  if (n == VF_W) {
+    const vf old = write ? vf_set1(0.0f) : ve_load(row, j, e);
+    ve_store(row, j, VFN(value_)(bias, scale, old, write), e);
+  } else {
+    const vf old = write ? vf_set1(0.0f) : ve_load_n(row, j, n, e);
+    ve_store_n(row, j, VFN(value_)(bias, scale, old, write), n, e);
+  }
+}
+
+/* The same with int32 distances d = qpos - j (any sign, |d| < 2^31). */
+POSENC_INLINE void VFN(put_int_)(void *row, size_t j, size_t n, vf m, vi d, vf scale, int write,
+                                 posenc_elem e) {
+  VFN(put_)(row, j, n, m, vf_from_vi(vi_abs(d)), scale, write, e);
+}
+
+/* Two vectors' worth of columns, [j, j + 2 * VF_W): loaded as the lanes a and b, whose columns
+ * are j + cols_a / j + cols_b. An alibi_<isa>.c may supply a cheaper form for bf16 scores
+ * (ALIBI_BF16_PAIR: alibi_bf16_load2, alibi_bf16_store2, alibi_bf16_cols_a/b, e.g. the even
+ * and odd columns, which a shift and a mask unpack); otherwise two consecutive vectors. */
+POSENC_INLINE vf VFN(cols_a_)(posenc_elem e) {
+#ifdef ALIBI_BF16_PAIR
+  if (e == POSENC_ELEM_BF16) return alibi_bf16_cols_a();
+#endif
+  (void)e;
+  return vf_from_vi(vi_iota());
+}
+POSENC_INLINE vf VFN(cols_b_)(posenc_elem e) {
+#ifdef ALIBI_BF16_PAIR
+  if (e == POSENC_ELEM_BF16) return alibi_bf16_cols_b();
+#endif
+  (void)e;
+  return vf_from_vi(vi_add(vi_iota(), vi_set1(VF_W)));
+}
+
+/* Columns [j, j + 2 * VF_W) with float distances fa, fb in the lanes of cols_a, cols_b. */
+POSENC_INLINE void VFN(put2_)(void *row, size_t j, vf m, vf fa, vf fb, vf scale, int write,
+                              posenc_elem e) {
+  vf a = vf_set1(0.0f), b = vf_set1(0.0f);
+#ifdef ALIBI_BF16_PAIR
+  if (e == POSENC_ELEM_BF16) {
+    uint16_t *p = (uint16_t *)row + j;
+    if (!write) alibi_bf16_load2(p, &a, &b);
+    alibi_bf16_store2(p, VFN(value_)(vf_mul(m, fa), scale, a, write),
+                      VFN(value_)(vf_mul(m, fb), scale, b, write));
+    return;
+  }
+#endif
+  if (!write) {
+    a = ve_load(row, j, e);
+    b = ve_load(row, j + VF_W, e);
+  }
+  ve_store(row, j, VFN(value_)(vf_mul(m, fa), scale, a, write), e);
+  ve_store(row, j + VF_W, VFN(value_)(vf_mul(m, fb), scale, b, write), e);
 }
 
 /* Columns [0, visible) of one row get their bias, [visible, n_k) get -inf. */
 POSENC_INLINE void VFN(row_)(void *row, int32_t qpos, size_t visible, size_t n_k, vf m, vf scale,
                              int write, posenc_elem e) {
-  const vi step = vi_set1(VF_W);
-  vi d = vi_sub(vi_set1(qpos), vi_iota()); /* qpos - j for the lanes of column j */
   size_t j = 0;
-  for (; j + VF_W <= visible; j += VF_W, d = vi_sub(d, step)) {
-    const vf old = write ? vf_set1(0.0f) : ve_load(row, j, e);
-    ve_store(row, j, VFN(biased_)(m, d, scale, old, write), e);
-  }
-  if (j < visible) {
-    const size_t rest = visible - j;
-    const vf old = write ? vf_set1(0.0f) : ve_load_n(row, j, rest, e);
-    ve_store_n(row, j, VFN(biased_)(m, d, scale, old, write), rest, e);
+  if (qpos < ALIBI_FLOAT_EXACT_ && n_k < ALIBI_FLOAT_EXACT_) {
+    const vf iota = vf_from_vi(vi_iota());
+    const vf w = vf_set1((float)VF_W);
+    /* Columns at or before the query: distances qpos - j, falling. */
+    const size_t before = (size_t)qpos + 1 < visible ? (size_t)qpos + 1 : visible;
+    const vf w2 = vf_set1((float)(2 * VF_W)), cols_a = VFN(cols_a_)(e), cols_b = VFN(cols_b_)(e);
+    if (2 * VF_W <= before) {
+      vf fa = vf_sub(vf_set1((float)qpos), cols_a), fb = vf_sub(vf_set1((float)qpos), cols_b);
+      for (; j + 2 * VF_W <= before; j += 2 * VF_W, fa = vf_sub(fa, w2), fb = vf_sub(fb, w2))
+        VFN(put2_)(row, j, m, fa, fb, scale, write, e);
+    }
+    vf fd = vf_sub(vf_set1((float)(qpos - (int32_t)j)), iota);
+    if (j + VF_W <= before) {
+      VFN(put_)(row, j, VF_W, m, fd, scale, write, e);
+      j += VF_W;
+    }
+    if (j < visible) {
+      /* The vector with the query's column (or the row's last, partial one). */
+      const size_t n = visible - j < VF_W ? visible - j : VF_W;
+      VFN(put_int_)(row, j, n, m, vi_sub(vi_set1(qpos - (int32_t)j), vi_iota()), scale, write, e);
+      j += n;
+      /* Columns after the query: distances j - qpos, rising. */
+      if (j + 2 * VF_W <= visible) {
+        const vf base = vf_set1((float)((int32_t)j - qpos));
+        vf fa = vf_add(base, cols_a), fb = vf_add(base, cols_b);
+        for (; j + 2 * VF_W <= visible; j += 2 * VF_W, fa = vf_add(fa, w2), fb = vf_add(fb, w2))
+          VFN(put2_)(row, j, m, fa, fb, scale, write, e);
+      }
+      fd = vf_add(vf_set1((float)((int32_t)j - qpos)), iota);
+      if (j + VF_W <= visible) {
+        VFN(put_)(row, j, VF_W, m, fd, scale, write, e);
+        fd = vf_add(fd, w);
+        j += VF_W;
+      }
+      if (j < visible) VFN(put_)(row, j, visible - j, m, fd, scale, write, e);
+    }
+  } else {
+    const vi step = vi_set1(VF_W);
+    vi d = vi_sub(vi_set1(qpos), vi_iota()); /* qpos - j for the lanes of column j */
+    for (; j + VF_W <= visible; j += VF_W, d = vi_sub(d, step))
+      VFN(put_int_)(row, j, VF_W, m, d, scale, write, e);
+    if (j < visible) VFN(put_int_)(row, j, visible - j, m, d, scale, write, e);
   }
   const vf ninf = vf_set1(-INFINITY);
   for (j = visible; j + VF_W <= n_k; j += VF_W) ve_store(row, j, ninf, e);
