@@ -120,6 +120,7 @@ static void VFN(prepare_delta_)(const struct posenc_rope_plan *from, int32_t fro
  * head-by-head order, cos/sin reloaded from the buffer, with no change here. */
 #define ROPE_BLOCK_PAIRS 64
 #define ROPE_BLOCK (ROPE_BLOCK_PAIRS / VF_W)
+_Static_assert(ROPE_BLOCK % 2 == 0, "the block path takes vectors two at a time");
 
 /* The rotation below is written once for every pair of storage types (vec_elem.h): source
  * elements (type ex) are widened to float exactly, rotated in float, and rounded to the
@@ -152,6 +153,17 @@ POSENC_INLINE void VFN(neox_part_)(const void *x, void *y, size_t iu, size_t iv,
   const vf u = ve_load_n(x, iu, m, ex), v = ve_load_n(x, iv, m, ex);
   ve_store_n(y, iu, VFN(msub_)(u, c, v, s, det), m, ey);
   ve_store_n(y, iv, VFN(madd_)(v, c, u, s, det), m, ey);
+}
+
+/* Two vectors of pairs at once (iu, iu + VF_W; iv, iv + VF_W): the same operations, the
+ * results stored two vectors at a time (ve_store2: one conversion for both where the layer
+ * has one). */
+POSENC_INLINE void VFN(neox_vec2_)(const void *x, void *y, size_t iu, size_t iv, vf c0, vf s0,
+                                   vf c1, vf s1, int det, posenc_elem ex, posenc_elem ey) {
+  const vf u0 = ve_load(x, iu, ex), v0 = ve_load(x, iv, ex);
+  const vf u1 = ve_load(x, iu + VF_W, ex), v1 = ve_load(x, iv + VF_W, ex);
+  ve_store2(y, iu, VFN(msub_)(u0, c0, v0, s0, det), VFN(msub_)(u1, c1, v1, s1, det), ey);
+  ve_store2(y, iv, VFN(madd_)(v0, c0, u0, s0, det), VFN(madd_)(v1, c1, u1, s1, det), ey);
 }
 
 /* GPTJ: x' = x * (c, c) + swap(x) * (-s, s). */
@@ -199,8 +211,10 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
     for (size_t h = 0; h < nh; ++h) {
       const char *x = xr + h * xs;
       char *y = yr + h * ys;
-      for (int b = 0; b < ROPE_BLOCK; ++b)
-        VFN(neox_vec_)(x, y, p0 + b * VF_W, p0 + half + b * VF_W, cb[b], sb[b], det, ex, ey);
+      for (int b = 0; b < ROPE_BLOCK; b += 2) /* ROPE_BLOCK is even (VF_W <= 32) */
+        VFN(neox_vec2_)
+        (x, y, p0 + b * VF_W, p0 + half + b * VF_W, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ex,
+         ey);
       if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
     }
     return;

@@ -184,6 +184,21 @@ static inline void vf_store_bf16_n(uint16_t *p, vf v, size_t n) {
 static inline void vf_stream_bf16(uint16_t *p, vf v) {
   _mm256_stream_si256((__m256i *)p, vf_bf16_pack(v));
 }
+/* Two vectors, a then b, into 32 consecutive bf16 (vec_elem.h's ve_store2): one
+ * VCVTNE2PS2BF16 and one 64-byte store. A subnormal float becomes a signed zero there, so
+ * only a result with a zero (one test of 32 words, not two FPCLASS of the inputs) needs the
+ * inputs looked at; a subnormal one sends both vectors to the integer path. */
+#define VF_HAVE_STORE2_BF16 1
+static inline void vf_store2_bf16(uint16_t *p, vf a, vf b) {
+  const __m512i r = (__m512i)_mm512_cvtne2ps_pbh(b, a);
+  if (__builtin_expect(_mm512_testn_epi16_mask(r, _mm512_set1_epi16(0x7fff)) != 0, 0) &&
+      (_mm512_fpclass_ps_mask(a, 0x20) | _mm512_fpclass_ps_mask(b, 0x20)) != 0) {
+    vf_store_bf16(p, a);
+    vf_store_bf16(p + 16, b);
+    return;
+  }
+  _mm512_storeu_si512(p, r);
+}
 #else
 static inline void vf_store_bf16(uint16_t *p, vf v) {
   /* One VPERMW: the upper words of the 16 lanes to the lower 256 bits. */

@@ -58,6 +58,19 @@ POSENC_INLINE void ve_store_n(void *base, size_t i, vf v, size_t n, posenc_elem 
   }
 }
 
+/* 2 * VF_W elements at i from two vectors, a first: two ve_store, or one wider conversion
+ * and store where the layer has one (VF_HAVE_STORE2_BF16: vf_store2_bf16). */
+POSENC_INLINE void ve_store2(void *base, size_t i, vf a, vf b, posenc_elem e) {
+#ifdef VF_HAVE_STORE2_BF16
+  if (e == POSENC_ELEM_BF16) {
+    vf_store2_bf16((uint16_t *)base + i, a, b);
+    return;
+  }
+#endif
+  ve_store(base, i, a, e);
+  ve_store(base, i + VF_W, b, e);
+}
+
 /* Non-temporal store of VF_W elements at i (vf_stream, vf_stream_bf16, vf_stream_f16), where
  * ve_stream_aligned: base + i aligned to VF_W elements (a float vector, or half of one). */
 POSENC_INLINE int ve_stream_aligned(const void *base, size_t i, posenc_elem e) {
