@@ -134,13 +134,17 @@ POSENC_INLINE void rope_prepare_mrope(const rope_args *a, const rope_token *k,
    * past n, lanes that rotate() loads for a partial vector (and does not use); the copy must
    * carry them (MemorySanitizer tracks them), entries beyond are copied but never read. */
   const size_t per = (a->flags & POSENC_ROPE_GPTJ) ? 2 : 1;
-  const size_t filled = (n + POSENC_PLAN_PAD - 1) / POSENC_PLAN_PAD * POSENC_PLAN_PAD;
-  for (size_t i = 0; i < filled && i < POSENC_ROPE_CHUNK; ++i) {
+  size_t filled = (n + POSENC_PLAN_PAD - 1) / POSENC_PLAN_PAD * POSENC_PLAN_PAD;
+  if (filled > POSENC_ROPE_CHUNK) filled = POSENC_ROPE_CHUNK;
+  /* One copy per run of pairs from the same buffer (a section: three runs for
+   * Qwen2-VL's layout; single pairs for the interleaved one). */
+  for (size_t i = 0; i < filled;) {
     const int b = src[rope_mrope_row(a, p0 + i)];
-    for (size_t j = per * i; j < per * (i + 1); ++j) {
-      c[j] = rows->c[b][j];
-      s[j] = rows->s[b][j];
-    }
+    size_t e = i + 1;
+    while (e < filled && src[rope_mrope_row(a, p0 + e)] == b) ++e;
+    memcpy(c + per * i, rows->c[b] + per * i, per * (e - i) * sizeof *c);
+    memcpy(s + per * i, rows->s[b] + per * i, per * (e - i) * sizeof *s);
+    i = e;
   }
 }
 
