@@ -4,6 +4,8 @@
 #define POSENC_VEC_AVX512_BF16 1
 #include "simd/vec_avx512.h"
 
+#include "alibi_avx512_pair.h"
+
 #include "alibi_simd.h"
 #include "variants.h"
 
