@@ -814,10 +814,12 @@ POSENC_API posenc_status posenc_rope_apply(const posenc_rope_factors *factors, s
  * that float angle. SIMD variants are within
  * POSENC_SINUSOID_SIMD_TOLERANCE of the scalar variant's value for the same element (for
  * posenc_sinusoid_add_f32: of the scalar result, plus one rounding of the sum). Like the
- * SIMD RoPE variants, they form the sin/cos of integer positions from those of anchors at
- * multiples of 64 by angle addition in double (d <= 512: with the exact cos/sin of k w_i;
- * larger d: stepped position by position from the anchor), so every row depends only on its
- * position (split invariance, as for RoPE). POSENC_SINUSOID_DETERMINISTIC: bitwise
+ * SIMD RoPE variants, they form the sin/cos of integer positions from those of anchors by
+ * angle addition (d <= 512: anchors at multiples of 64, in double, with the exact cos/sin of
+ * k w_i; larger d: anchors at multiples of 32 computed in double and split into float
+ * hi + lo, rotated in float by cos/sin(k w_i) rounded to float: within 2^-23 of the exact
+ * value, 1.5 x 2^-23 on sse4), so every row depends only on its position (split invariance,
+ * as for RoPE). POSENC_SINUSOID_DETERMINISTIC: bitwise
  * identical values on every ISA and CPU, as POSENC_ROPE_DETERMINISTIC (every row computed
  * afresh by the same operations; also for timesteps and the float32 recipe).
  * @{

@@ -8,14 +8,14 @@
 #include "common.h"      /* VFN */
 #include "rope_driver.h" /* rope_anchor */
 
-/* The sinusoid's stepping state: forward cos/sin of one chunk, in double. */
+/* A stepping state: forward cos/sin of one chunk, in double (the sinusoid kernel steps its
+ * offsets cos/sin(k w_i) with it, sinusoid_simd.h). */
 typedef struct rope_state {
   _Alignas(64) double c[POSENC_ROPE_CHUNK];
   _Alignas(64) double s[POSENC_ROPE_CHUNK];
 } rope_state;
 
-/* Rows per block of the sinusoid kernel (sinusoid_simd.h); a multiple of the anchor spacing, so
- * that blocks of consecutive rows from an anchor start at anchors. */
+/* Rows per block of the sinusoid kernel's tabled and afresh paths (sinusoid_simd.h). */
 #define POSENC_ROPE_RUN 256
 
 /* Accurate angles of VD_W pairs starting at k: see rope_reduced_angle(). */

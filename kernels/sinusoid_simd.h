@@ -2,18 +2,14 @@
  * sinusoid_<isa>.c, for rows of every storage type (f32, bf16, f16: the float values are
  * rounded once as they are stored, simd/vec_elem.h). Same angles as the scalar reference
  * (sinusoid_scalar.c). Split invariance: the sin/cos of an integer position p are a function
- * of p alone, whatever rows the call covers (as RoPE's, rope_driver.h), formed from p's
- * anchor a = p - (p mod POSENC_ROPE_ANCHOR), whose sin/cos are computed afresh:
- *  - plans of one chunk (ceil(d/2) <= POSENC_ROPE_CHUNK pairs): by angle addition with the
- *    plan's step table row p - a, in double (each row on its own);
- *  - larger plans: anchors every SINUSOID_STEP_ANCHOR (8) positions, whose values are
- *    stepped p - a times by one position (angle addition with cos(w_i), sin(w_i), in
- *    double). Consecutive rows continue the previous row's steps; a row that starts a block
- *    or follows a break steps from its anchor (at most 7 steps that write nothing).
+ * of p alone, whatever rows the call covers (as RoPE's, rope_driver.h), formed from those of
+ * p's anchor a, computed afresh:
+ *  - plans of one chunk (ceil(d/2) <= POSENC_ROPE_CHUNK pairs): a = p - (p mod
+ *    POSENC_ROPE_ANCHOR), by angle addition in double with the plan's step table row p - a;
+ *  - larger plans: a = p - (p mod SINUSOID_ANCHOR), by angle addition in float with
+ *    cos/sin((p - a) w_i) (anchored_(), below).
  * Float timesteps, the float32 recipe and the deterministic mode (posenc_det_sincos(), the
- * same operations on every ISA) are computed afresh for every row. Rows are
- * processed in blocks of POSENC_ROPE_RUN (a multiple of POSENC_ROPE_ANCHOR), pairs in
- * chunks of POSENC_ROPE_CHUNK, so the stepping state stays on the stack and in L1. */
+ * same operations on every ISA) are computed afresh for every row. */
 #include "angle_simd.h"
 #include "simd/vec_elem.h"
 #include "sinusoid.h"
@@ -106,40 +102,228 @@ POSENC_INLINE void VFN(tabled_)(const sinusoid_args *a, const sinusoid_layout *l
   }
 }
 
-/* The anchor spacing of plans without a step table (a power of two dividing POSENC_ROPE_RUN):
- * small, so that a row that does not follow the previous one (a break in a position array,
- * a block start) costs few steps; a sincos every 8 rows of a contiguous table is cheap next
- * to writing them. */
-#define SINUSOID_STEP_ANCHOR 8
+/* Larger plans: anchors every SINUSOID_ANCHOR positions, in passes over the rows of
+ * SINUSOID_PAIRS pairs each. The row at p = a + k (a a multiple of SINUSOID_ANCHOR) is the
+ * anchor's cos/sin rotated by k w_i, in float: the anchor's accurate double values (the
+ * deterministic mode's polynomial, det_sincos_vd_, within 7e-10, on the exact reduced angle)
+ * split into float hi + lo, and the pass's offsets cos(k w_i), sin(k w_i) rounded to float,
+ * stepped k times from (1, 0) by (cos w_i, sin w_i) in double (error ~k 2^-53). Then
+ *   cos = ch tc - sh ts + (cl tc - sl ts),   sin = sh tc + ch ts + (sl tc + cl ts)
+ * by fused (neon, avx2, avx512) or separate (sse4) multiply-adds: within 2^-23 of the exact
+ * value with fused operations (2^-24 from the offsets' rounding, 2^-25 for each of the two
+ * last roundings), 1.5 2^-23 without; the header's bound is 2^-22. Both parts are functions
+ * of (plan, position) alone, so is every row. A pass computes the offsets it needs once
+ * (k in increasing order, on demand: a call of few rows steps only as far as its largest
+ * k) and an anchor's values once for the rows that share it. */
+#define SINUSOID_ANCHOR 32
+#define SINUSOID_PAIRS 128
+_Static_assert((SINUSOID_ANCHOR & (SINUSOID_ANCHOR - 1)) == 0 && SINUSOID_ANCHOR <= 64,
+               "the anchor spacing is a power of two, at most 64");
+_Static_assert(SINUSOID_PAIRS % POSENC_PLAN_PAD == 0 && SINUSOID_PAIRS <= POSENC_ROPE_CHUNK,
+               "a pass's loops may run to a whole vector; its double state fits a rope_state");
 
-/* Larger plans: the row at integer position p, one position after the state's row when
- * `follows` (and p is not an anchor), else stepped from p's anchor. */
-POSENC_INLINE void VFN(stepped_)(const sinusoid_args *a, const sinusoid_layout *l, int32_t p,
-                                 int follows, size_t k0, size_t n, void *row, rope_state *state,
-                                 put_mode mode, posenc_elem e) {
-  const double *cw = a->freq->cos_w + k0, *sw = a->freq->sin_w + k0;
-  /* Anchors every SINUSOID_STEP_ANCHOR positions: a row after a break steps at most 7 times
-   * before it writes. */
-  const size_t k = (uint32_t)p & (SINUSOID_STEP_ANCHOR - 1);
-  const int32_t at = (int32_t)((int64_t)p - (int64_t)k);
-  if (!follows || k == 0) {
-    VFN(anchor_values_)(a->freq, at, k0, n, state->c, state->s);
-    for (size_t j = 0; j < k; ++j)
-      for (size_t i = 0; i < n; i += VF_W) {
-        vf cv, sv;
-        VFN(step_)(state, i, cw, sw, &cv, &sv);
-      }
+/* One pass's offsets: float cos/sin of k w_i for k in [0, n_rows); `at` holds the double
+ * values of row n_rows - 1, from which the next is stepped. */
+typedef struct sinusoid_offsets {
+  _Alignas(64) float c[SINUSOID_ANCHOR][SINUSOID_PAIRS];
+  _Alignas(64) float s[SINUSOID_ANCHOR][SINUSOID_PAIRS];
+  rope_state at;
+  unsigned n_rows;
+} sinusoid_offsets;
+
+/* An anchor's cos/sin as float hi + lo parts. */
+typedef struct sinusoid_base {
+  _Alignas(64) float ch[SINUSOID_PAIRS];
+  _Alignas(64) float cl[SINUSOID_PAIRS];
+  _Alignas(64) float sh[SINUSOID_PAIRS];
+  _Alignas(64) float sl[SINUSOID_PAIRS];
+  int32_t pos;
+  int valid;
+} sinusoid_base;
+
+/* Offsets rows [t->n_rows, k] of pairs [k0, k0 + n). */
+static inline void VFN(offsets_)(const struct posenc_rope_plan *plan, size_t k0, size_t n,
+                                 unsigned k, sinusoid_offsets *t) {
+  if (t->n_rows == 0) {
     for (size_t i = 0; i < n; i += VF_W) {
-      const vf cv = vf_from_vd(vd_load(state->c + i), vd_load(state->c + i + VD_W));
-      const vf sv = vf_from_vd(vd_load(state->s + i), vd_load(state->s + i + VD_W));
-      VFN(emit_)(row, l, a->dim, k0 + i, sv, cv, mode, e);
+      vf_store(t->c[0] + i, vf_set1(1.0f));
+      vf_store(t->s[0] + i, vf_set1(0.0f));
+      vd_store(t->at.c + i, vd_set1(1.0));
+      vd_store(t->at.c + i + VD_W, vd_set1(1.0));
+      vd_store(t->at.s + i, vd_set1(0.0));
+      vd_store(t->at.s + i + VD_W, vd_set1(0.0));
     }
-    return;
+    t->n_rows = 1;
   }
+  for (; t->n_rows <= k; ++t->n_rows)
+    for (size_t i = 0; i < n; i += VF_W) {
+      vf cv, sv;
+      VFN(step_)(&t->at, i, plan->cos_w + k0, plan->sin_w + k0, &cv, &sv);
+      vf_store(t->c[t->n_rows] + i, cv);
+      vf_store(t->s[t->n_rows] + i, sv);
+    }
+}
+
+/* The float hi and lo parts of the double values lo, hi (VF_W lanes). */
+static inline void VFN(split_)(vd lo, vd hi, float *h, float *l) {
+  const vf vh = vf_from_vd(lo, hi);
+  vf_store_reload(h, vh);
+  vf_store_reload(l, vf_from_vd(vd_sub(lo, vd_from_vf_lo(vh)), vd_sub(hi, vd_from_vf_hi(vh))));
+}
+
+/* The anchor values at position `at` of pairs [k0, k0 + n). */
+static inline void VFN(base_)(const struct posenc_rope_plan *plan, int32_t at, size_t k0, size_t n,
+                              sinusoid_base *b) {
+  const angle_mode am = angle_mode_of(plan, (double)at, 0);
+  const vd pd = vd_set1((double)at);
   for (size_t i = 0; i < n; i += VF_W) {
+    vd lo, hi, s_lo, c_lo, s_hi, c_hi;
+    VFN(angles_vd_)(plan, am, pd, vf_set1(0.0f), k0 + i, &lo, &hi);
+    VFN(det_sincos_vd_)(lo, &s_lo, &c_lo);
+    VFN(det_sincos_vd_)(hi, &s_hi, &c_hi);
+    VFN(split_)(c_lo, c_hi, b->ch + i, b->cl + i);
+    VFN(split_)(s_lo, s_hi, b->sh + i, b->sl + i);
+  }
+  b->pos = at;
+  b->valid = 1;
+}
+
+/* cos/sin of VF_W pairs at index i: the anchor's rotated by the offsets tc, ts. */
+POSENC_INLINE void VFN(rotate_base_)(const sinusoid_base *b, const float *tc, const float *ts,
+                                     size_t i, vf *cv, vf *sv) {
+  const vf ch = vf_load(b->ch + i), cl = vf_load(b->cl + i);
+  const vf sh = vf_load(b->sh + i), sl = vf_load(b->sl + i);
+  const vf c = vf_load(tc + i), s = vf_load(ts + i);
+  *cv = vf_fmadd(ch, c, vf_fnmadd(sh, s, vf_fnmadd(sl, s, vf_mul(cl, c))));
+  *sv = vf_fmadd(sh, c, vf_fmadd(ch, s, vf_fmadd(cl, s, vf_mul(sl, c))));
+}
+
+/* Interleaved 16-bit rows: 2 VF_W elements (VF_W pairs) rounded and interleaved at once,
+ * stored as one vector (non-temporal where aligned to its size). Only for values computed
+ * here (finite): bf16 by integer rounding to nearest even. */
+#if VF_W == 16 && defined(__AVX512BW__)
+#define SINUSOID_PACKED 1
+typedef __m512i sinusoid_pk;
+/* The bf16 rounding of a finite v in the upper halves of its lanes: + 0x7fff, and + 1 more
+ * where the bf16's lowest bit is 1 (three operations). */
+POSENC_INLINE __m512i VFN(bf16_upper_)(vf v) {
+  const __m512i b = _mm512_castps_si512(v);
+  const __m512i r = _mm512_add_epi32(b, _mm512_set1_epi32(0x7fff));
+  return _mm512_mask_add_epi32(r, _mm512_test_epi32_mask(b, _mm512_set1_epi32(0x10000)), r,
+                               _mm512_set1_epi32(1));
+}
+POSENC_INLINE sinusoid_pk VFN(pack_)(vf sv, vf cv, posenc_elem e) {
+  if (e == POSENC_ELEM_BF16) /* s in the lower words, c in the upper: s0 c0 s1 c1 ... */
+    return _mm512_mask_blend_epi16(0xAAAAAAAAu, _mm512_srli_epi32(VFN(bf16_upper_)(sv), 16),
+                                   VFN(bf16_upper_)(cv));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(vf_f16_bits(vf_zip_lo(sv, cv))),
+                            vf_f16_bits(vf_zip_hi(sv, cv)), 1);
+}
+POSENC_INLINE void sinusoid_pk_store(void *p, sinusoid_pk v) { _mm512_storeu_si512(p, v); }
+POSENC_INLINE void sinusoid_pk_stream(void *p, sinusoid_pk v) { _mm512_stream_si512(p, v); }
+#elif VF_W == 8 && defined(__AVX2__) && defined(__F16C__)
+#define SINUSOID_PACKED 1
+typedef __m256i sinusoid_pk;
+POSENC_INLINE __m256i VFN(bf16_upper_)(vf v) { /* as above */
+  const __m256i b = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  return _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)), lsb);
+}
+POSENC_INLINE sinusoid_pk VFN(pack_)(vf sv, vf cv, posenc_elem e) {
+  if (e == POSENC_ELEM_BF16)
+    return _mm256_blend_epi16(_mm256_srli_epi32(VFN(bf16_upper_)(sv), 16), VFN(bf16_upper_)(cv),
+                              0xAA);
+  const __m128i s = _mm256_cvtps_ph(sv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m128i c = _mm256_cvtps_ph(cv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm256_set_m128i(_mm_unpackhi_epi16(s, c), _mm_unpacklo_epi16(s, c));
+}
+POSENC_INLINE void sinusoid_pk_store(void *p, sinusoid_pk v) {
+  _mm256_storeu_si256((__m256i *)p, v);
+}
+POSENC_INLINE void sinusoid_pk_stream(void *p, sinusoid_pk v) {
+  _mm256_stream_si256((__m256i *)p, v);
+}
+#else
+#define SINUSOID_PACKED 0
+#endif
+
+/* One row's pairs [k0, k0 + n) from the anchor b and the offsets tc, ts. Interleaved rows
+ * (a constant at each call) write their whole vectors in a loop of their own: 2 VF_W
+ * elements per VF_W pairs, packed at once for 16-bit types where the layer allows. */
+POSENC_INLINE void VFN(row_)(void *row, const sinusoid_layout *l, size_t dim, size_t k0, size_t n,
+                             const sinusoid_base *b, const float *tc, const float *ts,
+                             put_mode mode, posenc_elem e, int interleaved) {
+  size_t i = 0;
+  if (interleaved && mode != PUT_ADD) {
+    /* Pairs [k0 + i, k0 + i + VF_W) fill 2 VF_W columns for i < end. */
+    const size_t full = dim / 2 > k0 + VF_W ? dim / 2 - k0 - VF_W + 1 : 0;
+    const size_t end = full < n ? full : n;
+    if (e == POSENC_ELEM_F32) {
+      float *out = (float *)row + 2 * k0;
+      if (mode == PUT_STREAM && (uintptr_t)out % (VF_W * sizeof(float)) == 0) {
+        for (; i < end; i += VF_W) {
+          vf cv, sv;
+          VFN(rotate_base_)(b, tc, ts, i, &cv, &sv);
+          vf_stream(out + 2 * i, vf_zip_lo(sv, cv));
+          vf_stream(out + 2 * i + VF_W, vf_zip_hi(sv, cv));
+        }
+      } else {
+        for (; i < end; i += VF_W) {
+          vf cv, sv;
+          VFN(rotate_base_)(b, tc, ts, i, &cv, &sv);
+          vf_store(out + 2 * i, vf_zip_lo(sv, cv));
+          vf_store(out + 2 * i + VF_W, vf_zip_hi(sv, cv));
+        }
+      }
+    } else {
+#if SINUSOID_PACKED
+      uint16_t *out = (uint16_t *)row + 2 * k0;
+      if (mode == PUT_STREAM && (uintptr_t)out % sizeof(sinusoid_pk) == 0) {
+        for (; i < end; i += VF_W) {
+          vf cv, sv;
+          VFN(rotate_base_)(b, tc, ts, i, &cv, &sv);
+          sinusoid_pk_stream(out + 2 * i, VFN(pack_)(sv, cv, e));
+        }
+      } else {
+        for (; i < end; i += VF_W) {
+          vf cv, sv;
+          VFN(rotate_base_)(b, tc, ts, i, &cv, &sv);
+          sinusoid_pk_store(out + 2 * i, VFN(pack_)(sv, cv, e));
+        }
+      }
+#endif
+    }
+  }
+  for (; i < n; i += VF_W) {
     vf cv, sv;
-    VFN(step_)(state, i, cw, sw, &cv, &sv);
-    VFN(emit_)(row, l, a->dim, k0 + i, sv, cv, mode, e);
+    VFN(rotate_base_)(b, tc, ts, i, &cv, &sv);
+    VFN(emit_)(row, l, dim, k0 + i, sv, cv, mode, e);
+  }
+}
+
+/* Integer positions of larger plans (see above); interleaved is l->step == 2, a constant at
+ * each call. */
+POSENC_INLINE void VFN(anchored_)(const sinusoid_args *a, const sinusoid_layout *l, put_mode mode,
+                                  posenc_elem e, int interleaved) {
+  const size_t n_pairs = a->freq->n_pairs;
+  sinusoid_offsets t;
+  sinusoid_base b;
+  for (size_t k0 = 0; k0 < n_pairs; k0 += SINUSOID_PAIRS) {
+    const size_t n = n_pairs - k0 < SINUSOID_PAIRS ? n_pairs - k0 : SINUSOID_PAIRS;
+    t.n_rows = 0;
+    b.valid = 0;
+    for (size_t r = 0; r < a->n_rows; ++r) {
+      const int32_t p =
+          a->positions ? a->positions[r] : (int32_t)((int64_t)a->start_pos + (int64_t)r);
+      /* p mod SINUSOID_ANCHOR in [0, SINUSOID_ANCHOR) for negative p too; the anchor is a
+       * multiple of it, >= INT32_MIN. */
+      const unsigned k = (uint32_t)p & (SINUSOID_ANCHOR - 1);
+      const int32_t at = (int32_t)((int64_t)p - (int64_t)k);
+      if (!b.valid || b.pos != at) VFN(base_)(a->freq, at, k0, n, &b);
+      if (k >= t.n_rows) VFN(offsets_)(a->freq, k0, n, k, &t);
+      void *row = (char *)a->out + r * a->row_stride * posenc_elem_size(e);
+      VFN(row_)(row, l, a->dim, k0, n, &b, t.c[k], t.s[k], mode, e, interleaved);
+    }
   }
 }
 
@@ -150,8 +334,13 @@ POSENC_INLINE void VFN(rows_)(const sinusoid_args *a, put_mode mode, posenc_elem
   const size_t n_pairs = a->freq->n_pairs;
   const int integer =
       !a->timesteps && !(a->flags & (POSENC_SINUSOID_F32_ANGLES | POSENC_SINUSOID_DETERMINISTIC));
-  const int tabled = integer && a->freq->step_c != NULL;
-  rope_state state;
+  if (integer && a->freq->step_c == NULL) {
+    if (l.step == 2)
+      VFN(anchored_)(a, &l, mode, e, 1);
+    else
+      VFN(anchored_)(a, &l, mode, e, 0);
+    return;
+  }
   rope_anchor anchor;
   anchor.valid = 0;
   for (size_t r0 = 0; r0 < a->n_rows; r0 += POSENC_ROPE_RUN) {
@@ -161,14 +350,10 @@ POSENC_INLINE void VFN(rows_)(const sinusoid_args *a, put_mode mode, posenc_elem
       for (size_t r = r0; r < r1; ++r) {
         void *row = (char *)a->out + r * a->row_stride * posenc_elem_size(e);
         const double p = sinusoid_position(a, r);
-        if (tabled) {
+        if (integer)
           VFN(tabled_)(a, &l, (int32_t)p, n, row, &anchor, mode, e);
-        } else if (integer) {
-          const int follows = r > r0 && sinusoid_follows(a, r);
-          VFN(stepped_)(a, &l, (int32_t)p, follows, k0, n, row, &state, mode, e);
-        } else {
+        else
           VFN(fresh_)(a, &l, p, k0, n, row, mode, e);
-        }
       }
     }
   }
