@@ -84,13 +84,14 @@ POSENC_API const char *posenc_status_string(posenc_status status);
  *  - avx2:   AVX2 + FMA + F16C, and the OS saves YMM state (XGETBV).
  *  - avx512: AVX-512 F, BW, DQ and VL, and the OS saves ZMM and opmask state.
  *  - avx512bf16: avx512 plus AVX512_BF16 (Cooper Lake, Sapphire Rapids and later, AMD
- *            Zen 4 and later): the kernels that store bf16 round with VCVTNEPS2BF16
- *            (bit for bit the avx512 result); every other kernel is avx512's.
+ *            Zen 4 and later): bf16 RoPE (rope_bf16, rope_f32_bf16) rounds with
+ *            VCVTNE2PS2BF16 (bit for bit the avx512 result); every other kernel is
+ *            avx512's.
  *  - neon:   every aarch64 CPU.
  * The enum's values identify tiers; they are not an order (avx512bf16 is above avx512).
  *
  * Kernel by kernel (posenc_kernel_isa()), a tier may leave a kernel to a lower one: a tier
- * that has no variant of its own for a kernel (avx512bf16 for the f32 and f16 kernels)
+ * that has no variant of its own for a kernel (avx512bf16 for all but bf16 RoPE)
  * uses the tier below it, and, when the ISA was chosen automatically (not by POSENC_ISA or
  * posenc_set_isa()), a documented rule keyed on the CPU picks a lower tier where that tier
  * is measurably faster on that CPU family:
@@ -192,7 +193,7 @@ POSENC_API posenc_isa posenc_kernel_isa(posenc_kernel kernel);
 
 /** The tier that would serve `kernel` with `isa` named by POSENC_ISA or posenc_set_isa():
  * `isa` itself, or the tier below it where `isa` has no variant of its own for the kernel
- * (avx512bf16's f32 and f16 kernels are avx512's). Changes nothing. POSENC_ISA_COUNT for an
+ * (avx512bf16's kernels other than bf16 RoPE are avx512's). Changes nothing. POSENC_ISA_COUNT for an
  * unknown kernel or an ISA that is not available. */
 POSENC_API posenc_isa posenc_kernel_isa_for(posenc_kernel kernel, posenc_isa isa);
 

@@ -2,7 +2,28 @@
  * vector layer, which it includes first. */
 #include "simd/vec_avx512.h"
 
-#include "alibi_avx512_pair.h"
+/* bf16 scores two vectors at a time for alibi_simd.h (ALIBI_BF16_PAIR): 2 * VF_W elements
+ * loaded as their even columns (a: the element shifted to the upper half of its 32-bit
+ * lane) and odd ones (b: the upper half kept), and stored back with one word blend, so
+ * neither widening nor narrowing moves data between lanes. The rounding is the layer's
+ * (vf_bf16_upper). */
+#define ALIBI_BF16_PAIR 1
+static inline vf alibi_bf16_cols_a(void) {
+  return _mm512_setr_ps(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+}
+static inline vf alibi_bf16_cols_b(void) {
+  return _mm512_setr_ps(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+}
+static inline void alibi_bf16_load2(const uint16_t *p, vf *a, vf *b) {
+  const __m512i x = _mm512_loadu_si512(p);
+  *a = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+  *b = _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32((int)0xffff0000u)));
+}
+static inline void alibi_bf16_store2(uint16_t *p, vf a, vf b) {
+  const __m512i even = _mm512_srli_epi32(vf_bf16_upper(a), 16);
+  _mm512_storeu_si512(p, _mm512_mask_blend_epi16(0xAAAAAAAAu, even, vf_bf16_upper(b)));
+}
+
 #include "alibi_simd.h"
 #include "variants.h"
 

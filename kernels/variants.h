@@ -95,12 +95,9 @@ void posenc_alibi_softmax_bf16_avx512(const alibi_softmax_args *args);
 void posenc_learned_add_f32_avx512(const learned_f32_args *args);
 #endif /* POSENC_HAVE_AVX512 */
 
-#ifdef POSENC_HAVE_AVX512BF16 /* only the kernels that store bf16; avx512 serves the rest */
+#ifdef POSENC_HAVE_AVX512BF16 /* only bf16 RoPE; avx512 serves the rest */
 void posenc_rope_bf16_avx512bf16(const rope_args *args);
 void posenc_rope_f32_bf16_avx512bf16(const rope_args *args);
-void posenc_sinusoid_bf16_avx512bf16(const sinusoid_args *args);
-void posenc_alibi_bf16_avx512bf16(const alibi_args *args);
-void posenc_alibi_softmax_bf16_avx512bf16(const alibi_softmax_args *args);
 #endif /* POSENC_HAVE_AVX512BF16 */
 
 #ifdef POSENC_HAVE_NEON

@@ -150,21 +150,19 @@ TEST(KernelIsa, NamesEveryKernelOnce) {
     }
 }
 
-bool StoresBf16(int kernel) {
-  return kernel == POSENC_KERNEL_ROPE_BF16 || kernel == POSENC_KERNEL_ROPE_F32_BF16 ||
-         kernel == POSENC_KERNEL_SINUSOID_BF16 || kernel == POSENC_KERNEL_ALIBI_BF16 ||
-         kernel == POSENC_KERNEL_ALIBI_SOFTMAX_BF16;
+bool Bf16Rope(int kernel) {
+  return kernel == POSENC_KERNEL_ROPE_BF16 || kernel == POSENC_KERNEL_ROPE_F32_BF16;
 }
 
 // A named tier serves every kernel itself, except avx512bf16, which has variants of its own
-// only for the kernels that store bf16 and leaves the others to avx512.
+// only for bf16 RoPE and leaves the others to avx512.
 TEST(KernelIsa, ANamedTierServesEveryKernel) {
   for (posenc_isa isa : AllIsas()) {
     if (!posenc_isa_available(isa)) continue;
     ASSERT_EQ(posenc_set_isa(isa), POSENC_OK);
     for (int k = 0; k < POSENC_KERNEL_COUNT; ++k) {
       const posenc_isa want =
-          isa == POSENC_ISA_AVX512BF16 && !StoresBf16(k) ? POSENC_ISA_AVX512 : isa;
+          isa == POSENC_ISA_AVX512BF16 && !Bf16Rope(k) ? POSENC_ISA_AVX512 : isa;
       EXPECT_EQ(posenc_kernel_isa(static_cast<posenc_kernel>(k)), want)
           << posenc_isa_name(isa) << " " << posenc_kernel_name(static_cast<posenc_kernel>(k));
       EXPECT_EQ(posenc_kernel_isa_for(static_cast<posenc_kernel>(k), isa), want);
