@@ -211,9 +211,10 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
     for (size_t h = 0; h < nh; ++h) {
       const char *x = xr + h * xs;
       char *y = yr + h * ys;
-      for (int b = 0; b < ROPE_BLOCK; b += 2) /* ROPE_BLOCK is even (VF_W <= 32) */
-        VFN(neox_vec2_)
-      (x, y, p0 + b * VF_W, p0 + half + b * VF_W, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ex, ey);
+      for (int b = 0; b < ROPE_BLOCK; b += 2) { /* ROPE_BLOCK is even (VF_W <= 32) */
+        const size_t iu = p0 + b * VF_W, iv = iu + half;
+        VFN(neox_vec2_)(x, y, iu, iv, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ex, ey);
+      }
       if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
     }
     return;
