@@ -167,9 +167,8 @@ static inline __m512i vf_bf16_bits(vf v) { return _mm512_srli_epi32(vf_bf16_uppe
 #ifdef POSENC_VEC_AVX512_BF16
 /* VCVTNEPS2BF16 rounds to nearest even and quiets a NaN as vf_bf16_upper does, but treats a
  * subnormal float as zero (it ignores MXCSR: DAZ and FTZ always on), where the reference
- * (kernels/half.h) rounds it to a bf16 subnormal. A vector with a subnormal lane (rare: RoPE
- * and ALiBi on real data, never a sinusoid) takes the integer path, so every result is the
- * reference's. */
+ * (kernels/half.h) rounds it to a bf16 subnormal. A vector with a subnormal lane (rare in
+ * real data) takes the integer path, so every result is the reference's. */
 static inline __m256i vf_bf16_pack(vf v) {
   if (__builtin_expect(_mm512_fpclass_ps_mask(v, 0x20) != 0, 0)) /* 0x20: subnormal */
     return _mm512_cvtepi32_epi16(vf_bf16_bits(v));
