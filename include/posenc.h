@@ -193,8 +193,8 @@ POSENC_API posenc_isa posenc_kernel_isa(posenc_kernel kernel);
 
 /** The tier that would serve `kernel` with `isa` named by POSENC_ISA or posenc_set_isa():
  * `isa` itself, or the tier below it where `isa` has no variant of its own for the kernel
- * (avx512bf16's kernels other than bf16 RoPE are avx512's). Changes nothing. POSENC_ISA_COUNT for an
- * unknown kernel or an ISA that is not available. */
+ * (avx512bf16's kernels other than bf16 RoPE are avx512's). Changes nothing. POSENC_ISA_COUNT for
+ * an unknown kernel or an ISA that is not available. */
 POSENC_API posenc_isa posenc_kernel_isa_for(posenc_kernel kernel, posenc_isa isa);
 
 /** @} */
