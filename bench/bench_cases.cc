@@ -154,23 +154,10 @@ std::vector<std::string> KernelVariants(int kernel) {
 }
 
 std::vector<std::string> GroupVariants(const RowGroup& group) {
-  std::vector<std::string> variants;
+  // A composite row (dispatch kernel -1) calls only f32 kernels, whose tiers are rope_f32's.
   const int kernel = DispatchKernelOf(group.kernel);
-  for (const std::string& v : Variants()) {
-    posenc_isa isa;
-    if (posenc_isa_from_name(v.c_str(), &isa) == POSENC_OK) {
-      // A tier without a variant of its own for the kernel (or, for a composite row, for
-      // some kernel) would time another tier's code again.
-      bool own = true;
-      for (int k = 0; k < POSENC_KERNEL_COUNT; ++k)
-        if (kernel == k || (kernel < 0 && isa == POSENC_ISA_AVX512BF16))
-          own &= posenc_kernel_isa_for(static_cast<posenc_kernel>(k), isa) == isa;
-      if (!own) continue;
-    } else if (!group.naive) {
-      continue;
-    }
-    variants.push_back(v);
-  }
+  std::vector<std::string> variants = KernelVariants(kernel < 0 ? POSENC_KERNEL_ROPE_F32 : kernel);
+  if (!group.naive) variants.pop_back();  // "naive" is last
   return variants;
 }
 
