@@ -198,50 +198,14 @@ POSENC_INLINE void VFN(rotate_base_)(const sinusoid_base *b, const float *tc, co
   *sv = vf_fmadd(sh, c, vf_fmadd(ch, s, vf_fmadd(cl, s, vf_mul(sl, c))));
 }
 
-/* Interleaved 16-bit rows: 2 VF_W elements (VF_W pairs) rounded and interleaved at once,
- * stored as one vector (non-temporal where aligned to its size). Only for values computed
- * here (finite): bf16 by integer rounding to nearest even. */
-#if VF_W == 16 && defined(__AVX512BW__)
+/* Interleaved 16-bit rows: VF_W pairs rounded and interleaved at once into one vector of
+ * 2 VF_W 16-bit elements (the layer's vz16, where it has one), stored as one vector
+ * (non-temporal where aligned to its size). The values are finite (computed here), so bf16
+ * takes the layer's finite-only rounding. */
+#ifdef VF_HAVE_VZ16
 #define SINUSOID_PACKED 1
-typedef __m512i sinusoid_pk;
-/* The bf16 rounding of a finite v in the upper halves of its lanes: + 0x7fff, and + 1 more
- * where the bf16's lowest bit is 1 (three operations). */
-POSENC_INLINE __m512i VFN(bf16_upper_)(vf v) {
-  const __m512i b = _mm512_castps_si512(v);
-  const __m512i r = _mm512_add_epi32(b, _mm512_set1_epi32(0x7fff));
-  return _mm512_mask_add_epi32(r, _mm512_test_epi32_mask(b, _mm512_set1_epi32(0x10000)), r,
-                               _mm512_set1_epi32(1));
-}
-POSENC_INLINE sinusoid_pk VFN(pack_)(vf sv, vf cv, posenc_elem e) {
-  if (e == POSENC_ELEM_BF16) /* s in the lower words, c in the upper: s0 c0 s1 c1 ... */
-    return _mm512_mask_blend_epi16(0xAAAAAAAAu, _mm512_srli_epi32(VFN(bf16_upper_)(sv), 16),
-                                   VFN(bf16_upper_)(cv));
-  return _mm512_inserti64x4(_mm512_castsi256_si512(vf_f16_bits(vf_zip_lo(sv, cv))),
-                            vf_f16_bits(vf_zip_hi(sv, cv)), 1);
-}
-POSENC_INLINE void sinusoid_pk_store(void *p, sinusoid_pk v) { _mm512_storeu_si512(p, v); }
-POSENC_INLINE void sinusoid_pk_stream(void *p, sinusoid_pk v) { _mm512_stream_si512(p, v); }
-#elif VF_W == 8 && defined(__AVX2__) && defined(__F16C__)
-#define SINUSOID_PACKED 1
-typedef __m256i sinusoid_pk;
-POSENC_INLINE __m256i VFN(bf16_upper_)(vf v) { /* as above */
-  const __m256i b = _mm256_castps_si256(v);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
-  return _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)), lsb);
-}
-POSENC_INLINE sinusoid_pk VFN(pack_)(vf sv, vf cv, posenc_elem e) {
-  if (e == POSENC_ELEM_BF16)
-    return _mm256_blend_epi16(_mm256_srli_epi32(VFN(bf16_upper_)(sv), 16), VFN(bf16_upper_)(cv),
-                              0xAA);
-  const __m128i s = _mm256_cvtps_ph(sv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m128i c = _mm256_cvtps_ph(cv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  return _mm256_set_m128i(_mm_unpackhi_epi16(s, c), _mm_unpacklo_epi16(s, c));
-}
-POSENC_INLINE void sinusoid_pk_store(void *p, sinusoid_pk v) {
-  _mm256_storeu_si256((__m256i *)p, v);
-}
-POSENC_INLINE void sinusoid_pk_stream(void *p, sinusoid_pk v) {
-  _mm256_stream_si256((__m256i *)p, v);
+POSENC_INLINE vz16 VFN(pack_)(vf sv, vf cv, posenc_elem e) { /* s0 c0 s1 c1 ... */
+  return e == POSENC_ELEM_BF16 ? vz16_bf16_finite(sv, cv) : vz16_f16(sv, cv);
 }
 #else
 #define SINUSOID_PACKED 0
@@ -278,17 +242,17 @@ POSENC_INLINE void VFN(row_)(void *row, const sinusoid_layout *l, size_t dim, si
     } else {
 #if SINUSOID_PACKED
       uint16_t *out = (uint16_t *)row + 2 * k0;
-      if (mode == PUT_STREAM && (uintptr_t)out % sizeof(sinusoid_pk) == 0) {
+      if (mode == PUT_STREAM && (uintptr_t)out % sizeof(vz16) == 0) {
         for (; i < end; i += VF_W) {
           vf cv, sv;
           VFN(rotate_base_)(b, tc, ts, i, &cv, &sv);
-          sinusoid_pk_stream(out + 2 * i, VFN(pack_)(sv, cv, e));
+          vz16_stream(out + 2 * i, VFN(pack_)(sv, cv, e));
         }
       } else {
         for (; i < end; i += VF_W) {
           vf cv, sv;
           VFN(rotate_base_)(b, tc, ts, i, &cv, &sv);
-          sinusoid_pk_store(out + 2 * i, VFN(pack_)(sv, cv, e));
+          vz16_store(out + 2 * i, VFN(pack_)(sv, cv, e));
         }
       }
 #endif

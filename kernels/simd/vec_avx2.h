@@ -144,4 +144,26 @@ static inline void vf_stream_f16(uint16_t *p, vf v) {
   _mm_stream_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
+/* Two vectors interleaved, a0 b0 a1 b1 ..., as 2 VF_W 16-bit elements in one vector (vz16),
+ * for the sinusoid's rows of finite values: bf16 rounded to nearest even by integer
+ * operations (no NaN handling), then one word blend; f16 by VCVTPS2PH and an unpack. */
+#define VF_HAVE_VZ16 1
+typedef __m256i vz16;
+static inline __m256i vf_bf16_upper_finite(vf v) {
+  const __m256i b = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  return _mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)), lsb);
+}
+static inline vz16 vz16_bf16_finite(vf a, vf b) {
+  return _mm256_blend_epi16(_mm256_srli_epi32(vf_bf16_upper_finite(a), 16), vf_bf16_upper_finite(b),
+                            0xAA);
+}
+static inline vz16 vz16_f16(vf a, vf b) {
+  const __m128i x = _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m128i y = _mm256_cvtps_ph(b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm256_set_m128i(_mm_unpackhi_epi16(x, y), _mm_unpacklo_epi16(x, y));
+}
+static inline void vz16_store(void *p, vz16 v) { _mm256_storeu_si256((__m256i *)p, v); }
+static inline void vz16_stream(void *p, vz16 v) { _mm256_stream_si256((__m256i *)p, v); }
+
 #endif /* POSENC_VEC_AVX2_H */

@@ -231,6 +231,28 @@ static inline void vf_store_f16(uint16_t *p, vf v) {
 static inline void vf_store_f16_n(uint16_t *p, vf v, size_t n) {
   _mm256_mask_storeu_epi16(p, (__mmask16)((1u << n) - 1u), vf_f16_bits(v));
 }
+/* Two vectors interleaved, a0 b0 a1 b1 ..., as 2 VF_W 16-bit elements in one vector (vz16),
+ * for the sinusoid's rows of finite values: bf16 rounded to nearest even in three integer
+ * operations each (+ 0x7fff, + 1 where the bf16's lowest bit is 1; no NaN handling), then
+ * one word blend; f16 by VCVTPS2PH. */
+#define VF_HAVE_VZ16 1
+typedef __m512i vz16;
+static inline __m512i vf_bf16_upper_finite(vf v) {
+  const __m512i b = _mm512_castps_si512(v);
+  const __m512i r = _mm512_add_epi32(b, _mm512_set1_epi32(0x7fff));
+  return _mm512_mask_add_epi32(r, _mm512_test_epi32_mask(b, _mm512_set1_epi32(0x10000)), r,
+                               _mm512_set1_epi32(1));
+}
+static inline vz16 vz16_bf16_finite(vf a, vf b) {
+  return _mm512_mask_blend_epi16(0xAAAAAAAAu, _mm512_srli_epi32(vf_bf16_upper_finite(a), 16),
+                                 vf_bf16_upper_finite(b));
+}
+static inline vz16 vz16_f16(vf a, vf b) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(vf_f16_bits(vf_zip_lo(a, b))),
+                            vf_f16_bits(vf_zip_hi(a, b)), 1);
+}
+static inline void vz16_store(void *p, vz16 v) { _mm512_storeu_si512(p, v); }
+static inline void vz16_stream(void *p, vz16 v) { _mm512_stream_si512(p, v); }
 /* vf_store_f16 as a non-temporal store (p aligned to 32 bytes); vf_stream_bf16 above. */
 static inline void vf_stream_f16(uint16_t *p, vf v) {
   _mm256_stream_si256((__m256i *)p, vf_f16_bits(v));
