@@ -9,8 +9,6 @@
  * even as the layer's vf_store_bf16, but a NaN lane is set to all ones (0xffff, a quiet NaN:
  * posenc.h leaves the payload unspecified) by one OR with its compare mask. */
 #define ALIBI_BF16_PAIR 1
-static inline vf alibi_bf16_cols_a(void) { return _mm256_setr_ps(0, 2, 4, 6, 8, 10, 12, 14); }
-static inline vf alibi_bf16_cols_b(void) { return _mm256_setr_ps(1, 3, 5, 7, 9, 11, 13, 15); }
 static inline void alibi_bf16_load2(const uint16_t *p, vf *a, vf *b) {
   const __m256i x = _mm256_loadu_si256((__m256i *)p);
   *a = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));

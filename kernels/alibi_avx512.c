@@ -8,12 +8,6 @@
  * neither widening nor narrowing moves data between lanes. The rounding is the layer's
  * (vf_bf16_upper). */
 #define ALIBI_BF16_PAIR 1
-static inline vf alibi_bf16_cols_a(void) {
-  return _mm512_setr_ps(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-}
-static inline vf alibi_bf16_cols_b(void) {
-  return _mm512_setr_ps(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-}
 static inline void alibi_bf16_load2(const uint16_t *p, vf *a, vf *b) {
   const __m512i x = _mm512_loadu_si512(p);
   *a = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));

@@ -47,21 +47,27 @@ POSENC_INLINE void VFN(put_int_)(void *row, size_t j, size_t n, vf m, vi d, vf s
 
 /* Two vectors' worth of columns, [j, j + 2 * VF_W): loaded as the lanes a and b, whose columns
  * are j + cols_a / j + cols_b. An alibi_<isa>.c may supply a cheaper form for bf16 scores
- * (ALIBI_BF16_PAIR: alibi_bf16_load2, alibi_bf16_store2, alibi_bf16_cols_a/b, e.g. the even
- * and odd columns, which a shift and a mask unpack); otherwise two consecutive vectors. */
-POSENC_INLINE vf VFN(cols_a_)(posenc_elem e) {
+ * (ALIBI_BF16_PAIR: alibi_bf16_load2 and alibi_bf16_store2, on the even columns in a and the
+ * odd ones in b, which a shift and a mask unpack); otherwise two consecutive vectors. */
+POSENC_INLINE int VFN(even_odd_)(posenc_elem e) {
 #ifdef ALIBI_BF16_PAIR
-  if (e == POSENC_ELEM_BF16) return alibi_bf16_cols_a();
-#endif
+  return e == POSENC_ELEM_BF16;
+#else
   (void)e;
-  return vf_from_vi(vi_iota());
+  return 0;
+#endif
 }
-POSENC_INLINE vf VFN(cols_b_)(posenc_elem e) {
-#ifdef ALIBI_BF16_PAIR
-  if (e == POSENC_ELEM_BF16) return alibi_bf16_cols_b();
-#endif
-  (void)e;
-  return vf_from_vi(vi_add(vi_iota(), vi_set1(VF_W)));
+/* The columns of the lanes a and b relative to j: even and odd, or [0, VF_W) and [VF_W, 2 VF_W). */
+POSENC_INLINE void VFN(cols_)(posenc_elem e, vf *a, vf *b) {
+  const vi i = vi_iota();
+  if (VFN(even_odd_)(e)) {
+    const vi even = vi_add(i, i);
+    *a = vf_from_vi(even);
+    *b = vf_from_vi(vi_add(even, vi_set1(1)));
+  } else {
+    *a = vf_from_vi(i);
+    *b = vf_from_vi(vi_add(i, vi_set1(VF_W)));
+  }
 }
 
 /* Columns [j, j + 2 * VF_W) with float distances fa, fb in the lanes of cols_a, cols_b. */
@@ -94,7 +100,9 @@ POSENC_INLINE void VFN(row_)(void *row, int32_t qpos, size_t visible, size_t n_k
     const vf w = vf_set1((float)VF_W);
     /* Columns at or before the query: distances qpos - j, falling. */
     const size_t before = (size_t)qpos + 1 < visible ? (size_t)qpos + 1 : visible;
-    const vf w2 = vf_set1((float)(2 * VF_W)), cols_a = VFN(cols_a_)(e), cols_b = VFN(cols_b_)(e);
+    const vf w2 = vf_set1((float)(2 * VF_W));
+    vf cols_a, cols_b;
+    VFN(cols_)(e, &cols_a, &cols_b);
     if (2 * VF_W <= before) {
       vf fa = vf_sub(vf_set1((float)qpos), cols_a), fb = vf_sub(vf_set1((float)qpos), cols_b);
       for (; j + 2 * VF_W <= before; j += 2 * VF_W, fa = vf_sub(fa, w2), fb = vf_sub(fb, w2))

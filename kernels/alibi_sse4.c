@@ -9,8 +9,6 @@
  * even as the layer's vf_store_bf16, but a NaN lane is set to all ones (0xffff, a quiet NaN:
  * posenc.h leaves the payload unspecified) by one OR with its compare mask. */
 #define ALIBI_BF16_PAIR 1
-static inline vf alibi_bf16_cols_a(void) { return _mm_setr_ps(0, 2, 4, 6); }
-static inline vf alibi_bf16_cols_b(void) { return _mm_setr_ps(1, 3, 5, 7); }
 static inline void alibi_bf16_load2(const uint16_t *p, vf *a, vf *b) {
   const __m128i x = _mm_loadu_si128((__m128i *)p);
   *a = _mm_castsi128_ps(_mm_slli_epi32(x, 16));
