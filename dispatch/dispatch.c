@@ -187,7 +187,8 @@ const char *posenc_kernel_name(posenc_kernel kernel) {
   return (unsigned)kernel < POSENC_KERNEL_COUNT ? kernel_names[kernel] : "unknown";
 }
 
-/* include/posenc.h documents these rules; tests/api_test.cc checks them on made-up CPUs. */
+/* include/posenc.h documents these rules; tests/dispatch_rules_test.cc checks them on made-up
+ * CPUs. */
 posenc_isa posenc_kernel_tier(posenc_kernel kernel, posenc_isa tier, int automatic,
                               const posenc_cpu_flags *cpu) {
   if (!automatic) return tier;
@@ -196,6 +197,25 @@ posenc_isa posenc_kernel_tier(posenc_kernel kernel, posenc_isa tier, int automat
       (tier == POSENC_ISA_AVX512 || tier == POSENC_ISA_AVX512BF16))
     return POSENC_ISA_AVX2;
   return tier;
+}
+
+static int row_has(posenc_isa t, posenc_kernel kernel) {
+  switch (kernel) {
+#define POSENC_ROW_HAS(kernel, member) \
+  case POSENC_KERNEL_##kernel:         \
+    return tables[t].member != NULL;
+    POSENC_KERNELS(POSENC_ROW_HAS)
+#undef POSENC_ROW_HAS
+    default:
+      return 0;
+  }
+}
+
+/* The tier that serves `kernel` from tier t's row: t, or the first tier below it whose row has
+ * a variant of the kernel. */
+static posenc_isa serving_tier(posenc_kernel kernel, posenc_isa t) {
+  while (t != POSENC_ISA_SCALAR && !row_has(t, kernel)) t = tier_below(t);
+  return t;
 }
 
 /* A composed table and the tier that serves each of its kernels. */
@@ -212,8 +232,7 @@ static void compose(composed_table *out, posenc_isa tier, int automatic) {
 #define POSENC_COMPOSE(kernel, member)                                               \
   {                                                                                  \
     posenc_isa t = posenc_kernel_tier(POSENC_KERNEL_##kernel, tier, automatic, cpu); \
-    if (!compiled[t]) t = tier;                                                      \
-    while (t != POSENC_ISA_SCALAR && !tables[t].member) t = tier_below(t);           \
+    t = serving_tier(POSENC_KERNEL_##kernel, compiled[t] ? t : tier);                \
     out->table.member = tables[t].member;                                            \
     out->served[POSENC_KERNEL_##kernel] = (unsigned char)t;                          \
   }
@@ -299,23 +318,10 @@ posenc_isa posenc_kernel_isa(posenc_kernel kernel) {
   return (posenc_isa)__atomic_load_n(&active, __ATOMIC_ACQUIRE)->served[kernel];
 }
 
-static int row_has(posenc_isa t, posenc_kernel kernel) {
-  switch (kernel) {
-#define POSENC_ROW_HAS(kernel, member) \
-  case POSENC_KERNEL_##kernel:         \
-    return tables[t].member != NULL;
-    POSENC_KERNELS(POSENC_ROW_HAS)
-#undef POSENC_ROW_HAS
-    default:
-      return 0;
-  }
-}
-
 posenc_isa posenc_kernel_isa_for(posenc_kernel kernel, posenc_isa isa) {
   if ((unsigned)kernel >= POSENC_KERNEL_COUNT || !posenc_isa_available(isa))
     return POSENC_ISA_COUNT;
-  while (isa != POSENC_ISA_SCALAR && !row_has(isa, kernel)) isa = tier_below(isa);
-  return isa;
+  return serving_tier(kernel, isa);
 }
 
 posenc_isa_source posenc_isa_selection(posenc_isa *requested) {
