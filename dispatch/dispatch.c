@@ -27,8 +27,8 @@ static const posenc_kernel_table tables[POSENC_ISA_COUNT] = {
             .alibi_f32 = posenc_alibi_f32_scalar,
             .alibi_bf16 = posenc_alibi_bf16_scalar,
             .alibi_f16 = posenc_alibi_f16_scalar,
-            .alibi_softmax_f32 = posenc_alibi_softmax_f32_scalar,
-            .alibi_softmax_bf16 = posenc_alibi_softmax_bf16_scalar,
+            .softmax_f32 = posenc_softmax_f32_scalar,
+            .softmax_16 = posenc_softmax_16_scalar,
             .learned_add_f32 = posenc_learned_add_f32_scalar,
         },
 #ifdef POSENC_HAVE_SSE4
@@ -45,8 +45,8 @@ static const posenc_kernel_table tables[POSENC_ISA_COUNT] = {
             .alibi_f32 = posenc_alibi_f32_sse4,
             .alibi_bf16 = posenc_alibi_bf16_sse4,
             .alibi_f16 = posenc_alibi_f16_sse4,
-            .alibi_softmax_f32 = posenc_alibi_softmax_f32_sse4,
-            .alibi_softmax_bf16 = posenc_alibi_softmax_bf16_sse4,
+            .softmax_f32 = posenc_softmax_f32_sse4,
+            .softmax_16 = posenc_softmax_16_sse4,
             .learned_add_f32 = posenc_learned_add_f32_sse4,
         },
 #endif
@@ -64,8 +64,8 @@ static const posenc_kernel_table tables[POSENC_ISA_COUNT] = {
             .alibi_f32 = posenc_alibi_f32_avx2,
             .alibi_bf16 = posenc_alibi_bf16_avx2,
             .alibi_f16 = posenc_alibi_f16_avx2,
-            .alibi_softmax_f32 = posenc_alibi_softmax_f32_avx2,
-            .alibi_softmax_bf16 = posenc_alibi_softmax_bf16_avx2,
+            .softmax_f32 = posenc_softmax_f32_avx2,
+            .softmax_16 = posenc_softmax_16_avx2,
             .learned_add_f32 = posenc_learned_add_f32_avx2,
         },
 #endif
@@ -83,8 +83,8 @@ static const posenc_kernel_table tables[POSENC_ISA_COUNT] = {
             .alibi_f32 = posenc_alibi_f32_avx512,
             .alibi_bf16 = posenc_alibi_bf16_avx512,
             .alibi_f16 = posenc_alibi_f16_avx512,
-            .alibi_softmax_f32 = posenc_alibi_softmax_f32_avx512,
-            .alibi_softmax_bf16 = posenc_alibi_softmax_bf16_avx512,
+            .softmax_f32 = posenc_softmax_f32_avx512,
+            .softmax_16 = posenc_softmax_16_avx512,
             .learned_add_f32 = posenc_learned_add_f32_avx512,
         },
 #endif
@@ -112,8 +112,8 @@ static const posenc_kernel_table tables[POSENC_ISA_COUNT] = {
             .alibi_f32 = posenc_alibi_f32_neon,
             .alibi_bf16 = posenc_alibi_bf16_neon,
             .alibi_f16 = posenc_alibi_f16_neon,
-            .alibi_softmax_f32 = posenc_alibi_softmax_f32_neon,
-            .alibi_softmax_bf16 = posenc_alibi_softmax_bf16_neon,
+            .softmax_f32 = posenc_softmax_f32_neon,
+            .softmax_16 = posenc_softmax_16_neon,
             .learned_add_f32 = posenc_learned_add_f32_neon,
         },
 #endif
@@ -173,8 +173,8 @@ static posenc_isa tier_below(posenc_isa isa) {
   X(ALIBI_F32, alibi_f32)                   \
   X(ALIBI_BF16, alibi_bf16)                 \
   X(ALIBI_F16, alibi_f16)                   \
-  X(ALIBI_SOFTMAX_F32, alibi_softmax_f32)   \
-  X(ALIBI_SOFTMAX_BF16, alibi_softmax_bf16) \
+  X(SOFTMAX_F32, softmax_f32)   \
+  X(SOFTMAX_16, softmax_16) \
   X(LEARNED_ADD_F32, learned_add_f32)
 
 static const char *const kernel_names[POSENC_KERNEL_COUNT] = {

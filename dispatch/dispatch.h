@@ -3,7 +3,7 @@
 #define POSENC_DISPATCH_H
 
 #include "../kernels/alibi.h"
-#include "../kernels/alibi_softmax.h"
+#include "../kernels/softmax.h"
 #include "../kernels/learned.h"
 #include "../kernels/rope.h"
 #include "../kernels/sinusoid.h"
@@ -16,8 +16,8 @@ typedef struct posenc_kernel_table {
   rope_fn rope_f32_bf16, rope_f32_f16;   /* f32 rows rotated into 16-bit ones */
   sinusoid_fn sinusoid_f32, sinusoid_bf16, sinusoid_f16;
   alibi_fn alibi_f32, alibi_bf16, alibi_f16;
-  alibi_softmax_fn alibi_softmax_f32;
-  alibi_softmax_fn alibi_softmax_bf16;
+  softmax_fn softmax_f32; /* x and y f32 */
+  softmax_fn softmax_16;  /* any other pair of x and y types */
   learned_f32_fn learned_add_f32;
 } posenc_kernel_table;
 

@@ -176,16 +176,19 @@ typedef enum posenc_kernel {
   POSENC_KERNEL_ALIBI_F32 = 8, /**< ALiBi bias, write and add */
   POSENC_KERNEL_ALIBI_BF16 = 9,
   POSENC_KERNEL_ALIBI_F16 = 10,
-  POSENC_KERNEL_ALIBI_SOFTMAX_F32 = 11,
-  POSENC_KERNEL_ALIBI_SOFTMAX_BF16 = 12,
+  POSENC_KERNEL_SOFTMAX_F32 = 11, /**< posenc_softmax with f32 x and y (and its ALiBi forms) */
+  POSENC_KERNEL_SOFTMAX_16 = 12,  /**< posenc_softmax with a bf16 or f16 x or y */
   POSENC_KERNEL_LEARNED_ADD_F32 = 13,
   POSENC_KERNEL_COUNT = 14
 } posenc_kernel;
 
 /** "rope_f32", "rope_bf16", "rope_f16", "rope_f32_bf16", "rope_f32_f16", "sinusoid_f32",
  * "sinusoid_bf16", "sinusoid_f16", "alibi_f32", "alibi_bf16", "alibi_f16",
- * "alibi_softmax_f32", "alibi_softmax_bf16", "learned_add_f32"; "unknown" otherwise. */
+ * "softmax_f32", "softmax_16", "learned_add_f32"; "unknown" otherwise. */
 POSENC_API const char *posenc_kernel_name(posenc_kernel kernel);
+/* The former names of the softmax kernels. */
+#define POSENC_KERNEL_ALIBI_SOFTMAX_F32 POSENC_KERNEL_SOFTMAX_F32
+#define POSENC_KERNEL_ALIBI_SOFTMAX_BF16 POSENC_KERNEL_SOFTMAX_16
 
 /** The tier whose variant serves `kernel` now (see the rules above); POSENC_ISA_COUNT for
  * an unknown kernel. */
@@ -1006,46 +1009,16 @@ POSENC_API posenc_status posenc_alibi_bias_f16(const float *slopes, size_t n_hea
                                                unsigned flags);
 /**@}*/
 
-#define POSENC_ALIBI_SOFTMAX_REL_TOLERANCE 3.814697265625e-06     /**< 2^-18 */
-#define POSENC_ALIBI_SOFTMAX_ABS_TOLERANCE 5.9604644775390625e-08 /**< 2^-24 */
-
-/** The fused row kernel of an ALiBi attention layer: scale, bias, causal mask and a
- * numerically stable softmax over every score row, in place, with the arguments of
- * posenc_alibi_add_f32 (same slopes, shapes, strides, positions, scale and flags). Each row
- * becomes the attention probabilities
+/** The fused row kernel of an ALiBi attention layer: posenc_softmax (below) with the
+ * ALiBi arguments of posenc_alibi_add_f32 (same slopes, shapes, strides, positions, scale
+ * and flags), in place. Each row becomes the attention probabilities
  *     x_j = (scale * S_j) - m_h * |qpos - j|     (bit for bit posenc_alibi_add_f32's value)
  *     p_j = exp(x_j - M) / sum_k exp(x_k - M),   M = max_k x_k
- * over the row's visible keys: all n_k, or with POSENC_ALIBI_CAUSAL the keys j <= qpos (at
- * least key 0). Masked keys (j > qpos) get +0, and their scores are not read.
- *
- * Special values (IEEE evaluation of the formula, except for all -inf rows):
- *  - a row whose visible x_j are all -inf (padding, a fully masked query) becomes all +0.
- *    PyTorch's softmax gives NaN there (exp(-inf - -inf)); zeros make such a query add
- *    nothing to the attention output instead of poisoning it, as fused attention kernels
- *    (FlashAttention, PyTorch's SDPA) do.
- *  - x_j = -inf gives p_j = +0: a row of -inf but one finite value gives exactly 1 there.
- *  - a NaN x_j (a NaN score; scale 0 times an infinite score) makes every visible p_j of
- *    its row NaN (payload unspecified); masked keys still get +0.
- *  - a +inf x_j (an infinite score, or scale * S_j overflowing) makes every visible p_j of
- *    its row NaN, as exp(inf - inf) does in IEEE arithmetic (and in PyTorch).
- *
- * Flush to zero without touching MXCSR/FPCR, in every variant: where x_j - M < ln(FLT_MIN)
- * (-87.3365), p_j is exactly +0 (exp is not evaluated at such an argument, but at one whose
- * exp is exactly 0), and a p_j below FLT_MIN is stored as +0. No
- * subnormal is ever produced by exp, stored, or read back by a later pass, so none costs a
- * microcode assist (subnormal scores in the input are valid and used as they are).
- *
- * Accuracy: every variant's p_j is within
- *     POSENC_ALIBI_SOFTMAX_REL_TOLERANCE * p*_j + POSENC_ALIBI_SOFTMAX_ABS_TOLERANCE
- * of p*_j, the exact real softmax of the float x_j above, for rows of up to 2^31 keys
- * (x_j - M rounded to float costs up to |x_j - M| * 2^-24 relative in its exp; SLEEF's u10
- * expf is within 1 ulp; the sum is accumulated in double; 1/sum and the product round
- * once each). Two variants thus differ by at most twice that; their results differ in the
- * last bits only (exp with or without FMA, the order of the sum). Measured: README.
- *
- * Speed: each row is done in three passes over that row alone (x and M, exp and sum,
- * normalise), which stay in L1/L2 cache: the scores are read and written once in memory.
- *
+ * over the row's visible keys: all n_k, or with POSENC_ALIBI_CAUSAL the keys j <= qpos.
+ * Masked keys (j > qpos) get +0, and their scores are not read. It is exactly
+ * posenc_softmax with params.slopes = slopes, params.q_offset = q_offset, params.scale =
+ * scale, flags POSENC_SOFTMAX_ALIBI_SYMMETRIC (| POSENC_SOFTMAX_CAUSAL), and x = y = the
+ * scores: special values, accuracy and speed as stated there.
  * Errors (nothing written): those of posenc_alibi_add_f32 (NULL slopes or scores with work
  * to do, non-finite slope or scale, strides that overlap, unknown flags, positions past
  * 2^31, an extent that overflows size_t or exceeds PTRDIFF_MAX bytes, misaligned scores),
@@ -1058,17 +1031,150 @@ POSENC_API posenc_status posenc_alibi_softmax_f32(const float *slopes, size_t n_
                                                   float scale, unsigned flags);
 
 /** posenc_alibi_softmax_f32 on bf16 scores (uint16_t holding the upper half of a float,
- * 2-byte aligned): each score is widened to float exactly, the arithmetic is float, and
- * each p_j is rounded to bf16, to nearest with ties to even (a NaN stays a NaN). The result
- * equals, bit for bit, bf16(posenc_alibi_softmax_f32 on the widened scores) with the same
- * ISA; no subnormal is stored (a p_j >= FLT_MIN rounds to a normal bf16). Rows keep their
- * floats in a 16 KiB block on the stack; a row of more than 4096 visible keys is done
- * block by block and computes exp twice per key. Arguments and errors as for
- * posenc_alibi_softmax_f32. */
+ * 2-byte aligned): posenc_softmax with x = y = the bf16 scores. The result equals, bit for
+ * bit, bf16(posenc_alibi_softmax_f32 on the widened scores) with the same ISA. Arguments and
+ * errors as for posenc_alibi_softmax_f32. */
 POSENC_API posenc_status posenc_alibi_softmax_bf16(const float *slopes, size_t n_heads, size_t n_q,
                                                    size_t n_k, size_t q_offset, uint16_t *scores,
                                                    size_t head_stride, size_t row_stride,
                                                    float scale, unsigned flags);
+
+/** @} */
+
+/* --------------------------------------------------------------------------------------- */
+/** \defgroup softmax The attention-score softmax
+ *
+ * One fused row softmax for attention scores as runtimes call it (llama.cpp's
+ * ggml_soft_max_ext, PyTorch's SDPA with a mask, FlashAttention's masking): for head h,
+ * query row i and key column j,
+ *     t_ij = s(scale * x_ij) + mask_ij + bias_hij,      s(u) = c * tanh(u / c) or u
+ *     y_ij = exp(t_ij - M_i) / (sum_k exp(t_ik - M_i) + exp(sink_h - M_i)),
+ *     M_i  = max(max_k t_ik, sink_h)
+ * over the row's visible keys (hidden keys: y = +0, their x never used), where
+ *  - mask (optional): f32 or f16 values [n_q, n_k], shared by the heads or one per head;
+ *    a key whose mask value is -inf is hidden (its score is not used, even if NaN);
+ *  - bias (optional, with slopes): ALiBi, slope_h * (kpos_j - qpos_i) as a float product
+ *    of the int32 difference converted to float (llama.cpp and HF's BLOOM/MPT form: for
+ *    the visible keys of a causal row it is -slope_h * |qpos_i - kpos_j|); with
+ *    POSENC_SOFTMAX_ALIBI_SYMMETRIC -(slope_h * |kpos_j - qpos_i|) (posenc_alibi_add_f32's);
+ *    with POSENC_SOFTMAX_MASK_SLOPE ggml's form instead: no position term and the mask
+ *    term is slope_h * mask_ij (ggml passes -|qpos - kpos| in its mask for ALiBi models);
+ *  - key positions kpos_j = kpos[j] (or j) and query positions qpos_i = qpos[i] (or
+ *    q_offset + i) give POSENC_SOFTMAX_CAUSAL (kpos_j > qpos_i hidden) and
+ *    POSENC_SOFTMAX_WINDOW (qpos_i - kpos_j >= window hidden: a sliding window of `window`
+ *    keys ending at the query, Mistral's and Gemma's, ggml's SWA "standard");
+ *  - sink (optional, per head): an extra logit in the denominator only (gpt-oss, ggml's
+ *    sinks); it is used as it is (not scaled, capped or biased).
+ * Each operation rounds to float in the order written: u = scale * x, s(u), + mask
+ * (or + slope * mask), + bias (or - slope * |d|).
+ *
+ * Special values:
+ *  - a row with no visible key, or whose visible t are all -inf, becomes all +0 (a sink
+ *    does not change that). PyTorch's softmax gives NaN there (exp(-inf - -inf)); zeros
+ *    make such a query add nothing to the attention output, as fused attention kernels do.
+ *  - t = -inf gives +0: a row of -inf but one finite value gives exactly 1 there (less
+ *    with a sink).
+ *  - a NaN t of a visible key (a NaN score; scale 0 times an infinite score) makes every
+ *    visible y of its row NaN (payload unspecified); hidden keys still get +0.
+ *  - a +inf t (an infinite score, or an overflow) makes every visible y of its row NaN,
+ *    as exp(inf - inf) does in IEEE arithmetic (and in PyTorch). With soft-capping an
+ *    infinite score is capped to +-c first (tanh(+-inf) = +-1).
+ *  - no subnormal is produced or stored: where t - M < ln(FLT_MIN) (-87.3365), e is +0,
+ *    and a y below FLT_MIN is stored as +0 (MXCSR/FPCR are not touched).
+ *
+ * Accuracy: every variant's y_ij is within
+ *     POSENC_SOFTMAX_REL_TOLERANCE * y*_ij + POSENC_SOFTMAX_ABS_TOLERANCE
+ * of y*_ij, the exact real softmax (with the sink) of the float t_ij above, for rows of up
+ * to 2^31 keys: t - M rounded to float costs |t - M| 2^-24 relative (covered by the
+ * absolute term beyond |t - M| > 16); exp is posenc's own polynomial in the vector layer,
+ * within 2 ulp (measured over every float argument in [-87.34, 0]: README); the sum is
+ * single precision in lanes of at most 8 terms each, added in double per block (relative
+ * error below 2^-21); 1/sum and the product round once each; a 16-bit y rounds once more
+ * (relative 2^-9 bf16, 2^-12 f16, on top). With soft-capping, s is computed through exp as
+ * c * (1 - 2 / (exp(2u/c) + 1)) (u/c clamped to +-9): |s - c tanh(u/c)| <= c * 2^-21,
+ * which adds that much relative error to y: the bound then is against the exact softmax
+ * of the exact c tanh(u/c) + mask + bias with REL_TOLERANCE + c * 2^-20.
+ * Variants differ in the last bits only (fused multiply-add or not, the order of the sum
+ * lanes); the results do not depend on how the rows are split between calls or threads:
+ * each row's result depends only on that row's inputs.
+ *
+ * Speed: each row is read once and written once in memory; its passes (t and M; exp and
+ * sum; normalise) run over a work block in cache (the f32 output row itself, else 16 KiB
+ * on the stack; a row of more than 4096 visible keys with a 16-bit output computes t and
+ * exp twice per key). With no key positions the visible columns of a causal or windowed
+ * row are found from the positions, and hidden columns are not read.
+ * @{
+ */
+
+#define POSENC_SOFTMAX_REL_TOLERANCE 3.814697265625e-06     /**< 2^-18 */
+#define POSENC_SOFTMAX_ABS_TOLERANCE 5.9604644775390625e-08 /**< 2^-24 */
+/* The former names of the two tolerances. */
+#define POSENC_ALIBI_SOFTMAX_REL_TOLERANCE POSENC_SOFTMAX_REL_TOLERANCE
+#define POSENC_ALIBI_SOFTMAX_ABS_TOLERANCE POSENC_SOFTMAX_ABS_TOLERANCE
+
+enum {
+  POSENC_SOFTMAX_CAUSAL = 1u << 0,  /**< hide keys with kpos_j > qpos_i */
+  POSENC_SOFTMAX_WINDOW = 1u << 1,  /**< hide keys with qpos_i - kpos_j >= params.window */
+  POSENC_SOFTMAX_SOFTCAP = 1u << 2, /**< s(u) = c tanh(u / c), c = params.softcap */
+  /** ALiBi bias -(slope_h * |kpos_j - qpos_i|) instead of slope_h * (kpos_j - qpos_i) */
+  POSENC_SOFTMAX_ALIBI_SYMMETRIC = 1u << 3,
+  /** ggml's ALiBi: the mask term is slope_h * mask_ij and there is no position term */
+  POSENC_SOFTMAX_MASK_SLOPE = 1u << 4
+};
+
+/** The options of posenc_softmax. Start from POSENC_SOFTMAX_PARAMS_INIT (scale 1, nothing
+ * else) and set what the call needs. */
+typedef struct posenc_softmax_params {
+  float scale;             /**< multiplies every score first; finite */
+  float softcap;           /**< c, with POSENC_SOFTMAX_SOFTCAP: finite, > 0 */
+  const float *slopes;     /**< n_heads finite ALiBi slopes, or NULL: no bias */
+  const float *sinks;      /**< n_heads finite sink logits, or NULL: none */
+  const void *mask;        /**< NULL, or mask_dtype values: row i of head h at
+                                mask + h * mask_head_stride + i * mask_row_stride */
+  posenc_dtype mask_dtype; /**< POSENC_DTYPE_F32 or POSENC_DTYPE_F16 */
+  size_t mask_row_stride;  /**< elements; 0 means n_k, else >= n_k */
+  size_t mask_head_stride; /**< elements; 0: one mask for every head */
+  const int32_t *kpos;     /**< n_k key positions >= 0, or NULL: kpos_j = j */
+  const int32_t *qpos;     /**< n_q query positions >= 0, or NULL: q_offset + i */
+  int32_t q_offset;        /**< >= 0, q_offset + n_q - 1 <= INT32_MAX (no qpos) */
+  int32_t window;          /**< with POSENC_SOFTMAX_WINDOW: >= 1 */
+  unsigned flags;          /**< POSENC_SOFTMAX_* */
+} posenc_softmax_params;
+
+/** scale 1, no soft-capping, slopes, sinks, mask or positions, flags 0: a plain softmax. */
+#define POSENC_SOFTMAX_PARAMS_INIT \
+  { 1.0f, 0.0f, NULL, NULL, NULL, POSENC_DTYPE_F32, 0, 0, NULL, NULL, 0, 0, 0u }
+
+/** Scores of n_heads heads of n_q rows of n_k keys: element j of row i of head h at
+ * data[h * head_stride + i * row_stride + j] (strides in elements of dtype, the row
+ * stride 0 meaning n_k). Rows nest in heads ([H, n_q, n_k]) or heads in rows ([n_q, H,
+ * n_k], head_stride >= n_k); a destination's rows must not overlap each other. */
+typedef struct posenc_scores_view {
+  void *data;
+  posenc_dtype dtype; /**< f32, bf16 or f16 */
+  size_t head_stride;
+  size_t row_stride;
+} posenc_scores_view;
+
+/** y = the softmax above of the scores x, n_heads x n_q x n_k. x and y may be the same view
+ * (same data, dtype and strides: in place) or apart (any other overlap is an error); their
+ * dtypes are independent (f32, bf16, f16: bf16 scores into f32 probabilities, f32 into
+ * bf16, ...). A 16-bit x is widened exactly; a 16-bit y is the f32 result rounded to
+ * nearest even (bit for bit the f32 call's result rounded). The mask, slopes, sinks and
+ * positions must not lie in y's address range.
+ * Errors (nothing written): POSENC_ERR_INVALID_ARGUMENT for a NULL params, x or y, NULL
+ * data with work to do, an unknown dtype or a mask dtype other than f32 / f16, unknown
+ * flags, a non-finite scale, slope or sink, POSENC_SOFTMAX_SOFTCAP with c <= 0 or not
+ * finite, POSENC_SOFTMAX_WINDOW with window < 1, POSENC_SOFTMAX_MASK_SLOPE without a mask
+ * or slopes, a mask row stride below n_k, a negative position (q_offset, kpos or qpos), a
+ * query run past INT32_MAX (no qpos), more than 2^31 keys without kpos, views whose rows overlap or
+ * whose extent overflows (or exceeds PTRDIFF_MAX bytes), x and y overlapping other than in place,
+ * the mask, slopes, sinks or positions within y's extent, misaligned data. Any count 0 is a valid
+ * no-op that reads nothing (the flags and the parameters' values that need no array are still
+ * checked). */
+POSENC_API posenc_status posenc_softmax(const posenc_softmax_params *params, size_t n_heads,
+                                        size_t n_q, size_t n_k, const posenc_scores_view *x,
+                                        const posenc_scores_view *y);
 
 /** @} */
 

@@ -23,7 +23,7 @@
 #define POSENC_KERNELS_VARIANTS_H
 
 #include "alibi.h"
-#include "alibi_softmax.h"
+#include "softmax.h"
 #include "learned.h"
 #include "rope.h"
 #include "sinusoid.h"
@@ -40,8 +40,8 @@ void posenc_sinusoid_f16_scalar(const sinusoid_args *args);
 void posenc_alibi_f32_scalar(const alibi_args *args);
 void posenc_alibi_bf16_scalar(const alibi_args *args);
 void posenc_alibi_f16_scalar(const alibi_args *args);
-void posenc_alibi_softmax_f32_scalar(const alibi_softmax_args *args);
-void posenc_alibi_softmax_bf16_scalar(const alibi_softmax_args *args);
+void posenc_softmax_f32_scalar(const softmax_args *args);
+void posenc_softmax_16_scalar(const softmax_args *args);
 void posenc_learned_add_f32_scalar(const learned_f32_args *args);
 
 #ifdef POSENC_HAVE_SSE4
@@ -56,8 +56,8 @@ void posenc_sinusoid_f16_sse4(const sinusoid_args *args);
 void posenc_alibi_f32_sse4(const alibi_args *args);
 void posenc_alibi_bf16_sse4(const alibi_args *args);
 void posenc_alibi_f16_sse4(const alibi_args *args);
-void posenc_alibi_softmax_f32_sse4(const alibi_softmax_args *args);
-void posenc_alibi_softmax_bf16_sse4(const alibi_softmax_args *args);
+void posenc_softmax_f32_sse4(const softmax_args *args);
+void posenc_softmax_16_sse4(const softmax_args *args);
 void posenc_learned_add_f32_sse4(const learned_f32_args *args);
 #endif /* POSENC_HAVE_SSE4 */
 
@@ -73,8 +73,8 @@ void posenc_sinusoid_f16_avx2(const sinusoid_args *args);
 void posenc_alibi_f32_avx2(const alibi_args *args);
 void posenc_alibi_bf16_avx2(const alibi_args *args);
 void posenc_alibi_f16_avx2(const alibi_args *args);
-void posenc_alibi_softmax_f32_avx2(const alibi_softmax_args *args);
-void posenc_alibi_softmax_bf16_avx2(const alibi_softmax_args *args);
+void posenc_softmax_f32_avx2(const softmax_args *args);
+void posenc_softmax_16_avx2(const softmax_args *args);
 void posenc_learned_add_f32_avx2(const learned_f32_args *args);
 #endif /* POSENC_HAVE_AVX2 */
 
@@ -90,8 +90,8 @@ void posenc_sinusoid_f16_avx512(const sinusoid_args *args);
 void posenc_alibi_f32_avx512(const alibi_args *args);
 void posenc_alibi_bf16_avx512(const alibi_args *args);
 void posenc_alibi_f16_avx512(const alibi_args *args);
-void posenc_alibi_softmax_f32_avx512(const alibi_softmax_args *args);
-void posenc_alibi_softmax_bf16_avx512(const alibi_softmax_args *args);
+void posenc_softmax_f32_avx512(const softmax_args *args);
+void posenc_softmax_16_avx512(const softmax_args *args);
 void posenc_learned_add_f32_avx512(const learned_f32_args *args);
 #endif /* POSENC_HAVE_AVX512 */
 
@@ -112,8 +112,8 @@ void posenc_sinusoid_f16_neon(const sinusoid_args *args);
 void posenc_alibi_f32_neon(const alibi_args *args);
 void posenc_alibi_bf16_neon(const alibi_args *args);
 void posenc_alibi_f16_neon(const alibi_args *args);
-void posenc_alibi_softmax_f32_neon(const alibi_softmax_args *args);
-void posenc_alibi_softmax_bf16_neon(const alibi_softmax_args *args);
+void posenc_softmax_f32_neon(const softmax_args *args);
+void posenc_softmax_16_neon(const softmax_args *args);
 void posenc_learned_add_f32_neon(const learned_f32_args *args);
 #endif /* POSENC_HAVE_NEON */
 

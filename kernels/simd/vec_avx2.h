@@ -74,7 +74,7 @@ static inline vf vf_from_vd(vd lo, vd hi) {
   return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
 }
 
-/* For the ALiBi softmax: max, exp, selections, the double sum, bf16 storage. */
+/* For the softmax: max, lane masks, exp's pieces, the double sum, bf16 storage. */
 /* max(a, b); a NaN in b gives NaN (VMAXPS returns its second operand if either is NaN). */
 static inline vf vf_max(vf a, vf b) { return _mm256_max_ps(a, b); }
 static inline float vf_hmax(vf v) {
@@ -82,18 +82,31 @@ static inline float vf_hmax(vf v) {
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
 }
-static inline vf vf_exp(vf x) {
-  vf r = Sleef_expf8_u10avx2(x);
-  POSENC_MSAN_UNPOISON(&r, sizeof r);
-  return r;
+/* Lane masks and selections (the softmax's hidden keys), posenc's exp's scaling by 2^n and
+ * soft-capping's min and division. */
+typedef __m256 vm;
+static inline vm vm_or(vm a, vm b) { return _mm256_or_ps(a, b); }
+/* Ordered comparisons: a NaN lane gives 0. */
+static inline vm vf_eq_m(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_EQ_OQ); }
+static inline vm vf_lt_m(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+static inline vm vi_gt_m(vi a, vi b) { return _mm256_castsi256_ps(_mm256_cmpgt_epi32(a, b)); }
+/* a where m is set, else b. */
+static inline vf vf_select(vm m, vf a, vf b) { return _mm256_blendv_ps(b, a, m); }
+static inline vi vi_load(const int32_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
+static inline vi vi_load_n(const int32_t *p, size_t n) {
+  int32_t tmp[VF_W] = {0};
+  memcpy(tmp, p, n * sizeof(int32_t));
+  return vi_load(tmp);
 }
-/* v, with `with` in the lanes where v < lo (ordered: a NaN lane keeps its NaN). */
-static inline vf vf_replace_lt(vf v, vf lo, vf with) {
-  return _mm256_blendv_ps(v, with, _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
-}
-/* 1 if a < b in every lane (ordered: a NaN lane makes it 0). */
-static inline int vf_all_lt(vf a, vf b) {
-  return _mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ)) == 0xff;
+/* min(a, b); a NaN in b gives NaN (VMINPS returns its second operand if either is NaN). */
+static inline vf vf_min(vf a, vf b) { return _mm256_min_ps(a, b); }
+static inline vf vf_div(vf a, vf b) { return _mm256_div_ps(a, b); }
+/* p * 2^n for integral n in [-126, 127]: 2^n built in the exponent field. A NaN p gives
+ * NaN. */
+static inline vf vf_scale2(vf p, vf n) {
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 /* v in lanes [0, n), fill in the others (n <= VF_W). */
 static inline vf vf_first_n(vf v, size_t n, float fill) {

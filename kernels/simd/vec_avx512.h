@@ -101,7 +101,7 @@ static inline vf vf_from_vd(vd lo, vd hi) {
   return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
 }
 
-/* For the ALiBi softmax: max, exp, selections, the double sum, bf16 storage. */
+/* For the softmax: max, lane masks, exp's pieces, the double sum, bf16 storage. */
 /* max(a, b); a NaN in b gives NaN (VMAXPS returns its second operand if either is NaN). */
 static inline vf vf_max(vf a, vf b) { return _mm512_max_ps(a, b); }
 static inline float vf_hmax(vf v) {
@@ -110,19 +110,25 @@ static inline float vf_hmax(vf v) {
   q = _mm_max_ps(q, _mm_movehl_ps(q, q));
   return _mm_cvtss_f32(_mm_max_ss(q, _mm_shuffle_ps(q, q, 1)));
 }
-static inline vf vf_exp(vf x) {
-  vf r = Sleef_expf16_u10avx512f(x);
-  POSENC_MSAN_UNPOISON(&r, sizeof r);
-  return r;
+/* Lane masks and selections (the softmax's hidden keys), posenc's exp's scaling by 2^n and
+ * soft-capping's min and division. */
+typedef __mmask16 vm;
+static inline vm vm_or(vm a, vm b) { return (vm)(a | b); }
+/* Ordered comparisons: a NaN lane gives 0. */
+static inline vm vf_eq_m(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
+static inline vm vf_lt_m(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+static inline vm vi_gt_m(vi a, vi b) { return _mm512_cmpgt_epi32_mask(a, b); }
+/* a where m is set, else b. */
+static inline vf vf_select(vm m, vf a, vf b) { return _mm512_mask_blend_ps(m, b, a); }
+static inline vi vi_load(const int32_t *p) { return _mm512_loadu_si512(p); }
+static inline vi vi_load_n(const int32_t *p, size_t n) {
+  return _mm512_maskz_loadu_epi32((__mmask16)((1u << n) - 1u), p);
 }
-/* v, with `with` in the lanes where v < lo (ordered: a NaN lane keeps its NaN). */
-static inline vf vf_replace_lt(vf v, vf lo, vf with) {
-  return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), with);
-}
-/* 1 if a < b in every lane (ordered: a NaN lane makes it 0). */
-static inline int vf_all_lt(vf a, vf b) {
-  return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ) == (__mmask16)0xffff;
-}
+/* min(a, b); a NaN in b gives NaN (VMINPS returns its second operand if either is NaN). */
+static inline vf vf_min(vf a, vf b) { return _mm512_min_ps(a, b); }
+static inline vf vf_div(vf a, vf b) { return _mm512_div_ps(a, b); }
+/* p * 2^n for integral n in [-126, 127] (VSCALEFPS); a NaN p or n gives NaN. */
+static inline vf vf_scale2(vf p, vf n) { return _mm512_scalef_ps(p, n); }
 /* v in lanes [0, n), fill in the others (n <= VF_W). */
 static inline vf vf_first_n(vf v, size_t n, float fill) {
   return _mm512_mask_mov_ps(_mm512_set1_ps(fill), (__mmask16)((1u << n) - 1u), v);

@@ -74,20 +74,35 @@ static inline vd vd_round(vd x) { return vrndnq_f64(x); }
 /* Two double vectors to one float vector: (lo..., hi...). */
 static inline vf vf_from_vd(vd lo, vd hi) { return vcvt_high_f32_f64(vcvt_f32_f64(lo), hi); }
 
-/* For the ALiBi softmax: max, exp, selections, the double sum, bf16 storage. */
+/* For the softmax: max, lane masks, exp's pieces, the double sum, bf16 storage. */
 /* max(a, b); a NaN in either gives NaN (FMAX). */
 static inline vf vf_max(vf a, vf b) { return vmaxq_f32(a, b); }
 static inline float vf_hmax(vf v) { return vmaxvq_f32(v); }
-static inline vf vf_exp(vf x) {
-  vf r = Sleef_expf4_u10advsimd(x);
-  POSENC_MSAN_UNPOISON(&r, sizeof r);
-  return r;
+/* Lane masks and selections (the softmax's hidden keys), posenc's exp's scaling by 2^n and
+ * soft-capping's min and division. */
+typedef uint32x4_t vm;
+static inline vm vm_or(vm a, vm b) { return vorrq_u32(a, b); }
+/* Ordered comparisons: a NaN lane gives 0. */
+static inline vm vf_eq_m(vf a, vf b) { return vceqq_f32(a, b); }
+static inline vm vf_lt_m(vf a, vf b) { return vcltq_f32(a, b); }
+static inline vm vi_gt_m(vi a, vi b) { return vcgtq_s32(a, b); }
+/* a where m is set, else b. */
+static inline vf vf_select(vm m, vf a, vf b) { return vbslq_f32(m, a, b); }
+static inline vi vi_load(const int32_t *p) { return vld1q_s32(p); }
+static inline vi vi_load_n(const int32_t *p, size_t n) {
+  int32_t tmp[VF_W] = {0};
+  memcpy(tmp, p, n * sizeof(int32_t));
+  return vi_load(tmp);
 }
-/* v, with `with` in the lanes where v < lo (ordered: a NaN lane keeps its NaN). */
-static inline vf vf_replace_lt(vf v, vf lo, vf with) {
-  return vbslq_f32(vcltq_f32(v, lo), with, v);
+/* min(a, b); a NaN in either gives NaN (FMIN). */
+static inline vf vf_min(vf a, vf b) { return vminq_f32(a, b); }
+static inline vf vf_div(vf a, vf b) { return vdivq_f32(a, b); }
+/* p * 2^n for integral n in [-126, 127]: 2^n built in the exponent field. A NaN p gives
+ * NaN. */
+static inline vf vf_scale2(vf p, vf n) {
+  const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23);
+  return vmulq_f32(p, vreinterpretq_f32_s32(e));
 }
-/* 1 if a < b in every lane (ordered: a NaN lane makes it 0). */
 static inline int vf_all_lt(vf a, vf b) { return vminvq_u32(vcltq_f32(a, b)) != 0; }
 /* v in lanes [0, n), fill in the others (n <= VF_W). */
 static inline vf vf_first_n(vf v, size_t n, float fill) {

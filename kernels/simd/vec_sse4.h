@@ -73,23 +73,38 @@ static inline vf vf_from_vd(vd lo, vd hi) {
   return _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi));
 }
 
-/* For the ALiBi softmax: max, exp, selections, the double sum, bf16 storage. */
+/* For the softmax: max, lane masks, exp's pieces, the double sum, bf16 storage. */
 /* max(a, b); a NaN in b gives NaN (MAXPS returns its second operand if either is NaN). */
 static inline vf vf_max(vf a, vf b) { return _mm_max_ps(a, b); }
 static inline float vf_hmax(vf v) {
   const vf m = _mm_max_ps(v, _mm_movehl_ps(v, v));
   return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
 }
-static inline vf vf_exp(vf x) {
-  vf r = Sleef_expf4_u10sse4(x);
-  POSENC_MSAN_UNPOISON(&r, sizeof r);
-  return r;
+/* Lane masks and selections (the softmax's hidden keys), posenc's exp's scaling by 2^n and
+ * soft-capping's min and division. */
+typedef __m128 vm;
+static inline vm vm_or(vm a, vm b) { return _mm_or_ps(a, b); }
+/* Ordered comparisons: a NaN lane gives 0. */
+static inline vm vf_eq_m(vf a, vf b) { return _mm_cmpeq_ps(a, b); }
+static inline vm vf_lt_m(vf a, vf b) { return _mm_cmplt_ps(a, b); }
+static inline vm vi_gt_m(vi a, vi b) { return _mm_castsi128_ps(_mm_cmpgt_epi32(a, b)); }
+/* a where m is set, else b. */
+static inline vf vf_select(vm m, vf a, vf b) { return _mm_blendv_ps(b, a, m); }
+static inline vi vi_load(const int32_t *p) { return _mm_loadu_si128((const __m128i *)p); }
+static inline vi vi_load_n(const int32_t *p, size_t n) {
+  int32_t tmp[VF_W] = {0};
+  memcpy(tmp, p, n * sizeof(int32_t));
+  return vi_load(tmp);
 }
-/* v, with `with` in the lanes where v < lo (ordered: a NaN lane keeps its NaN). */
-static inline vf vf_replace_lt(vf v, vf lo, vf with) {
-  return _mm_blendv_ps(v, with, _mm_cmplt_ps(v, lo));
+/* min(a, b); a NaN in b gives NaN (MINPS returns its second operand if either is NaN). */
+static inline vf vf_min(vf a, vf b) { return _mm_min_ps(a, b); }
+static inline vf vf_div(vf a, vf b) { return _mm_div_ps(a, b); }
+/* p * 2^n for integral n in [-126, 127]: 2^n built in the exponent field. A NaN p gives
+ * NaN. */
+static inline vf vf_scale2(vf p, vf n) {
+  const __m128i e = _mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23);
+  return _mm_mul_ps(p, _mm_castsi128_ps(e));
 }
-/* 1 if a < b in every lane (ordered: a NaN lane makes it 0). */
 static inline int vf_all_lt(vf a, vf b) { return _mm_movemask_ps(_mm_cmplt_ps(a, b)) == 0xf; }
 /* v in lanes [0, n), fill in the others (n <= VF_W). */
 static inline vf vf_first_n(vf v, size_t n, float fill) {

@@ -1,0 +1,200 @@
+/* The attention-score softmax entry points: posenc_softmax's argument checks, then one call
+ * through the dispatch table; the fused ALiBi softmax forms (posenc_alibi_softmax_f32 /
+ * _bf16) keep posenc_alibi_add_f32's checks (posenc_alibi_check, dispatch/api_alibi.c) and
+ * call the same kernels with their arguments translated. */
+#include <math.h>
+
+#include "checks.h"
+
+#define SOFTMAX_FLAGS                                                       \
+  (POSENC_SOFTMAX_CAUSAL | POSENC_SOFTMAX_WINDOW | POSENC_SOFTMAX_SOFTCAP | \
+   POSENC_SOFTMAX_ALIBI_SYMMETRIC | POSENC_SOFTMAX_MASK_SLOPE)
+
+static void run_kernel(const softmax_args *a) {
+  const posenc_kernel_table *t = posenc_active_table();
+  const int f32 = a->xe == POSENC_ELEM_F32 && a->ye == POSENC_ELEM_F32;
+  (f32 ? t->softmax_f32 : t->softmax_16)(a);
+}
+
+static int dtype_elem(posenc_dtype d, posenc_elem *e) {
+  switch (d) {
+    case POSENC_DTYPE_F32:
+      *e = POSENC_ELEM_F32;
+      return 1;
+    case POSENC_DTYPE_BF16:
+      *e = POSENC_ELEM_BF16;
+      return 1;
+    case POSENC_DTYPE_F16:
+      *e = POSENC_ELEM_F16;
+      return 1;
+  }
+  return 0;
+}
+
+/* The elements from the first to one past the last of a read-only [n_heads, n_q, n_k] grid
+ * (any strides, repeats allowed), at most PTRDIFF_MAX bytes; 0 on overflow. */
+static int read_extent(size_t elem_size, size_t n_heads, size_t head_stride, size_t n_q,
+                       size_t row_stride, size_t n_k, size_t *extent) {
+  size_t a, b, e;
+  if (__builtin_mul_overflow(n_heads - 1, head_stride, &a) ||
+      __builtin_mul_overflow(n_q - 1, row_stride, &b) || __builtin_add_overflow(a, b, &e) ||
+      __builtin_add_overflow(e, n_k, &e) || e > PTRDIFF_MAX / elem_size)
+    return 0;
+  *extent = e;
+  return 1;
+}
+
+static int finite_all(const float *v, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (!isfinite(v[i])) return 0;
+  return 1;
+}
+
+static int nonnegative_all(const int32_t *v, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (v[i] < 0) return 0;
+  return 1;
+}
+
+/* 1 if n_bytes at p (NULL: nothing) lie apart from the y extent. */
+static int apart(const void *p, size_t n_bytes, const void *y, size_t y_bytes) {
+  return !p || posenc_bytes_disjoint(p, n_bytes, y, y_bytes);
+}
+
+posenc_status posenc_softmax(const posenc_softmax_params *p, size_t n_heads, size_t n_q, size_t n_k,
+                             const posenc_scores_view *x, const posenc_scores_view *y) {
+  /* Checks that need no array. */
+  if (!p || !x || !y) return POSENC_ERR_INVALID_ARGUMENT;
+  const unsigned flags = p->flags;
+  posenc_elem xe, ye, me = POSENC_ELEM_F32;
+  if ((flags & ~(unsigned)SOFTMAX_FLAGS) || !isfinite(p->scale) || !dtype_elem(x->dtype, &xe) ||
+      !dtype_elem(y->dtype, &ye))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  if ((flags & POSENC_SOFTMAX_SOFTCAP) && !(isfinite(p->softcap) && p->softcap > 0))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  if ((flags & POSENC_SOFTMAX_WINDOW) && p->window < 1) return POSENC_ERR_INVALID_ARGUMENT;
+  if (p->mask && !(p->mask_dtype == POSENC_DTYPE_F32 || p->mask_dtype == POSENC_DTYPE_F16))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  if (p->mask) dtype_elem(p->mask_dtype, &me);
+  if ((flags & POSENC_SOFTMAX_MASK_SLOPE) && !(p->mask && p->slopes))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  if (!p->qpos && (p->q_offset < 0 || (n_q > 0 && !posenc_run_fits_int32(p->q_offset, n_q))))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  if (!p->kpos && n_k > (size_t)INT32_MAX + 1) return POSENC_ERR_INVALID_ARGUMENT;
+  if (p->mask && p->mask_row_stride != 0 && p->mask_row_stride < n_k)
+    return POSENC_ERR_INVALID_ARGUMENT;
+  if (n_heads == 0 || n_q == 0 || n_k == 0) return POSENC_OK;
+
+  /* The views. */
+  const size_t xs = posenc_elem_size(xe), ys = posenc_elem_size(ye);
+  const size_t x_row = x->row_stride ? x->row_stride : n_k;
+  const size_t y_row = y->row_stride ? y->row_stride : n_k;
+  size_t x_ext, y_ext;
+  if (!x->data || !y->data || !posenc_elem_aligned(x->data, xs) ||
+      !posenc_elem_aligned(y->data, ys) ||
+      !read_extent(xs, n_heads, x->head_stride, n_q, x_row, n_k, &x_ext) ||
+      !posenc_grid_extent_elems(ys, n_heads, y->head_stride, n_q, y_row, n_k, &y_ext))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  if (n_q > 1 && x_row < n_k) return POSENC_ERR_INVALID_ARGUMENT;
+  const size_t y_bytes = y_ext * ys;
+  const int in_place = x->data == y->data && xe == ye && x->head_stride == y->head_stride &&
+                       (n_q == 1 || x_row == y_row);
+  if (!in_place && !posenc_bytes_disjoint(x->data, x_ext * xs, y->data, y_bytes))
+    return POSENC_ERR_INVALID_ARGUMENT;
+
+  /* The arrays. */
+  const size_t mask_row = p->mask_row_stride ? p->mask_row_stride : n_k;
+  size_t m_ext = 0;
+  if (p->mask && (!posenc_elem_aligned(p->mask, posenc_elem_size(me)) ||
+                  !read_extent(posenc_elem_size(me), n_heads, p->mask_head_stride, n_q, mask_row,
+                               n_k, &m_ext)))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  const size_t fsz = sizeof(float), isz = sizeof(int32_t);
+  if ((p->slopes && !posenc_elem_aligned(p->slopes, fsz)) ||
+      (p->sinks && !posenc_elem_aligned(p->sinks, fsz)) ||
+      (p->kpos && !posenc_elem_aligned(p->kpos, isz)) ||
+      (p->qpos && !posenc_elem_aligned(p->qpos, isz)))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  if (!apart(p->mask, m_ext * posenc_elem_size(me), y->data, y_bytes) ||
+      !apart(p->slopes, n_heads * fsz, y->data, y_bytes) ||
+      !apart(p->sinks, n_heads * fsz, y->data, y_bytes) ||
+      !apart(p->kpos, n_k * isz, y->data, y_bytes) || !apart(p->qpos, n_q * isz, y->data, y_bytes))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  if ((p->slopes && !finite_all(p->slopes, n_heads)) ||
+      (p->sinks && !finite_all(p->sinks, n_heads)) || (p->kpos && !nonnegative_all(p->kpos, n_k)) ||
+      (p->qpos && !nonnegative_all(p->qpos, n_q)))
+    return POSENC_ERR_INVALID_ARGUMENT;
+
+  const softmax_args a = {.n_heads = n_heads,
+                          .n_q = n_q,
+                          .n_k = n_k,
+                          .x = x->data,
+                          .xe = xe,
+                          .x_head_stride = x->head_stride,
+                          .x_row_stride = x_row,
+                          .y = y->data,
+                          .ye = ye,
+                          .y_head_stride = y->head_stride,
+                          .y_row_stride = y_row,
+                          .mask = p->mask,
+                          .me = me,
+                          .mask_head_stride = p->mask_head_stride,
+                          .mask_row_stride = mask_row,
+                          .slopes = p->slopes,
+                          .sinks = p->sinks,
+                          .kpos = p->kpos,
+                          .qpos = p->qpos,
+                          .q_offset = p->q_offset,
+                          .window = p->window,
+                          .scale = p->scale,
+                          .softcap = p->softcap,
+                          .flags = flags};
+  run_kernel(&a);
+  return POSENC_OK;
+}
+
+/* The ALiBi forms: posenc_alibi_add_f32's checks, then the softmax with the symmetric ALiBi
+ * term, key j at position j and query i at q_offset + i, in place. */
+static posenc_status run_alibi(const float *slopes, size_t n_heads, size_t n_q, size_t n_k,
+                               size_t q_offset, void *scores, posenc_elem e, size_t head_stride,
+                               size_t row_stride, float scale, unsigned flags) {
+  const posenc_alibi_rules rules = {.extent_elem_size = sizeof(float), .slopes_apart = 1};
+  alibi_args c;
+  const posenc_status st = posenc_alibi_check(slopes, n_heads, n_q, n_k, q_offset, scores, e,
+                                              head_stride, row_stride, scale, flags, rules, &c);
+  if (st != POSENC_OK || c.n_heads == 0) return st;
+  const softmax_args a = {
+      .n_heads = c.n_heads,
+      .n_q = c.n_q,
+      .n_k = c.n_k,
+      .x = c.scores,
+      .xe = e,
+      .x_head_stride = c.head_stride,
+      .x_row_stride = c.row_stride,
+      .y = c.scores,
+      .ye = e,
+      .y_head_stride = c.head_stride,
+      .y_row_stride = c.row_stride,
+      .me = POSENC_ELEM_F32,
+      .slopes = c.slopes,
+      .q_offset = c.q_offset,
+      .scale = c.scale,
+      .flags = POSENC_SOFTMAX_ALIBI_SYMMETRIC |
+               ((flags & POSENC_ALIBI_CAUSAL) ? (unsigned)POSENC_SOFTMAX_CAUSAL : 0u)};
+  run_kernel(&a);
+  return POSENC_OK;
+}
+
+posenc_status posenc_alibi_softmax_f32(const float *slopes, size_t n_heads, size_t n_q, size_t n_k,
+                                       size_t q_offset, float *scores, size_t head_stride,
+                                       size_t row_stride, float scale, unsigned flags) {
+  return run_alibi(slopes, n_heads, n_q, n_k, q_offset, scores, POSENC_ELEM_F32, head_stride,
+                   row_stride, scale, flags);
+}
+
+posenc_status posenc_alibi_softmax_bf16(const float *slopes, size_t n_heads, size_t n_q, size_t n_k,
+                                        size_t q_offset, uint16_t *scores, size_t head_stride,
+                                        size_t row_stride, float scale, unsigned flags) {
+  return run_alibi(slopes, n_heads, n_q, n_k, q_offset, scores, POSENC_ELEM_BF16, head_stride,
+                   row_stride, scale, flags);
+}

@@ -1,0 +1,89 @@
+/* Internal: the argument block of the attention-score softmax kernels (posenc_softmax and
+ * its ALiBi forms), the constants every variant shares, and posenc's exp polynomial.
+ * Arguments reaching a kernel have been checked by dispatch/api_softmax.c: counts >= 1,
+ * positions >= 0 (so every kpos - qpos fits in int32), scale, slopes, sinks and the cap
+ * finite, the window >= 1, views that do not overlap (or are the same, in place). */
+#ifndef POSENC_KERNELS_SOFTMAX_H
+#define POSENC_KERNELS_SOFTMAX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "half.h"
+#include "posenc.h"
+
+typedef struct softmax_args {
+  size_t n_heads, n_q, n_k;
+  const void *x; /* element j of row i of head h at h * x_head_stride + i * x_row_stride + j */
+  posenc_elem xe;
+  size_t x_head_stride, x_row_stride;
+  void *y; /* may equal x (same type and strides: in place) */
+  posenc_elem ye;
+  size_t y_head_stride, y_row_stride;
+  const void *mask; /* NULL, or f32 / f16 values at h * mask_head_stride + i * mask_row_stride */
+  posenc_elem me;
+  size_t mask_head_stride, mask_row_stride;
+  const float *slopes; /* NULL: no ALiBi term */
+  const float *sinks;  /* NULL: no sink */
+  const int32_t *kpos; /* NULL: kpos_j = j */
+  const int32_t *qpos; /* NULL: qpos_i = q_offset + i */
+  int32_t q_offset, window;
+  float scale, softcap;
+  unsigned flags; /* POSENC_SOFTMAX_* */
+} softmax_args;
+
+typedef void (*softmax_fn)(const softmax_args *args);
+
+/* exp(t) is taken as 0 for t < SOFTMAX_EXP_MIN: the float just above ln(FLT_MIN) =
+ * -87.3365447..., so every exp the kernels keep is a normal float (>= FLT_MIN) and no
+ * subnormal is produced. */
+#define SOFTMAX_EXP_MIN (-87.33654f)
+
+/* Rows with a 16-bit output up to this many columns keep their intermediate values in a
+ * float block on the stack (16 KiB) and compute exp once per element; longer rows are
+ * done block by block and compute it twice. A multiple of SOFTMAX_SUM_SPAN * every VF_W. */
+#define SOFTMAX_BLOCK 4096
+
+/* The sum: float vector accumulators, two, taking alternate vectors of the row, are added
+ * into double after every SOFTMAX_SUM_SPAN vectors (counted from column 0 of the row, so
+ * the lanes and the points where they are added depend only on the column): at most 8
+ * terms per float lane. */
+#define SOFTMAX_SUM_SPAN 16
+
+/* posenc's exp, e^t = 2^n * P(r), n = round(t / ln 2), r = t - n ln 2 (ln 2 split in two so
+ * that n * SOFTMAX_LN2_HI is exact for |n| <= 256), P(r) = 1 + r + r^2 Q(r) with Q the
+ * degree-4 polynomial below (a weighted least-squares fit of (e^r - 1 - r) / r^2 on
+ * [-ln2/2, ln2/2]: relative error 4.7e-9 with these float coefficients, below float's
+ * rounding). Valid for t in [SOFTMAX_EXP_MIN, 88]. */
+#define SOFTMAX_LOG2E 1.44269502162933349609375f
+#define SOFTMAX_LN2_HI 0.693145751953125f
+#define SOFTMAX_LN2_LO 1.428606765330187045e-06f
+#define SOFTMAX_EXP_C2 0x1.fffffcp-2f
+#define SOFTMAX_EXP_C3 0x1.55548ap-3f
+#define SOFTMAX_EXP_C4 0x1.555916p-5f
+#define SOFTMAX_EXP_C5 0x1.123fc6p-7f
+#define SOFTMAX_EXP_C6 0x1.6a1a72p-10f
+/* 1.5 * 2^23: t / ln 2 + this rounds t / ln 2 to an integer (nearest even). */
+#define SOFTMAX_ROUND_MAGIC 12582912.0f
+
+/* Soft-capping's tanh(v) is computed as 1 - 2 / (exp(2v) + 1) with v clamped to this: tanh
+ * of it rounds to +-1 in float. */
+#define SOFTMAX_TANH_CLAMP 9.0f
+
+/* The columns [lo, hi) of a row that its positions leave visible when there are no key
+ * positions (kpos_j = j): the causal flag hides j > qpos, the window qpos - j >= window.
+ * lo >= hi: none. */
+static inline void softmax_visible(const softmax_args *a, int32_t qpos, size_t *lo, size_t *hi) {
+  size_t l = 0, h = a->n_k;
+  if ((a->flags & POSENC_SOFTMAX_CAUSAL) && (size_t)qpos + 1 < h) h = (size_t)qpos + 1;
+  if ((a->flags & POSENC_SOFTMAX_WINDOW) && qpos >= a->window)
+    l = (size_t)qpos - (size_t)a->window + 1;
+  *lo = l;
+  *hi = h;
+}
+
+static inline int32_t softmax_qpos(const softmax_args *a, size_t i) {
+  return a->qpos ? a->qpos[i] : a->q_offset + (int32_t)i;
+}
+
+#endif /* POSENC_KERNELS_SOFTMAX_H */

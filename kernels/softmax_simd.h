@@ -1,0 +1,337 @@
+/* The attention-score softmax, written once against the vector layer and compiled per ISA
+ * by softmax_<isa>.c. The steps of the scalar reference (softmax_scalar.c), each row in
+ * three passes over a work block that stays in cache (the f32 output row itself, else a
+ * float block on the stack):
+ *   1. t = s(scale * x) (+ mask) (+ ALiBi), -inf for a hidden key, into the work block,
+ *      and their max M (with the sink);
+ *   2. e = exp(t - M) (posenc's polynomial, kernels/softmax.h), 0 below SOFTMAX_EXP_MIN,
+ *      kept in the block and summed: float lanes, two accumulators taking alternate
+ *      vectors, added into double every SOFTMAX_SUM_SPAN vectors counted from column 0;
+ *   3. y = e * (float)(1 / sum), 0 below FLT_MIN, stored into the row.
+ * Without key positions, a row starts at its first visible column rounded down to a
+ * multiple of SOFTMAX_SUM_SPAN vectors (the columns before the visible ones are hidden
+ * lanes), so the sum's lanes depend on the column only: a mask that hides what the causal
+ * flag hides gives the flag's result bit for bit. The columns outside are only written (0).
+ * NaN needs no test: a NaN t makes its e, the sum and then every y NaN, as does a +inf t
+ * (inf - inf); only a row whose max is -inf is handled apart (zeros, or NaN if it holds
+ * one). Pass 1 is compiled for each score type and mask type, pass 3 for each output type,
+ * and the row chooses them through function pointers. */
+#include <float.h>
+#include <math.h>
+
+#include "common.h"
+#include "simd/vec_elem.h"
+#include "softmax.h"
+
+/* posenc's exp for t in [SOFTMAX_EXP_MIN, 88] (a NaN t gives NaN). */
+POSENC_INLINE vf VFN(sm_exp_poly_)(vf t) {
+  const vf magic = vf_set1(SOFTMAX_ROUND_MAGIC), one = vf_set1(1.0f);
+  const vf n = vf_sub(vf_fmadd(t, vf_set1(SOFTMAX_LOG2E), magic), magic);
+  vf r = vf_fnmadd(n, vf_set1(SOFTMAX_LN2_HI), t);
+  r = vf_fnmadd(n, vf_set1(SOFTMAX_LN2_LO), r);
+  vf p = vf_fmadd(vf_set1(SOFTMAX_EXP_C6), r, vf_set1(SOFTMAX_EXP_C5));
+  p = vf_fmadd(p, r, vf_set1(SOFTMAX_EXP_C4));
+  p = vf_fmadd(p, r, vf_set1(SOFTMAX_EXP_C3));
+  p = vf_fmadd(p, r, vf_set1(SOFTMAX_EXP_C2));
+  p = vf_fmadd(p, r, one);
+  p = vf_fmadd(p, r, one);
+  return vf_scale2(p, n);
+}
+
+/* exp(t), +0 where t < SOFTMAX_EXP_MIN (-inf included); a NaN t stays NaN. */
+POSENC_INLINE vf VFN(sm_exp_)(vf t) {
+  const vf e = VFN(sm_exp_poly_)(t);
+  return vf_select(vf_lt_m(t, vf_set1(SOFTMAX_EXP_MIN)), vf_set1(0.0f), e);
+}
+
+/* One row's constants. */
+typedef struct {
+  const void *x, *mask;
+  const int32_t *kpos;
+  int32_t qpos;
+  size_t lo;       /* without kpos: the columns before lo are hidden */
+  int softcap;     /* 1: s(u) = c tanh(u / c) */
+  int mask_slope;  /* 1: the mask term is slope * mask */
+  int alibi;       /* 0: none, 1: slope * d, 2: -(slope * |d|), d = kpos - qpos */
+  int kpos_causal; /* with kpos: hide d > 0 */
+  int kpos_window; /* with kpos: hide d <= -window */
+  int32_t window;
+  vf scale, cap, rcap, slope;
+} VFN(sm_row);
+
+/* c * tanh(u / c) as c * (1 - 2 / (exp(2v) + 1)), v = u * (1/c) clamped to +-9 (a NaN v
+ * stays NaN: it is the second operand of min and max). */
+POSENC_INLINE vf VFN(sm_softcap_)(vf u, vf c, vf rc) {
+  const vf lim = vf_set1(SOFTMAX_TANH_CLAMP), one = vf_set1(1.0f);
+  vf v = vf_mul(u, rc);
+  v = vf_min(lim, v);
+  v = vf_max(vf_neg(lim), v);
+  const vf e = VFN(sm_exp_poly_)(vf_add(v, v));
+  return vf_mul(c, vf_sub(one, vf_div(vf_set1(2.0f), vf_add(e, one))));
+}
+
+/* t for the n lanes at column j (n == VF_W: a whole vector); lanes past n are not read.
+ * mk: 1 if there is a mask (of type me). */
+POSENC_INLINE vf VFN(sm_t_)(const VFN(sm_row) * r, size_t j, size_t n, posenc_elem xe, int mk,
+                            posenc_elem me) {
+  vf u = n == VF_W ? ve_load(r->x, j, xe) : ve_load_n(r->x, j, n, xe);
+  u = vf_mul(r->scale, u);
+  if (r->softcap) u = VFN(sm_softcap_)(u, r->cap, r->rcap);
+  const vf ninf = vf_set1(-INFINITY);
+  int hide = 0;
+  vm hid;
+  if (mk) {
+    const vf m = n == VF_W ? ve_load(r->mask, j, me) : ve_load_n(r->mask, j, n, me);
+    hid = vf_eq_m(m, ninf);
+    hide = 1;
+    u = vf_add(u, r->mask_slope ? vf_mul(r->slope, m) : m);
+  }
+  if (r->alibi || r->kpos_causal || r->kpos_window) {
+    const vi d = r->kpos ? vi_sub(n == VF_W ? vi_load(r->kpos + j) : vi_load_n(r->kpos + j, n),
+                                  vi_set1(r->qpos))
+                         : vi_add(vi_set1((int32_t)j - r->qpos), vi_iota());
+    if (r->alibi == 1)
+      u = vf_add(u, vf_mul(r->slope, vf_from_vi(d)));
+    else if (r->alibi == 2)
+      u = vf_sub(u, vf_mul(r->slope, vf_from_vi(vi_abs(d))));
+    if (r->kpos_causal) {
+      const vm h = vi_gt_m(d, vi_set1(0));
+      hid = hide ? vm_or(hid, h) : h;
+      hide = 1;
+    }
+    if (r->kpos_window) {
+      const vm h = vi_gt_m(vi_set1(1 - r->window), d);
+      hid = hide ? vm_or(hid, h) : h;
+      hide = 1;
+    }
+  }
+  if (j < r->lo) {
+    const vm h = vi_gt_m(vi_set1((int32_t)(r->lo - j)), vi_iota());
+    hid = hide ? vm_or(hid, h) : h;
+    hide = 1;
+  }
+  return hide ? vf_select(hid, ninf, u) : u;
+}
+
+/* Pass 1 over columns [j0, j1): t into work[j - j0]; returns max(mx, every t). */
+POSENC_INLINE vf VFN(sm_pass1_)(const VFN(sm_row) * r, size_t j0, size_t j1, float *work, vf mx,
+                                posenc_elem xe, int mk, posenc_elem me) {
+  size_t j = j0;
+  for (; j + VF_W <= j1; j += VF_W) {
+    const vf t = VFN(sm_t_)(r, j, VF_W, xe, mk, me);
+    vf_store_reload(work + (j - j0), t);
+    mx = vf_max(mx, t);
+  }
+  if (j < j1) {
+    const size_t rest = j1 - j;
+    const vf t = VFN(sm_t_)(r, j, rest, xe, mk, me);
+    vf_store_n(work + (j - j0), t, rest);
+    mx = vf_max(mx, vf_first_n(t, rest, -INFINITY));
+  }
+  return mx;
+}
+
+typedef vf (*VFN(sm_pass1_fn))(const VFN(sm_row) * r, size_t j0, size_t j1, float *work, vf mx);
+
+#define SM_PASS1(name, xe, mk, me)                                                       \
+  static vf VFN(name)(const VFN(sm_row) * r, size_t j0, size_t j1, float *work, vf mx) { \
+    return VFN(sm_pass1_)(r, j0, j1, work, mx, xe, mk, me);                              \
+  }
+SM_PASS1(sm_p1_f32_, POSENC_ELEM_F32, 0, POSENC_ELEM_F32)
+SM_PASS1(sm_p1_f32_m32_, POSENC_ELEM_F32, 1, POSENC_ELEM_F32)
+SM_PASS1(sm_p1_f32_m16_, POSENC_ELEM_F32, 1, POSENC_ELEM_F16)
+SM_PASS1(sm_p1_bf16_, POSENC_ELEM_BF16, 0, POSENC_ELEM_F32)
+SM_PASS1(sm_p1_bf16_m32_, POSENC_ELEM_BF16, 1, POSENC_ELEM_F32)
+SM_PASS1(sm_p1_bf16_m16_, POSENC_ELEM_BF16, 1, POSENC_ELEM_F16)
+SM_PASS1(sm_p1_f16_, POSENC_ELEM_F16, 0, POSENC_ELEM_F32)
+SM_PASS1(sm_p1_f16_m32_, POSENC_ELEM_F16, 1, POSENC_ELEM_F32)
+SM_PASS1(sm_p1_f16_m16_, POSENC_ELEM_F16, 1, POSENC_ELEM_F16)
+#undef SM_PASS1
+
+/* The sum's float accumulators into the double ones (lower halves into lo, upper into hi). */
+POSENC_INLINE void VFN(sm_flush_)(vf a0, vf a1, vd *s_lo, vd *s_hi) {
+  *s_lo = vd_add(vd_add(*s_lo, vd_from_vf_lo(a0)), vd_from_vf_lo(a1));
+  *s_hi = vd_add(vd_add(*s_hi, vd_from_vf_hi(a0)), vd_from_vf_hi(a1));
+}
+
+/* Pass 2 over work[0, n) (work[0] at a column that is a multiple of SOFTMAX_SUM_SPAN
+ * vectors): e = exp(t - max) in place, added into the sum. */
+POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vd *s_lo, vd *s_hi) {
+  const size_t span = SOFTMAX_SUM_SPAN * VF_W;
+  vf a0 = vf_set1(0.0f), a1 = vf_set1(0.0f);
+  size_t j = 0;
+  for (; j + 2 * VF_W <= n; j += 2 * VF_W) {
+    const vf e0 = VFN(sm_exp_)(vf_sub(vf_load(work + j), max));
+    const vf e1 = VFN(sm_exp_)(vf_sub(vf_load(work + j + VF_W), max));
+    vf_store_reload(work + j, e0);
+    vf_store_reload(work + j + VF_W, e1);
+    a0 = vf_add(a0, e0);
+    a1 = vf_add(a1, e1);
+    if ((j + 2 * VF_W) % span == 0) {
+      VFN(sm_flush_)(a0, a1, s_lo, s_hi);
+      a0 = a1 = vf_set1(0.0f);
+    }
+  }
+  if (j + VF_W <= n) {
+    const vf e0 = VFN(sm_exp_)(vf_sub(vf_load(work + j), max));
+    vf_store_reload(work + j, e0);
+    a0 = vf_add(a0, e0);
+    j += VF_W;
+  }
+  if (j < n) {
+    const size_t rest = n - j;
+    const vf e = vf_first_n(VFN(sm_exp_)(vf_sub(vf_load_n(work + j, rest), max)), rest, 0.0f);
+    vf_store_n(work + j, e, rest);
+    if ((j / VF_W) % 2 == 0)
+      a0 = vf_add(a0, e);
+    else
+      a1 = vf_add(a1, e);
+  }
+  VFN(sm_flush_)(a0, a1, s_lo, s_hi);
+}
+
+/* Pass 3: y = e * inv for work[0, n), 0 below FLT_MIN, into columns [j0, j0 + n). */
+POSENC_INLINE void VFN(sm_normalise_)(const float *work, size_t n, vf inv, void *y, size_t j0,
+                                      posenc_elem ye) {
+  const vf tiny = vf_set1(FLT_MIN), zero = vf_set1(0.0f);
+  size_t j = 0;
+  for (; j + VF_W <= n; j += VF_W) {
+    const vf p = vf_mul(vf_load(work + j), inv);
+    ve_store(y, j0 + j, vf_select(vf_lt_m(p, tiny), zero, p), ye);
+  }
+  if (j < n) {
+    const vf p = vf_mul(vf_load_n(work + j, n - j), inv);
+    ve_store_n(y, j0 + j, vf_select(vf_lt_m(p, tiny), zero, p), n - j, ye);
+  }
+}
+
+typedef void (*VFN(sm_pass3_fn))(const float *work, size_t n, vf inv, void *y, size_t j0);
+
+#define SM_PASS3(name, ye)                                                         \
+  static void VFN(name)(const float *work, size_t n, vf inv, void *y, size_t j0) { \
+    VFN(sm_normalise_)(work, n, inv, y, j0, ye);                                   \
+  }
+SM_PASS3(sm_p3_f32_, POSENC_ELEM_F32)
+SM_PASS3(sm_p3_bf16_, POSENC_ELEM_BF16)
+SM_PASS3(sm_p3_f16_, POSENC_ELEM_F16)
+#undef SM_PASS3
+
+/* Columns [j0, j1) of y set to `value`, nothing read. */
+static void VFN(sm_fill_)(void *y, size_t j0, size_t j1, float value, posenc_elem ye) {
+  const vf v = vf_set1(value);
+  size_t j = j0;
+  for (; j + VF_W <= j1; j += VF_W) ve_store(y, j, v, ye);
+  if (j < j1) ve_store_n(y, j, v, j1 - j, ye);
+}
+
+static int VFN(sm_has_nan_)(const float *x, size_t n) {
+  for (size_t j = 0; j < n; ++j)
+    if (isnan(x[j])) return 1;
+  return 0;
+}
+
+/* The passes a call uses. */
+typedef struct {
+  VFN(sm_pass1_fn) pass1;
+  VFN(sm_pass3_fn) pass3;
+  posenc_elem ye;
+  size_t n_k;
+} VFN(sm_call);
+
+/* Columns [a0, hi) of a row (the rest is 0): in one block when the work fits `work` (the f32
+ * output row at a0, or a block of SOFTMAX_BLOCK floats), else block by block with t and e
+ * computed again in each pass by the same operations, the sum accumulated in the same
+ * lanes, so the result equals that of a block holding the whole row. */
+static void VFN(sm_row_)(const VFN(sm_call) * c, const VFN(sm_row) * r, void *y, size_t a0,
+                         size_t hi, float sink, float *work, int whole) {
+  const size_t B = whole ? hi - a0 : SOFTMAX_BLOCK;
+  vf mx = vf_set1(-INFINITY);
+  for (size_t b = a0; b < hi; b += B) mx = c->pass1(r, b, b + B < hi ? b + B : hi, work, mx);
+  float max = vf_hmax(mx);
+  if (max == -INFINITY) {
+    int nan = 0;
+    for (size_t b = a0; b < hi && !nan; b += B) {
+      const size_t e = b + B < hi ? b + B : hi;
+      if (!whole) c->pass1(r, b, e, work, mx);
+      nan = VFN(sm_has_nan_)(work, e - b);
+    }
+    VFN(sm_fill_)(y, a0, hi, nan ? NAN : 0.0f, c->ye);
+    return;
+  }
+  if (sink > max) max = sink;
+  const vf vmax = vf_set1(max);
+  vd s_lo = vd_set1(0.0), s_hi = vd_set1(0.0);
+  for (size_t b = a0; b < hi; b += B) {
+    const size_t e = b + B < hi ? b + B : hi;
+    if (!whole) c->pass1(r, b, e, work, mx);
+    VFN(sm_exp_sum_)(work, e - b, vmax, &s_lo, &s_hi);
+  }
+  double sum = vd_hsum(vd_add(s_lo, s_hi));
+  if (sink > -INFINITY) sum += (double)vf_hmax(VFN(sm_exp_)(vf_set1(sink - max)));
+  const vf inv = vf_set1((float)(1.0 / sum));
+  for (size_t b = a0; b < hi; b += B) {
+    const size_t e = b + B < hi ? b + B : hi;
+    if (!whole) {
+      vd unused_lo = vd_set1(0.0), unused_hi = vd_set1(0.0);
+      c->pass1(r, b, e, work, mx);
+      VFN(sm_exp_sum_)(work, e - b, vmax, &unused_lo, &unused_hi);
+    }
+    c->pass3(work, e - b, inv, y, b);
+  }
+}
+
+POSENC_INLINE void softmax_run(const softmax_args *a) {
+  _Alignas(64) float block[SOFTMAX_BLOCK];
+  static const VFN(sm_pass1_fn)
+      pass1[3][3] = {{VFN(sm_p1_f32_), VFN(sm_p1_f32_m32_), VFN(sm_p1_f32_m16_)},
+                     {VFN(sm_p1_bf16_), VFN(sm_p1_bf16_m32_), VFN(sm_p1_bf16_m16_)},
+                     {VFN(sm_p1_f16_), VFN(sm_p1_f16_m32_), VFN(sm_p1_f16_m16_)}};
+  static const VFN(sm_pass3_fn) pass3[3] = {VFN(sm_p3_f32_), VFN(sm_p3_bf16_), VFN(sm_p3_f16_)};
+  const int mk = a->mask ? (a->me == POSENC_ELEM_F16 ? 2 : 1) : 0;
+  const VFN(sm_call)
+      c = {.pass1 = pass1[a->xe][mk], .pass3 = pass3[a->ye], .ye = a->ye, .n_k = a->n_k};
+  const size_t xs = posenc_elem_size(a->xe), ys = posenc_elem_size(a->ye);
+  const size_t ms = posenc_elem_size(a->me);
+  const int softcap = (a->flags & POSENC_SOFTMAX_SOFTCAP) != 0;
+  const int mask_slope = (a->flags & POSENC_SOFTMAX_MASK_SLOPE) != 0;
+  const int alibi = !a->slopes || mask_slope                      ? 0
+                    : (a->flags & POSENC_SOFTMAX_ALIBI_SYMMETRIC) ? 2
+                                                                  : 1;
+  const size_t span = SOFTMAX_SUM_SPAN * VF_W;
+  for (size_t h = 0; h < a->n_heads; ++h) {
+    const float slope = a->slopes ? a->slopes[h] : 0.0f;
+    const float sink = a->sinks ? a->sinks[h] : -INFINITY;
+    for (size_t i = 0; i < a->n_q; ++i) {
+      VFN(sm_row)
+      r = {.x = (const char *)a->x + (h * a->x_head_stride + i * a->x_row_stride) * xs,
+           .mask = a->mask ? (const char *)a->mask +
+                                 (h * a->mask_head_stride + i * a->mask_row_stride) * ms
+                           : NULL,
+           .kpos = a->kpos,
+           .qpos = softmax_qpos(a, i),
+           .softcap = softcap,
+           .mask_slope = mask_slope,
+           .alibi = alibi,
+           .kpos_causal = a->kpos && (a->flags & POSENC_SOFTMAX_CAUSAL),
+           .kpos_window = a->kpos && (a->flags & POSENC_SOFTMAX_WINDOW),
+           .window = a->window,
+           .scale = vf_set1(a->scale),
+           .cap = vf_set1(softcap ? a->softcap : 1.0f),
+           .rcap = vf_set1(softcap ? 1.0f / a->softcap : 1.0f),
+           .slope = vf_set1(slope)};
+      void *y = (char *)a->y + (h * a->y_head_stride + i * a->y_row_stride) * ys;
+      size_t lo = 0, hi = a->n_k;
+      if (!a->kpos) softmax_visible(a, r.qpos, &lo, &hi);
+      if (lo >= hi) lo = hi = a->n_k; /* nothing visible: all zeros */
+      const size_t a0 = lo - lo % span;
+      r.lo = lo;
+      VFN(sm_fill_)(y, 0, a0, 0.0f, a->ye);
+      VFN(sm_fill_)(y, hi, a->n_k, 0.0f, a->ye);
+      if (a0 >= hi) continue;
+      if (a->ye == POSENC_ELEM_F32)
+        VFN(sm_row_)(&c, &r, y, a0, hi, sink, (float *)y + a0, 1);
+      else
+        VFN(sm_row_)(&c, &r, y, a0, hi, sink, block, hi - a0 <= SOFTMAX_BLOCK);
+    }
+  }
+}
