@@ -41,7 +41,7 @@ POSENC_INLINE vf VFN(sm_exp_poly_)(vf t) {
 /* exp(t), +0 where t < SOFTMAX_EXP_MIN (-inf included); a NaN t stays NaN. */
 POSENC_INLINE vf VFN(sm_exp_)(vf t) {
   const vf e = VFN(sm_exp_poly_)(t);
-  return vf_select(vf_lt_m(t, vf_set1(SOFTMAX_EXP_MIN)), vf_set1(0.0f), e);
+  return vf_zero_where(vf_lt_m(t, vf_set1(SOFTMAX_EXP_MIN)), e);
 }
 
 /* One row's constants. */
@@ -57,7 +57,7 @@ typedef struct {
   int kpos_window; /* with kpos: hide d <= -window */
   int32_t window;
   vf scale, cap, rcap, slope;
-} VFN(sm_row);
+} sm_row;
 
 /* c * tanh(u / c) as c * (1 - 2 / (exp(2v) + 1)), v = u * (1/c) clamped to +-9 (a NaN v
  * stays NaN: it is the second operand of min and max). */
@@ -71,12 +71,13 @@ POSENC_INLINE vf VFN(sm_softcap_)(vf u, vf c, vf rc) {
 }
 
 /* t for the n lanes at column j (n == VF_W: a whole vector); lanes past n are not read.
- * mk: 1 if there is a mask (of type me). */
-POSENC_INLINE vf VFN(sm_t_)(const VFN(sm_row) * r, size_t j, size_t n, posenc_elem xe, int mk,
-                            posenc_elem me) {
+ * mk: 1 if there is a mask (of type me); general: 0 if the row has no soft-capping, no
+ * ALiBi term and no hiding by key positions (a loop without their tests). */
+POSENC_INLINE vf VFN(sm_t_)(const sm_row *r, size_t j, size_t n, posenc_elem xe, int mk,
+                            posenc_elem me, int general) {
   vf u = n == VF_W ? ve_load(r->x, j, xe) : ve_load_n(r->x, j, n, xe);
   u = vf_mul(r->scale, u);
-  if (r->softcap) u = VFN(sm_softcap_)(u, r->cap, r->rcap);
+  if (general && r->softcap) u = VFN(sm_softcap_)(u, r->cap, r->rcap);
   const vf ninf = vf_set1(-INFINITY);
   int hide = 0;
   vm hid;
@@ -84,9 +85,9 @@ POSENC_INLINE vf VFN(sm_t_)(const VFN(sm_row) * r, size_t j, size_t n, posenc_el
     const vf m = n == VF_W ? ve_load(r->mask, j, me) : ve_load_n(r->mask, j, n, me);
     hid = vf_eq_m(m, ninf);
     hide = 1;
-    u = vf_add(u, r->mask_slope ? vf_mul(r->slope, m) : m);
+    u = vf_add(u, (general && r->mask_slope) ? vf_mul(r->slope, m) : m);
   }
-  if (r->alibi || r->kpos_causal || r->kpos_window) {
+  if (general && (r->alibi || r->kpos_causal || r->kpos_window)) {
     const vi d = r->kpos ? vi_sub(n == VF_W ? vi_load(r->kpos + j) : vi_load_n(r->kpos + j, n),
                                   vi_set1(r->qpos))
                          : vi_add(vi_set1((int32_t)j - r->qpos), vi_iota());
@@ -105,47 +106,65 @@ POSENC_INLINE vf VFN(sm_t_)(const VFN(sm_row) * r, size_t j, size_t n, posenc_el
       hide = 1;
     }
   }
-  if (j < r->lo) {
-    const vm h = vi_gt_m(vi_set1((int32_t)(r->lo - j)), vi_iota());
-    hid = hide ? vm_or(hid, h) : h;
-    hide = 1;
-  }
   return hide ? vf_select(hid, ninf, u) : u;
 }
 
-/* Pass 1 over columns [j0, j1): t into work[j - j0]; returns max(mx, every t). */
-POSENC_INLINE vf VFN(sm_pass1_)(const VFN(sm_row) * r, size_t j0, size_t j1, float *work, vf mx,
-                                posenc_elem xe, int mk, posenc_elem me) {
+/* Pass 1 over columns [j0, j1): t into work[j - j0] (-inf for the columns before r->lo,
+ * which are not read); returns max(mx, every t). */
+POSENC_INLINE vf VFN(sm_pass1_)(const sm_row *row, size_t j0, size_t j1, float *work, vf mx,
+                                posenc_elem xe, int mk, posenc_elem me, int general) {
+  /* A local copy: the stores into work could alias *row (vector types alias everything),
+   * which would make every iteration read the constants again. */
+  const sm_row copy = *row, *r = &copy;
   size_t j = j0;
-  for (; j + VF_W <= j1; j += VF_W) {
-    const vf t = VFN(sm_t_)(r, j, VF_W, xe, mk, me);
+  if (j < r->lo) {
+    const size_t end = r->lo < j1 ? r->lo : j1;
+    for (; j < end; ++j) work[j - j0] = -INFINITY;
+  }
+  /* Two max accumulators: the latency of one max per vector would bound the loop. */
+  vf mx1 = vf_set1(-INFINITY);
+  for (; j + 2 * VF_W <= j1; j += 2 * VF_W) {
+    const vf t0 = VFN(sm_t_)(r, j, VF_W, xe, mk, me, general);
+    const vf t1 = VFN(sm_t_)(r, j + VF_W, VF_W, xe, mk, me, general);
+    vf_store_reload(work + (j - j0), t0);
+    vf_store_reload(work + (j - j0) + VF_W, t1);
+    mx = vf_max(mx, t0);
+    mx1 = vf_max(mx1, t1);
+  }
+  mx = vf_max(mx, mx1);
+  if (j + VF_W <= j1) {
+    const vf t = VFN(sm_t_)(r, j, VF_W, xe, mk, me, general);
     vf_store_reload(work + (j - j0), t);
     mx = vf_max(mx, t);
+    j += VF_W;
   }
   if (j < j1) {
     const size_t rest = j1 - j;
-    const vf t = VFN(sm_t_)(r, j, rest, xe, mk, me);
+    const vf t = VFN(sm_t_)(r, j, rest, xe, mk, me, general);
     vf_store_n(work + (j - j0), t, rest);
     mx = vf_max(mx, vf_first_n(t, rest, -INFINITY));
   }
   return mx;
 }
 
-typedef vf (*VFN(sm_pass1_fn))(const VFN(sm_row) * r, size_t j0, size_t j1, float *work, vf mx);
+typedef vf (*sm_pass1_fn)(const sm_row *r, size_t j0, size_t j1, float *work, vf mx);
 
-#define SM_PASS1(name, xe, mk, me)                                                       \
-  static vf VFN(name)(const VFN(sm_row) * r, size_t j0, size_t j1, float *work, vf mx) { \
-    return VFN(sm_pass1_)(r, j0, j1, work, mx, xe, mk, me);                              \
+/* Pass 1 for each score type, mask type (none, f32, f16) and row kind (plain, general). */
+#define SM_PASS1(name, xe, mk, me, general)                                        \
+  static vf VFN(name)(const sm_row *r, size_t j0, size_t j1, float *work, vf mx) { \
+    return VFN(sm_pass1_)(r, j0, j1, work, mx, xe, mk, me, general);               \
   }
-SM_PASS1(sm_p1_f32_, POSENC_ELEM_F32, 0, POSENC_ELEM_F32)
-SM_PASS1(sm_p1_f32_m32_, POSENC_ELEM_F32, 1, POSENC_ELEM_F32)
-SM_PASS1(sm_p1_f32_m16_, POSENC_ELEM_F32, 1, POSENC_ELEM_F16)
-SM_PASS1(sm_p1_bf16_, POSENC_ELEM_BF16, 0, POSENC_ELEM_F32)
-SM_PASS1(sm_p1_bf16_m32_, POSENC_ELEM_BF16, 1, POSENC_ELEM_F32)
-SM_PASS1(sm_p1_bf16_m16_, POSENC_ELEM_BF16, 1, POSENC_ELEM_F16)
-SM_PASS1(sm_p1_f16_, POSENC_ELEM_F16, 0, POSENC_ELEM_F32)
-SM_PASS1(sm_p1_f16_m32_, POSENC_ELEM_F16, 1, POSENC_ELEM_F32)
-SM_PASS1(sm_p1_f16_m16_, POSENC_ELEM_F16, 1, POSENC_ELEM_F16)
+#define SM_PASS1_TYPE(x, xe)                              \
+  SM_PASS1(sm_p1_##x##_, xe, 0, POSENC_ELEM_F32, 0)       \
+  SM_PASS1(sm_p1_##x##_m32_, xe, 1, POSENC_ELEM_F32, 0)   \
+  SM_PASS1(sm_p1_##x##_m16_, xe, 1, POSENC_ELEM_F16, 0)   \
+  SM_PASS1(sm_p1_##x##_g_, xe, 0, POSENC_ELEM_F32, 1)     \
+  SM_PASS1(sm_p1_##x##_m32_g_, xe, 1, POSENC_ELEM_F32, 1) \
+  SM_PASS1(sm_p1_##x##_m16_g_, xe, 1, POSENC_ELEM_F16, 1)
+SM_PASS1_TYPE(f32, POSENC_ELEM_F32)
+SM_PASS1_TYPE(bf16, POSENC_ELEM_BF16)
+SM_PASS1_TYPE(f16, POSENC_ELEM_F16)
+#undef SM_PASS1_TYPE
 #undef SM_PASS1
 
 /* The sum's float accumulators into the double ones (lower halves into lo, upper into hi). */
@@ -154,9 +173,32 @@ POSENC_INLINE void VFN(sm_flush_)(vf a0, vf a1, vd *s_lo, vd *s_hi) {
   *s_hi = vd_add(vd_add(*s_hi, vd_from_vf_hi(a0)), vd_from_vf_hi(a1));
 }
 
+/* The next row's bytes (scores, mask, output), fetched into cache while this row's exp runs,
+ * one cache line of each per vector of pass 2: a row that comes from memory then arrives
+ * while the CPU computes instead of stalling the next pass 1. Empty ranges: nothing. */
+typedef struct {
+  const char *x, *x_end, *m, *m_end, *y, *y_end;
+} sm_prefetch;
+
+POSENC_INLINE void sm_prefetch_step_(sm_prefetch *p) {
+  if (p->x < p->x_end) {
+    __builtin_prefetch(p->x, 0, 3);
+    p->x += 64;
+  }
+  if (p->m < p->m_end) {
+    __builtin_prefetch(p->m, 0, 3);
+    p->m += 64;
+  }
+  if (p->y < p->y_end) {
+    __builtin_prefetch(p->y, 1, 3);
+    p->y += 64;
+  }
+}
+
 /* Pass 2 over work[0, n) (work[0] at a column that is a multiple of SOFTMAX_SUM_SPAN
  * vectors): e = exp(t - max) in place, added into the sum. */
-POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vd *s_lo, vd *s_hi) {
+POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vd *s_lo, vd *s_hi,
+                                    sm_prefetch *pf) {
   const size_t span = SOFTMAX_SUM_SPAN * VF_W;
   vf a0 = vf_set1(0.0f), a1 = vf_set1(0.0f);
   size_t j = 0;
@@ -167,6 +209,8 @@ POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vd *s_lo, vd 
     vf_store_reload(work + j + VF_W, e1);
     a0 = vf_add(a0, e0);
     a1 = vf_add(a1, e1);
+    sm_prefetch_step_(pf);
+    sm_prefetch_step_(pf);
     if ((j + 2 * VF_W) % span == 0) {
       VFN(sm_flush_)(a0, a1, s_lo, s_hi);
       a0 = a1 = vf_set1(0.0f);
@@ -193,19 +237,19 @@ POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vd *s_lo, vd 
 /* Pass 3: y = e * inv for work[0, n), 0 below FLT_MIN, into columns [j0, j0 + n). */
 POSENC_INLINE void VFN(sm_normalise_)(const float *work, size_t n, vf inv, void *y, size_t j0,
                                       posenc_elem ye) {
-  const vf tiny = vf_set1(FLT_MIN), zero = vf_set1(0.0f);
+  const vf tiny = vf_set1(FLT_MIN);
   size_t j = 0;
   for (; j + VF_W <= n; j += VF_W) {
     const vf p = vf_mul(vf_load(work + j), inv);
-    ve_store(y, j0 + j, vf_select(vf_lt_m(p, tiny), zero, p), ye);
+    ve_store(y, j0 + j, vf_zero_where(vf_lt_m(p, tiny), p), ye);
   }
   if (j < n) {
     const vf p = vf_mul(vf_load_n(work + j, n - j), inv);
-    ve_store_n(y, j0 + j, vf_select(vf_lt_m(p, tiny), zero, p), n - j, ye);
+    ve_store_n(y, j0 + j, vf_zero_where(vf_lt_m(p, tiny), p), n - j, ye);
   }
 }
 
-typedef void (*VFN(sm_pass3_fn))(const float *work, size_t n, vf inv, void *y, size_t j0);
+typedef void (*sm_pass3_fn)(const float *work, size_t n, vf inv, void *y, size_t j0);
 
 #define SM_PASS3(name, ye)                                                         \
   static void VFN(name)(const float *work, size_t n, vf inv, void *y, size_t j0) { \
@@ -232,18 +276,18 @@ static int VFN(sm_has_nan_)(const float *x, size_t n) {
 
 /* The passes a call uses. */
 typedef struct {
-  VFN(sm_pass1_fn) pass1;
-  VFN(sm_pass3_fn) pass3;
+  sm_pass1_fn pass1;
+  sm_pass3_fn pass3;
   posenc_elem ye;
   size_t n_k;
-} VFN(sm_call);
+} sm_call;
 
 /* Columns [a0, hi) of a row (the rest is 0): in one block when the work fits `work` (the f32
  * output row at a0, or a block of SOFTMAX_BLOCK floats), else block by block with t and e
  * computed again in each pass by the same operations, the sum accumulated in the same
  * lanes, so the result equals that of a block holding the whole row. */
-static void VFN(sm_row_)(const VFN(sm_call) * c, const VFN(sm_row) * r, void *y, size_t a0,
-                         size_t hi, float sink, float *work, int whole) {
+static void VFN(sm_row_)(const sm_call *c, const sm_row *r, void *y, size_t a0, size_t hi,
+                         float sink, float *work, int whole, sm_prefetch pf) {
   const size_t B = whole ? hi - a0 : SOFTMAX_BLOCK;
   vf mx = vf_set1(-INFINITY);
   for (size_t b = a0; b < hi; b += B) mx = c->pass1(r, b, b + B < hi ? b + B : hi, work, mx);
@@ -264,7 +308,7 @@ static void VFN(sm_row_)(const VFN(sm_call) * c, const VFN(sm_row) * r, void *y,
   for (size_t b = a0; b < hi; b += B) {
     const size_t e = b + B < hi ? b + B : hi;
     if (!whole) c->pass1(r, b, e, work, mx);
-    VFN(sm_exp_sum_)(work, e - b, vmax, &s_lo, &s_hi);
+    VFN(sm_exp_sum_)(work, e - b, vmax, &s_lo, &s_hi, &pf);
   }
   double sum = vd_hsum(vd_add(s_lo, s_hi));
   if (sink > -INFINITY) sum += (double)vf_hmax(VFN(sm_exp_)(vf_set1(sink - max)));
@@ -274,7 +318,8 @@ static void VFN(sm_row_)(const VFN(sm_call) * c, const VFN(sm_row) * r, void *y,
     if (!whole) {
       vd unused_lo = vd_set1(0.0), unused_hi = vd_set1(0.0);
       c->pass1(r, b, e, work, mx);
-      VFN(sm_exp_sum_)(work, e - b, vmax, &unused_lo, &unused_hi);
+      sm_prefetch none = {0};
+      VFN(sm_exp_sum_)(work, e - b, vmax, &unused_lo, &unused_hi, &none);
     }
     c->pass3(work, e - b, inv, y, b);
   }
@@ -282,14 +327,20 @@ static void VFN(sm_row_)(const VFN(sm_call) * c, const VFN(sm_row) * r, void *y,
 
 POSENC_INLINE void softmax_run(const softmax_args *a) {
   _Alignas(64) float block[SOFTMAX_BLOCK];
-  static const VFN(sm_pass1_fn)
-      pass1[3][3] = {{VFN(sm_p1_f32_), VFN(sm_p1_f32_m32_), VFN(sm_p1_f32_m16_)},
-                     {VFN(sm_p1_bf16_), VFN(sm_p1_bf16_m32_), VFN(sm_p1_bf16_m16_)},
-                     {VFN(sm_p1_f16_), VFN(sm_p1_f16_m32_), VFN(sm_p1_f16_m16_)}};
-  static const VFN(sm_pass3_fn) pass3[3] = {VFN(sm_p3_f32_), VFN(sm_p3_bf16_), VFN(sm_p3_f16_)};
+  static const sm_pass1_fn pass1[3][2][3] = {
+      {{VFN(sm_p1_f32_), VFN(sm_p1_f32_m32_), VFN(sm_p1_f32_m16_)},
+       {VFN(sm_p1_f32_g_), VFN(sm_p1_f32_m32_g_), VFN(sm_p1_f32_m16_g_)}},
+      {{VFN(sm_p1_bf16_), VFN(sm_p1_bf16_m32_), VFN(sm_p1_bf16_m16_)},
+       {VFN(sm_p1_bf16_g_), VFN(sm_p1_bf16_m32_g_), VFN(sm_p1_bf16_m16_g_)}},
+      {{VFN(sm_p1_f16_), VFN(sm_p1_f16_m32_), VFN(sm_p1_f16_m16_)},
+       {VFN(sm_p1_f16_g_), VFN(sm_p1_f16_m32_g_), VFN(sm_p1_f16_m16_g_)}}};
+  static const sm_pass3_fn pass3[3] = {VFN(sm_p3_f32_), VFN(sm_p3_bf16_), VFN(sm_p3_f16_)};
   const int mk = a->mask ? (a->me == POSENC_ELEM_F16 ? 2 : 1) : 0;
-  const VFN(sm_call)
-      c = {.pass1 = pass1[a->xe][mk], .pass3 = pass3[a->ye], .ye = a->ye, .n_k = a->n_k};
+  const int general = (a->flags & (POSENC_SOFTMAX_SOFTCAP | POSENC_SOFTMAX_MASK_SLOPE)) ||
+                      a->slopes ||
+                      (a->kpos && (a->flags & (POSENC_SOFTMAX_CAUSAL | POSENC_SOFTMAX_WINDOW)));
+  const sm_call c = {
+      .pass1 = pass1[a->xe][general][mk], .pass3 = pass3[a->ye], .ye = a->ye, .n_k = a->n_k};
   const size_t xs = posenc_elem_size(a->xe), ys = posenc_elem_size(a->ye);
   const size_t ms = posenc_elem_size(a->me);
   const int softcap = (a->flags & POSENC_SOFTMAX_SOFTCAP) != 0;
@@ -302,23 +353,22 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
     const float slope = a->slopes ? a->slopes[h] : 0.0f;
     const float sink = a->sinks ? a->sinks[h] : -INFINITY;
     for (size_t i = 0; i < a->n_q; ++i) {
-      VFN(sm_row)
-      r = {.x = (const char *)a->x + (h * a->x_head_stride + i * a->x_row_stride) * xs,
-           .mask = a->mask ? (const char *)a->mask +
-                                 (h * a->mask_head_stride + i * a->mask_row_stride) * ms
-                           : NULL,
-           .kpos = a->kpos,
-           .qpos = softmax_qpos(a, i),
-           .softcap = softcap,
-           .mask_slope = mask_slope,
-           .alibi = alibi,
-           .kpos_causal = a->kpos && (a->flags & POSENC_SOFTMAX_CAUSAL),
-           .kpos_window = a->kpos && (a->flags & POSENC_SOFTMAX_WINDOW),
-           .window = a->window,
-           .scale = vf_set1(a->scale),
-           .cap = vf_set1(softcap ? a->softcap : 1.0f),
-           .rcap = vf_set1(softcap ? 1.0f / a->softcap : 1.0f),
-           .slope = vf_set1(slope)};
+      sm_row r = {.x = (const char *)a->x + (h * a->x_head_stride + i * a->x_row_stride) * xs,
+                  .mask = a->mask ? (const char *)a->mask +
+                                        (h * a->mask_head_stride + i * a->mask_row_stride) * ms
+                                  : NULL,
+                  .kpos = a->kpos,
+                  .qpos = softmax_qpos(a, i),
+                  .softcap = softcap,
+                  .mask_slope = mask_slope,
+                  .alibi = alibi,
+                  .kpos_causal = a->kpos && (a->flags & POSENC_SOFTMAX_CAUSAL),
+                  .kpos_window = a->kpos && (a->flags & POSENC_SOFTMAX_WINDOW),
+                  .window = a->window,
+                  .scale = vf_set1(a->scale),
+                  .cap = vf_set1(softcap ? a->softcap : 1.0f),
+                  .rcap = vf_set1(softcap ? 1.0f / a->softcap : 1.0f),
+                  .slope = vf_set1(slope)};
       void *y = (char *)a->y + (h * a->y_head_stride + i * a->y_row_stride) * ys;
       size_t lo = 0, hi = a->n_k;
       if (!a->kpos) softmax_visible(a, r.qpos, &lo, &hi);
@@ -328,10 +378,25 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
       VFN(sm_fill_)(y, 0, a0, 0.0f, a->ye);
       VFN(sm_fill_)(y, hi, a->n_k, 0.0f, a->ye);
       if (a0 >= hi) continue;
+      /* The next row (the next query, or the first of the next head). */
+      sm_prefetch pf = {0};
+      if (i + 1 < a->n_q || h + 1 < a->n_heads) {
+        const size_t nh = i + 1 < a->n_q ? h : h + 1, ni = i + 1 < a->n_q ? i + 1 : 0;
+        pf.x = (const char *)a->x + (nh * a->x_head_stride + ni * a->x_row_stride) * xs;
+        pf.x_end = pf.x + a->n_k * xs;
+        if (a->mask) {
+          pf.m = (const char *)a->mask + (nh * a->mask_head_stride + ni * a->mask_row_stride) * ms;
+          pf.m_end = pf.m + a->n_k * ms;
+        }
+        if (a->y != a->x) {
+          pf.y = (const char *)a->y + (nh * a->y_head_stride + ni * a->y_row_stride) * ys;
+          pf.y_end = pf.y + a->n_k * ys;
+        }
+      }
       if (a->ye == POSENC_ELEM_F32)
-        VFN(sm_row_)(&c, &r, y, a0, hi, sink, (float *)y + a0, 1);
+        VFN(sm_row_)(&c, &r, y, a0, hi, sink, (float *)y + a0, 1, pf);
       else
-        VFN(sm_row_)(&c, &r, y, a0, hi, sink, block, hi - a0 <= SOFTMAX_BLOCK);
+        VFN(sm_row_)(&c, &r, y, a0, hi, sink, block, hi - a0 <= SOFTMAX_BLOCK, pf);
     }
   }
 }

@@ -92,6 +92,8 @@ static inline vm vf_lt_m(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
 static inline vm vi_gt_m(vi a, vi b) { return _mm256_castsi256_ps(_mm256_cmpgt_epi32(a, b)); }
 /* a where m is set, else b. */
 static inline vf vf_select(vm m, vf a, vf b) { return _mm256_blendv_ps(b, a, m); }
+/* +0 where m is set, else v. */
+static inline vf vf_zero_where(vm m, vf v) { return _mm256_andnot_ps(m, v); }
 static inline vi vi_load(const int32_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
 static inline vi vi_load_n(const int32_t *p, size_t n) {
   int32_t tmp[VF_W] = {0};

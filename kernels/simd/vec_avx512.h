@@ -120,6 +120,8 @@ static inline vm vf_lt_m(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_O
 static inline vm vi_gt_m(vi a, vi b) { return _mm512_cmpgt_epi32_mask(a, b); }
 /* a where m is set, else b. */
 static inline vf vf_select(vm m, vf a, vf b) { return _mm512_mask_blend_ps(m, b, a); }
+/* +0 where m is set, else v. */
+static inline vf vf_zero_where(vm m, vf v) { return _mm512_maskz_mov_ps((vm)~m, v); }
 static inline vi vi_load(const int32_t *p) { return _mm512_loadu_si512(p); }
 static inline vi vi_load_n(const int32_t *p, size_t n) {
   return _mm512_maskz_loadu_epi32((__mmask16)((1u << n) - 1u), p);

@@ -88,6 +88,10 @@ static inline vm vf_lt_m(vf a, vf b) { return vcltq_f32(a, b); }
 static inline vm vi_gt_m(vi a, vi b) { return vcgtq_s32(a, b); }
 /* a where m is set, else b. */
 static inline vf vf_select(vm m, vf a, vf b) { return vbslq_f32(m, a, b); }
+/* +0 where m is set, else v. */
+static inline vf vf_zero_where(vm m, vf v) {
+  return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(v), m));
+}
 static inline vi vi_load(const int32_t *p) { return vld1q_s32(p); }
 static inline vi vi_load_n(const int32_t *p, size_t n) {
   int32_t tmp[VF_W] = {0};

@@ -90,6 +90,8 @@ static inline vm vf_lt_m(vf a, vf b) { return _mm_cmplt_ps(a, b); }
 static inline vm vi_gt_m(vi a, vi b) { return _mm_castsi128_ps(_mm_cmpgt_epi32(a, b)); }
 /* a where m is set, else b. */
 static inline vf vf_select(vm m, vf a, vf b) { return _mm_blendv_ps(b, a, m); }
+/* +0 where m is set, else v. */
+static inline vf vf_zero_where(vm m, vf v) { return _mm_andnot_ps(m, v); }
 static inline vi vi_load(const int32_t *p) { return _mm_loadu_si128((const __m128i *)p); }
 static inline vi vi_load_n(const int32_t *p, size_t n) {
   int32_t tmp[VF_W] = {0};
