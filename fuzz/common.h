@@ -1,15 +1,15 @@
 /* Shared parts of the libFuzzer differential targets over the public API (one target per
  * kernel family: fuzz_rope, fuzz_mrope, fuzz_rerotate, fuzz_rope_views, fuzz_sinusoid,
- * fuzz_alibi, fuzz_learned; scripts/test-fuzz.sh builds and runs them). fuzz_rope_views, whose
- * calls are sequences (compute, then apply) over several buffers, has its own driver on the
- * same conventions and uses the reader and comparison helpers below.
+ * fuzz_alibi, fuzz_learned, fuzz_softmax; scripts/test-fuzz.sh builds and runs them).
+ * fuzz_rope_views, whose calls are sequences (compute, then apply) over several buffers, has
+ * its own driver on the same conventions and uses the reader and comparison helpers below.
  *
  * Each input is decoded by a small cursor reader (bytes past the end read as 0; tensor data
  * past the end comes from a PRNG seeded by the input) into one call of one entry point of
- * the target's family: byte 0 picks the entry point among the target's (fuzz_learned has
- * one and no such byte), byte 1 (misc) a NULL tensor (misc % 32 == 0) or a pointer
- * misaligned by the next byte % 3 + 1 bytes (misc % 32 == 1), then for the families stored
- * in bf16 or f16 a byte picks the type; the target's decoder reads the rest: small shapes,
+ * the target's family: byte 0 picks the entry point among the target's (fuzz_learned and
+ * fuzz_softmax have one and no such byte), byte 1 (misc) a NULL tensor (misc % 32 == 0) or a
+ * pointer misaligned by the next byte % 3 + 1 bytes (misc % 32 == 1), then for the families
+ * stored in bf16 or f16 a byte picks the type; the target's decoder reads the rest: small shapes,
  * strides that are sometimes invalid, overlapping or huge, flags with unknown bits,
  * positions near the int32 limits, plan parameters, slopes and scales incl. NaN, and the
  * tensor data incl. NaN/Inf/subnormal.

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/): for each family of
 each target (byte 0 of an input picks the family within its target, see FAMILIES;
-fuzz_learned has one family and no such byte), three inputs the library accepts and three
-it rejects (one of those a NULL tensor or a misaligned pointer), chosen among deterministic
-pseudo-random candidates by running them through the built target (POSENC_FUZZ_VERBOSE=1
-prints each input's family and scalar status), and the hand-written seeds below. For the
-families stored in bf16 or f16 the byte after misc picks the type. The targets' cursor
-readers decode the bytes after misc into shapes, strides, flags, positions, parameters and
-data (past the end: zeros, and PRNG data).
+fuzz_learned and fuzz_softmax have one family and no such byte), three inputs the library
+accepts and three it rejects (one of those a NULL tensor or a misaligned pointer), chosen
+among deterministic pseudo-random candidates by running them through the built target
+(POSENC_FUZZ_VERBOSE=1 prints each input's family and scalar status), and the hand-written
+seeds below. For the families stored in bf16 or f16 the byte after misc picks the type.
+The targets' cursor readers decode the bytes after misc into shapes, strides, flags,
+positions, parameters and data (past the end: zeros, and PRNG data).
 Usage: fuzz/make_corpus.py <dir of the built targets> [out-dir [target...]]
 (e.g. build-fuzz/fuzz; out-dir defaults to fuzz/corpus.) With targets given, only their seeds
 are written. This script does not reproduce the committed seeds byte for byte (they were
@@ -33,6 +33,7 @@ FAMILIES = {
     "fuzz_alibi": ["alibi_add", "alibi_bias", "alibi_softmax", "alibi_softmax_bf16",
                    "alibi_add16", "alibi_bias16"],
     "fuzz_learned": ["learned"],
+    "fuzz_softmax": ["softmax"],
 }
 only = set(sys.argv[3:])
 rng = random.Random(20261129)
@@ -212,6 +213,49 @@ HANDMADE["fuzz_rope_views"] = {
     # Qwen3-VL: interleaved sections [22, 21, 21] of 64 pairs, bf16 in place
     "3-mrope_factors-hand-qwen3vl-interleaved": [3, 4] + [2, 0, 0, 0] + PLAN + [1] + D_R
     + [1, 12, 2, 1] + [4] + [0, 0] + [0] + [0, 0, 0] + MROPE_POS + [4] + [0],
+}
+# fuzz_softmax, in its decode order: misc, which (NULL / misaligned pointer), n_heads, n_q,
+# n_k (< 0xC0: n_k % 70; else 70 + u16 % 231), types (x = t % 3, y = t / 3 % 3, in place if
+# t / 9 % 3 == 0; 0 f32, 1 bf16, 2 f16), x's layout (0 [H, n_q, n_k], 3 [n_q, H, n_k]), y's
+# (in place: a byte, 0 mod 16 to decode one), placement and start, q_offset (0: 0, 1:
+# n_k - n_q), flags, window (0: 1 + u16), soft-cap (0: 30, 1: 50), scale (0: 1, 1: 0.125),
+# slopes (0 none, 1 posenc_alibi_slopes: odd byte max_bias 8; 2 per-head bytes), sinks (0
+# none, 2 per-head bytes (b - 136) / 16), kpos and qpos (0 none, 4 run from a byte, 5 gaps;
+# then a u32 seed), the mask (b % 8 >= 3, bit 3 f16; row stride 1 = n_k, head stride 0
+# shared / 1 per head, pattern (1 causal, 3 ggml's -|qpos - kpos|), window, u32 seed), an
+# array in the arena (7: which, where), the row-split check (0: on) and NaN poisoning (1).
+SEED = [0x5E, 0xED, 0x0F, 0x12]
+HANDMADE["fuzz_softmax"] = {
+    # llama.cpp-style prefill tail: bf16 scores into f32 probabilities, 2 heads x 4 rows x 40
+    # keys, q_offset 36, CAUSAL, a shared f32 causal mask
+    "softmax-hand-bf16-to-f32-causal-mask": [4, 0, 2, 4, 40, 10, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0,
+                                             0, 0, 0, 0, 0, 3, 1, 0, 1, 0] + SEED + [0, 0, 1],
+    # gpt-oss: f32 in place, 4 heads x 8 rows x 200 keys, q_offset 192, a sliding window of 128
+    # keys, per-head sinks (1, -1, 2, 0), scale 0.125
+    "softmax-hand-sinks-sliding-window-in-place": [4, 0, 4, 8, 0xC0, 130, 0, 0, 0, 1, 0, 0, 1,
+                                                   2, 0, 127, 0, 0, 1, 0, 2, 152, 120, 168, 136,
+                                                   0, 0, 0, 0, 0, 1],
+    # Gemma 2: soft-cap 50, CAUSAL, f16 scores [n_q, H, n_k] into bf16 probabilities, y after x,
+    # 3 heads x 5 rows x 64 keys, signed ALiBi with posenc_alibi_slopes(3, 8)
+    "softmax-hand-softcap-f16-to-bf16": [4, 0, 3, 5, 64, 14, 3, 0, 4, 0, 0, 5, 0, 0, 0, 1, 0,
+                                         1, 1, 0, 0, 0, 0, 0, 0, 1],
+    # ggml's ALiBi: MASK_SLOPE | CAUSAL, an f16 mask of -|qpos - kpos|, 4 heads x 3 rows x 33
+    # keys, q_offset 30
+    "softmax-hand-ggml-alibi-mask-slope-f16": [4, 0, 4, 3, 33, 9, 0, 0, 0, 0, 1, 17, 0, 0, 0,
+                                               0, 0, 1, 1, 0, 0, 0, 11, 1, 0, 3, 0] + SEED
+    + [0, 0, 0],
+    # a KV cache with gaps: kpos increasing with gaps and repeats, qpos a run from 40, CAUSAL |
+    # WINDOW 21, signed ALiBi, f32 out of place
+    "softmax-hand-kpos-qpos-causal-window": [4, 0, 2, 4, 50, 9, 0, 0, 0, 0, 0, 3, 0, 20, 0, 0,
+                                             0, 1, 1, 0, 5, 0] + SEED + [4, 40] + SEED
+    + [0, 0, 1],
+    # the mask inside y: must fail
+    "softmax-hand-error-mask-in-y": [4, 0, 2, 4, 40, 10, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0,
+                                     0, 0, 3, 1, 0, 1, 0] + SEED + [7, 0, 0, 10, 0, 0, 1],
+    # MASK_SLOPE without slopes: must fail
+    "softmax-hand-error-mask-slope-no-slopes": [4, 0, 4, 3, 33, 9, 0, 0, 0, 0, 1, 17, 0, 0, 0,
+                                                0, 0, 0, 0, 0, 0, 11, 1, 0, 3, 0] + SEED
+    + [0, 0, 0],
 }
 for target, seeds in HANDMADE.items():
     if only and target not in only:

@@ -1091,7 +1091,7 @@ POSENC_API posenc_status posenc_alibi_softmax_bf16(const float *slopes, size_t n
  * over every float argument in [-87.34, 18]); the sum is
  * single precision in lanes of at most 8 terms each, added in double per block (relative
  * error below 2^-21); 1/sum and the product round once each; a 16-bit y rounds once more
- * (relative 2^-9 bf16, 2^-12 f16, on top). With soft-capping, s is computed through exp as
+ * (relative 2^-8 bf16, 2^-11 f16, on top). With soft-capping, s is computed through exp as
  * c * (1 - 2 / (exp(2u/c) + 1)) (u/c clamped to +-9): |s - c tanh(u/c)| <= c * 2^-21,
  * which adds that much relative error to y: the bound then is against the exact softmax
  * of the exact c tanh(u/c) + mask + bias with REL_TOLERANCE + c * 2^-20.

@@ -6,6 +6,7 @@
 #ifndef POSENC_KERNELS_SOFTMAX_H
 #define POSENC_KERNELS_SOFTMAX_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,6 +81,19 @@ static inline void softmax_visible(const softmax_args *a, int32_t qpos, size_t *
     l = (size_t)qpos - (size_t)a->window + 1;
   *lo = l;
   *hi = h;
+}
+
+/* 1 if key j of a row is hidden by the row's mask (a -inf value; mask_row: the row's mask or
+ * NULL) or by its key positions (kpos given), whatever its score: a row made NaN by a NaN
+ * or +inf score keeps +0 there. (Without kpos, the positions' hidden columns are outside
+ * the row's [lo, hi).) */
+static inline int softmax_hidden(const softmax_args *a, const void *mask_row, int32_t qpos,
+                                 size_t j) {
+  if (mask_row && posenc_elem_load(mask_row, j, a->me) == -INFINITY) return 1;
+  if (!a->kpos) return 0;
+  const int32_t d = a->kpos[j] - qpos;
+  return ((a->flags & POSENC_SOFTMAX_CAUSAL) && d > 0) ||
+         ((a->flags & POSENC_SOFTMAX_WINDOW) && d <= -a->window);
 }
 
 static inline int32_t softmax_qpos(const softmax_args *a, size_t i) {

@@ -89,16 +89,23 @@ static void softmax_row(const row_ctx *r, void *y, size_t lo, size_t hi, float s
     const float t = t_of(r, j);
     if (t > max) max = t;
   }
+  int nan = 0;
   if (max == -INFINITY) { /* every value -inf or NaN: zeros, or NaN if there is a NaN */
-    int nan = 0;
     for (size_t j = lo; j < hi && !nan; ++j) nan = isnan(t_of(r, j));
-    for (size_t j = lo; j < hi; ++j) posenc_elem_store(y, j, nan ? NAN : 0.0f, a->ye);
-    return;
+    if (!nan) {
+      for (size_t j = lo; j < hi; ++j) posenc_elem_store(y, j, 0.0f, a->ye);
+      return;
+    }
   }
   if (sink > max) max = sink;
   double sum = 0.0;
-  for (size_t j = lo; j < hi; ++j) sum += softmax_exp(t_of(r, j) - max);
+  for (size_t j = lo; j < hi && !nan; ++j) sum += softmax_exp(t_of(r, j) - max);
   sum += softmax_exp(sink - max);
+  if (nan || isnan(sum)) { /* a NaN or +inf score: NaN at the visible keys, +0 at hidden ones */
+    for (size_t j = lo; j < hi; ++j)
+      posenc_elem_store(y, j, softmax_hidden(a, r->mask, r->qpos, j) ? 0.0f : NAN, a->ye);
+    return;
+  }
   const float inv = (float)(1.0 / sum);
   for (size_t j = lo; j < hi; ++j) {
     const float p = softmax_exp(t_of(r, j) - max) * inv;

@@ -276,11 +276,21 @@ static int VFN(sm_has_nan_)(const float *x, size_t n) {
 
 /* The passes a call uses. */
 typedef struct {
+  const softmax_args *a;
   sm_pass1_fn pass1;
   sm_pass3_fn pass3;
   posenc_elem ye;
   size_t n_k;
 } sm_call;
+
+/* A row with a NaN or +inf score among its visible keys: NaN at the visible keys of
+ * [a0, hi), +0 at the hidden ones (rare: element by element). */
+static void VFN(sm_nan_row_)(const sm_call *c, const sm_row *r, void *y, size_t a0, size_t hi) {
+  for (size_t j = a0; j < hi; ++j) {
+    const int hidden = j < r->lo || softmax_hidden(c->a, r->mask, r->qpos, j);
+    posenc_elem_store(y, j, hidden ? 0.0f : NAN, c->ye);
+  }
+}
 
 /* Columns [a0, hi) of a row (the rest is 0): in one block when the work fits `work` (the f32
  * output row at a0, or a block of SOFTMAX_BLOCK floats), else block by block with t and e
@@ -299,7 +309,10 @@ static void VFN(sm_row_)(const sm_call *c, const sm_row *r, void *y, size_t a0, 
       if (!whole) c->pass1(r, b, e, work, mx);
       nan = VFN(sm_has_nan_)(work, e - b);
     }
-    VFN(sm_fill_)(y, a0, hi, nan ? NAN : 0.0f, c->ye);
+    if (nan)
+      VFN(sm_nan_row_)(c, r, y, a0, hi);
+    else
+      VFN(sm_fill_)(y, a0, hi, 0.0f, c->ye);
     return;
   }
   if (sink > max) max = sink;
@@ -312,6 +325,10 @@ static void VFN(sm_row_)(const sm_call *c, const sm_row *r, void *y, size_t a0, 
   }
   double sum = vd_hsum(vd_add(s_lo, s_hi));
   if (sink > -INFINITY) sum += (double)vf_hmax(VFN(sm_exp_)(vf_set1(sink - max)));
+  if (isnan(sum)) {
+    VFN(sm_nan_row_)(c, r, y, a0, hi);
+    return;
+  }
   const vf inv = vf_set1((float)(1.0 / sum));
   for (size_t b = a0; b < hi; b += B) {
     const size_t e = b + B < hi ? b + B : hi;
@@ -339,8 +356,11 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
   const int general = (a->flags & (POSENC_SOFTMAX_SOFTCAP | POSENC_SOFTMAX_MASK_SLOPE)) ||
                       a->slopes ||
                       (a->kpos && (a->flags & (POSENC_SOFTMAX_CAUSAL | POSENC_SOFTMAX_WINDOW)));
-  const sm_call c = {
-      .pass1 = pass1[a->xe][general][mk], .pass3 = pass3[a->ye], .ye = a->ye, .n_k = a->n_k};
+  const sm_call c = {.a = a,
+                     .pass1 = pass1[a->xe][general][mk],
+                     .pass3 = pass3[a->ye],
+                     .ye = a->ye,
+                     .n_k = a->n_k};
   const size_t xs = posenc_elem_size(a->xe), ys = posenc_elem_size(a->ye);
   const size_t ms = posenc_elem_size(a->me);
   const int softcap = (a->flags & POSENC_SOFTMAX_SOFTCAP) != 0;

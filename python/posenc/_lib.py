@@ -18,8 +18,16 @@ SINUSOID_SIN_COS = 1
 SINUSOID_COS_SIN = 2
 SINUSOID_F32_ANGLES = 4
 ALIBI_CAUSAL = 1
+SOFTMAX_CAUSAL = 1
+SOFTMAX_WINDOW = 2
+SOFTMAX_SOFTCAP = 4
+SOFTMAX_ALIBI_SYMMETRIC = 8
+SOFTMAX_MASK_SLOPE = 16
+# posenc_softmax's accuracy: |y - y*| <= REL * y* + ABS (include/posenc.h).
+SOFTMAX_REL_TOLERANCE = 2.0 ** -18
+SOFTMAX_ABS_TOLERANCE = 2.0 ** -24
 
-# posenc_dtype: the storage type of a posenc_rope_view's elements.
+# posenc_dtype: the storage type of a posenc_rope_view's or posenc_scores_view's elements.
 DTYPE_F32 = 0
 DTYPE_BF16 = 1
 DTYPE_F16 = 2
@@ -102,6 +110,23 @@ class RopeFactors(ctypes.Structure):
                 ("row_floats", c_size), ("flags", ctypes.c_uint)]
 
 
+class SoftmaxParams(ctypes.Structure):
+    """posenc_softmax_params (mask_dtype: posenc_dtype, an int-sized enum)."""
+    _fields_ = [("scale", ctypes.c_float), ("softcap", ctypes.c_float),
+                ("slopes", ctypes.c_void_p), ("sinks", ctypes.c_void_p),
+                ("mask", ctypes.c_void_p), ("mask_dtype", ctypes.c_int),
+                ("mask_row_stride", c_size), ("mask_head_stride", c_size),
+                ("kpos", ctypes.c_void_p), ("qpos", ctypes.c_void_p),
+                ("q_offset", ctypes.c_int32), ("window", ctypes.c_int32),
+                ("flags", ctypes.c_uint)]
+
+
+class ScoresView(ctypes.Structure):
+    """posenc_scores_view (dtype: posenc_dtype)."""
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("head_stride", c_size),
+                ("row_stride", c_size)]
+
+
 ROPE_SCALING_TYPES = {"default": 0, "linear": 1, "dynamic": 2, "yarn": 3, "longrope": 4,
                       "su": 4, "llama3": 5, "ntk_alpha": 6, "pair_factors": 7}
 
@@ -177,6 +202,9 @@ _declare("posenc_alibi_add_f32", c_status, c_float_p, c_size, c_size, c_size, c_
          c_float_p, c_size, c_size, ctypes.c_float, ctypes.c_uint)
 _declare("posenc_alibi_bias_f32", c_status, c_float_p, c_size, c_size, c_size, c_size,
          c_float_p, c_size, c_size, ctypes.c_uint)
+
+_declare("posenc_softmax", c_status, ctypes.POINTER(SoftmaxParams), c_size, c_size, c_size,
+         ctypes.POINTER(ScoresView), ctypes.POINTER(ScoresView))
 
 _declare("posenc_learned_add_f32", c_status, c_float_p, c_size, c_size, c_size, c_size,
          c_int32_p, ctypes.c_int32, c_float_p, c_size)
