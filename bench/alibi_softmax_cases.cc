@@ -1,10 +1,10 @@
 // Fused ALiBi softmax rows (dense [H, n_q, n_k] scores, scale 1, the paper's slopes):
 //   alibi_softmax_f32, alibi_softmax_bf16: posenc_alibi_softmax_f32 / _bf16, one call;
 //   alibi_add_then_softmax_f32: the two-pass way, posenc_alibi_add_f32 (scale, bias, mask)
-//     followed by a separate vectorised softmax pass over the same scores: the fused kernel
-//     with zero slopes and scale 1 (then a plain softmax; with the causal flag where the
-//     shape is causal, so that it too skips the masked keys). The ratio of the two rows'
-//     times is what fusing saves.
+//     followed by a separate vectorised softmax pass over the same scores: posenc_softmax
+//     with no ALiBi term (scale 1, and POSENC_SOFTMAX_CAUSAL where the shape is causal, so
+//     that it too skips the masked keys). The ratio of the two rows' times is what fusing
+//     saves.
 // naive: the plain C loops (alibi_softmax_naive.h), fused or in two passes likewise.
 #include <cstdint>
 #include <cstdlib>
@@ -78,8 +78,7 @@ size_t ElementBytes(const SoftmaxShape& shape) {
 // biases, far from overflow; masked elements are written 0 and never read. bf16 scores
 // are the upper halves of random floats, in their own 64-byte aligned buffer.
 struct SoftmaxBuffers {
-  explicit SoftmaxBuffers(const SoftmaxShape& s)
-      : shape(s), slopes(s.heads), zero_slopes(s.heads, 0.0f) {
+  explicit SoftmaxBuffers(const SoftmaxShape& s) : shape(s), slopes(s.heads) {
     scores = RandomFloats(Elements(s), 9);
     if (s.kind != Kind::kFusedBf16) return;
     const size_t bytes = (Elements(s) * sizeof(uint16_t) + 63) / 64 * 64;
@@ -92,7 +91,7 @@ struct SoftmaxBuffers {
     }
   }
   SoftmaxShape shape;
-  std::vector<float> slopes, zero_slopes;
+  std::vector<float> slopes;
   AlignedFloats scores;
   std::unique_ptr<uint16_t[], FreeDeleter> bf16;
 };
@@ -122,8 +121,11 @@ Pass PosencPass(const SoftmaxShape& shape) {
             posenc_alibi_add_f32(buf->slopes.data(), s.heads, s.n_q, s.n_k, s.q_offset,
                                  buf->scores.get(), hs, rs, kScale, flags);
         if (st != POSENC_OK) return st;
-        return posenc_alibi_softmax_f32(buf->zero_slopes.data(), s.heads, s.n_q, s.n_k, s.q_offset,
-                                        buf->scores.get(), hs, rs, 1.0f, flags);
+        posenc_softmax_params p = POSENC_SOFTMAX_PARAMS_INIT;
+        p.q_offset = static_cast<int32_t>(s.q_offset);
+        if (s.causal) p.flags = POSENC_SOFTMAX_CAUSAL;
+        const posenc_scores_view v = {buf->scores.get(), POSENC_DTYPE_F32, hs, rs};
+        return posenc_softmax(&p, s.heads, s.n_q, s.n_k, &v, &v);
       }
     }
   };

@@ -18,7 +18,7 @@ const std::vector<GroupRows>& AllRows() {
   static const std::vector<GroupRows> rows = [] {
     std::vector<GroupRows> all;
     for (auto family : {RopeRows, RopeOutRows, RopeApplyRows, RopeRerotateRows, MropeRows,
-                        SinusoidRows, AlibiRows, AlibiSoftmaxRows, LearnedRows}) {
+                        SinusoidRows, AlibiRows, AlibiSoftmaxRows, SoftmaxRows, LearnedRows}) {
       std::vector<GroupRows> groups = family();
       all.insert(all.end(), groups.begin(), groups.end());
     }
@@ -110,6 +110,8 @@ int DispatchKernelOf(const std::string& kernel) {
       {"sinusoid_", POSENC_KERNEL_SINUSOID_F32},
       {"alibi_softmax_bf16", POSENC_KERNEL_SOFTMAX_16},
       {"alibi_softmax_f32", POSENC_KERNEL_SOFTMAX_F32},
+      {"softmax_bf16", POSENC_KERNEL_SOFTMAX_16},
+      {"softmax_f32", POSENC_KERNEL_SOFTMAX_F32},
       {"alibi_add_bf16", POSENC_KERNEL_ALIBI_BF16},
       {"alibi_add_f16", POSENC_KERNEL_ALIBI_F16},
       {"alibi_add_f32", POSENC_KERNEL_ALIBI_F32},

@@ -52,6 +52,7 @@ std::vector<GroupRows> MropeRows();
 std::vector<GroupRows> SinusoidRows();
 std::vector<GroupRows> AlibiRows();
 std::vector<GroupRows> AlibiSoftmaxRows();
+std::vector<GroupRows> SoftmaxRows();
 std::vector<GroupRows> LearnedRows();
 
 void RegisterDecodeLayersRows();

@@ -20,6 +20,9 @@
 //     alibi_add_f32/naive/heads:32/q:1/k:4096/causal:1
 //     alibi_add_bf16/avx2/heads:32/q:512/k:512/causal:0       (also _f16)
 //     alibi_softmax_f32/avx512/heads:32/q:512/k:512/causal:1
+//     softmax_f32/avx512/heads:32/q:512/k:512/mask:kvcache    (posenc_softmax, in place; mask:
+//       none, causal, kvcache (f32 [n_q, n_k] mask), kvcache16 (f16 mask); also q:1/k:4096,
+//       .../mask:causal/sinks:1, .../mask:causal/window:256; softmax_bf16: bf16 x and y)
 //     learned_add_f32/scalar/tokens:512/dim:4096
 //   limit_rmw/bytes:<n>, limit_write/bytes:<n>, limit_copy/bytes:<n>   n: the bytes of a group
 //   rope_decode_layers_f32/avx2/layers:32/heads:32/kv:8/dim:128/mode:percall  (and mode:shared
@@ -28,8 +31,9 @@
 // Every row sets bytes_per_second (bytes read + written) and items_per_second (elements
 // produced). Each kernel row is compared with one limit row (RowGroup::limit_*), and the two
 // count the same bytes, so that ratios of bytes/s are ratios of time:
-//   - in place (rope, sinusoid_add, alibi_add, the alibi softmax rows) on an n-byte buffer:
-//     2n, every byte read and written once; limit_rmw/bytes:n counts 2n. Causal rows count
+//   - in place (rope, sinusoid_add, alibi_add, the alibi softmax rows, softmax without a mask
+//     array) on an n-byte buffer: 2n, every byte read and written once; limit_rmw/bytes:n
+//     counts 2n. Causal rows count
 //     their whole buffer as in place although the masked elements are only written, not
 //     read: the row states the cost of the call on that buffer, whatever the kernel skips.
 //   - store-only (sinusoid_fill) on an n-byte output: n; limit_write/bytes:n counts n.
@@ -39,12 +43,18 @@
 //     n/2 other bytes and counts n (for f32 -> bf16 / f16 the split differs, 2:1, the total
 //     is the same). copy_then_rope counts the same s + d as rope_out (the cost of the same
 //     job; its memcpy and in-place pass move more bytes than that).
-//   - the one exception, learned_add: 2n for its n-byte x in place plus n for the gathered
-//     table rows read (3n), compared with limit_rmw/bytes:n (2n), the in-place stream over
-//     x that the kernel cannot beat. Its ratio of bytes/s is a ratio of bandwidths (1.5 x
-//     the ratio of times) and may exceed 100%.
+//   - the exceptions, rows that also read an input array beside the in-place buffer:
+//     learned_add: 2n for its n-byte x in place plus n for the gathered table rows read
+//     (3n), compared with limit_rmw/bytes:n (2n), the in-place stream over x that the
+//     kernel cannot beat. Its ratio of bytes/s is a ratio of bandwidths (1.5 x the ratio of
+//     times) and may exceed 100%. softmax with a mask array (mask:kvcache, kvcache16): 2n
+//     for the n bytes of scores in place plus the m bytes of the [n_q, n_k] mask, counted
+//     once (the heads share it), against limit_rmw/bytes:n: (2n + m) / 2n = 1 + 1/(2 x 32
+//     heads) times the ratio of times for an f32 mask on f32 scores. Causal and windowed
+//     softmax rows count their whole buffer as in place, as causal alibi_add does (a decode
+//     row with window:256 reads 1/16 of its row and writes all of it: it may pass 100%).
 // Work outside the buffers is not counted (naive's precomputed tables, posenc's plans,
-// rope_apply's factors).
+// rope_apply's factors, ALiBi slopes, softmax sinks).
 //
 // Decode through the layers (rope_decode_layers_f32, decode_layers_cases.cc): one Google
 // Benchmark iteration is one decode token at position 1000 + (token index % 4096) through
@@ -110,7 +120,7 @@ int DispatchKernelOf(const std::string& kernel);
 // the same for gptj, f32_bf16_neox, f32_f16_neox), rope_apply_f32_neox, rope_rerotate (f32,
 // bf16, two_pass_f32), mrope_f32_neox, sinusoid_fill, sinusoid_add, sinusoid_fill_bf16,
 // sinusoid_fill_f16, alibi_add (f32, then bf16 and f16), alibi_softmax_f32,
-// alibi_softmax_bf16, alibi_add_then_softmax_f32, learned_add.
+// alibi_softmax_bf16, alibi_add_then_softmax_f32, softmax_f32, softmax_bf16, learned_add.
 const std::vector<RowGroup>& RowGroups();
 
 // The variants registered: every ISA posenc_isa_available() reports, in posenc_isa order,

@@ -1,5 +1,5 @@
 // Helpers shared by posenc-report's checks (self_check.cc: RoPE; encoding_check.cc:
-// sinusoidal, ALiBi, learned).
+// sinusoidal, ALiBi, learned; storage_check.cc: 16-bit storage; softmax_check.cc).
 #ifndef POSENC_TOOLS_CHECK_COMMON_H
 #define POSENC_TOOLS_CHECK_COMMON_H
 
@@ -42,6 +42,16 @@ std::vector<float> RandomData(std::mt19937_64& rng, size_t n);
 inline void KeepWorst(double& worst, double e) {
   if (!(e <= worst)) worst = e;
 }
+
+// bf16 and f16, converted here independently of the library.
+uint32_t Bits(float f);
+float FromBits(uint32_t u);
+// To nearest, ties to even; NaN stays a (quiet) NaN.
+uint16_t ToBf16(float f);
+float FromBf16(uint16_t h);
+// To nearest, ties to even: 65520 and more -> infinity, below 2^-14 subnormal or zero.
+uint16_t ToF16(float f);
+float FromF16(uint16_t h);
 
 // The exact angle x * w reduced modulo 2*pi, in long double, for an x with at most 31
 // significant bits (an int32 position, or a float timestep).

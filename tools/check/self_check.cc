@@ -11,6 +11,7 @@
 #include "check_common.h"
 #include "encoding_check.h"
 #include "posenc.h"
+#include "softmax_check.h"
 #include "storage_check.h"
 
 namespace posenc_report {
@@ -240,7 +241,8 @@ bool RunSelfCheck(uint64_t seed, std::ostream& out) {
   const bool rope_pass = RunRopeCheck(seed, out);
   const bool encodings_pass = RunEncodingCheck(seed, out);
   const bool storage_pass = RunStorageCheck(seed, out);
-  const bool all_pass = rope_pass && encodings_pass && storage_pass;
+  const bool softmax_pass = RunSoftmaxCheck(seed, out);
+  const bool all_pass = rope_pass && encodings_pass && storage_pass && softmax_pass;
   out << "Self-check: " << (all_pass ? "PASS" : "FAIL") << "\n";
   return all_pass;
 }

@@ -20,59 +20,12 @@ constexpr int kLongRows = 6;                    // (bf16: more than one 4096-key
 constexpr int kStorageCases = 300;              // per kernel family, bf16 and f16 alternately
 constexpr size_t kHalfLimit = size_t{1} << 31;  // q_offset + n_q, n_k: at most 2^31
 
-// ---- bf16 and f16, converted here independently of the library -----------------------
+// ---- bf16 and f16 (check_common.h: converted independently of the library) -----------
 
 enum Storage { kBf16 = 0, kF16 = 1 };
 
-uint32_t Bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-float FromBits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-// To nearest, ties to even; NaN stays a (quiet) NaN.
-uint16_t ToBf16(float f) {
-  const uint32_t u = Bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-// To nearest, ties to even: 65520 and more -> infinity, below 2^-14 subnormal or zero.
-uint16_t ToF16(float f) {
-  const uint32_t u = Bits(f), a = u & 0x7fffffffu;
-  const auto sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
-  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
-  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // 65520
-  if (a < 0x38800000u) {  // below 2^-14: a multiple of 2^-24, exact in double
-    const double units = std::nearbyint(static_cast<double>(FromBits(a)) * 0x1p24);
-    return static_cast<uint16_t>(sign | static_cast<uint16_t>(units));
-  }
-  const uint32_t mantissa = a & 0x7fffffu, rest = mantissa & 0x1fffu;
-  uint32_t h = (((a >> 23) - 112u) << 10) | (mantissa >> 13);
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // carries into the exponent
-  return static_cast<uint16_t>(sign | h);
-}
-
-float FromF16(uint16_t h) {
-  const uint32_t sign = uint32_t{h & 0x8000u} << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  float v;
-  if (e == 0)
-    v = static_cast<float>(m) * 0x1p-24f;  // exact
-  else if (e == 31)
-    v = FromBits(0x7f800000u | (m << 13));
-  else
-    v = FromBits(((e + 112u) << 23) | (m << 13));
-  return FromBits(Bits(v) | sign);
-}
-
 uint16_t Round(Storage s, float f) { return s == kBf16 ? ToBf16(f) : ToF16(f); }
-float Widen(Storage s, uint16_t h) { return s == kBf16 ? FromBits(uint32_t{h} << 16) : FromF16(h); }
+float Widen(Storage s, uint16_t h) { return s == kBf16 ? FromBf16(h) : FromF16(h); }
 bool IsNan(Storage s, uint16_t h) { return (h & 0x7fffu) > (s == kBf16 ? 0x7f80u : 0x7c00u); }
 // posenc.h's "bit-identical": the same bits, or NaN where the reference is NaN.
 bool Same(Storage s, uint16_t got, uint16_t want) {

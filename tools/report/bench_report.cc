@@ -249,6 +249,20 @@ void PrintRuntimeRopeTables(const Results& results, std::ostream& out) {
                   apply_lines, out);
 }
 
+// The fused ALiBi softmax against the two-pass way (posenc_alibi_add_f32, then posenc_softmax).
+void PrintAlibiSoftmaxTable(const Results& results, std::ostream& out) {
+  std::vector<RatioLine> lines;
+  for (const std::string& shape : KernelShapes("alibi_add_then_softmax_f32"))
+    lines.push_back({shape.substr(shape.find('/') + 1), "alibi_softmax_f32",
+                     "alibi_add_then_softmax_f32", shape});
+  PrintRatioTable(
+      results,
+      "alibi_softmax_f32 (fused) against alibi_add_then_softmax_f32 (posenc_alibi_add_f32, "
+      "then\nposenc_softmax): time of the two passes / time of the fused call, per ISA "
+      "(heads:32)",
+      lines, out);
+}
+
 // RoPE ns per token per layer of the decode rows, and the speedups between the modes.
 void PrintDecodeLayersTable(const Results& results, std::ostream& out) {
   const auto ns = [&](const std::string& variant,
@@ -362,7 +376,7 @@ void PrintPickCheck(const Results& results, const std::vector<int>& picks, std::
     ++checked;
     within += ok;
     char line[200];
-    std::snprintf(line, sizeof line, "  %-24s %-40s %-10s %-10s %6.2f  %s\n", group.kernel.c_str(),
+    std::snprintf(line, sizeof line, "  %-26s %-49s %-10s %-10s %6.2f  %s\n", group.kernel.c_str(),
                   group.shape.c_str(), pick.c_str(), fastest.c_str(), *picked / *best,
                   ok ? "PASS" : "FAIL");
     lines << line;
@@ -372,7 +386,7 @@ void PrintPickCheck(const Results& results, const std::vector<int>& picks, std::
          "before the\nrows ran) against the fastest ISA row of the same group in this run; "
          "PASS within 5%\n";
   char head[200];
-  std::snprintf(head, sizeof head, "  %-24s %-40s %-10s %-10s %6s\n", "kernel", "shape", "picked",
+  std::snprintf(head, sizeof head, "  %-26s %-49s %-10s %-10s %6s\n", "kernel", "shape", "picked",
                 "fastest", "ratio");
   out << head << lines.str();
   out << "  " << within << " of " << checked << " groups within 5% of the fastest variant"
@@ -383,16 +397,21 @@ void PrintTables(const Results& results, std::ostream& out) {
   out << "\nThroughput in GB/s of bytes read + written. A kernel row and the limit row of its\n"
          "table count the same bytes, so every ratio is a time ratio, except learned_add: its\n"
          "3n bytes against limit_rmw's 2n for its n-byte x make 'of limit' a ratio of\n"
-         "bandwidths (1.5 x the time ratio; it may exceed 100%). Causal alibi_add counts its\n"
-         "masked elements (only written) as read and written. naive: the plain C loop an\n"
-         "integrator writes, -O3 -march=native: rope with a cos/sin table given for free (its\n"
-         "reads not counted), sinusoids with libm sinf/cosf of the float32 angle (float)p *\n"
-         "inv_freq, ALiBi's triple loop, learned's gather-add loop.\n"
+         "bandwidths (1.5 x the time ratio; it may exceed 100%), and softmax with a mask array\n"
+         "(mask:kvcache, kvcache16): 2n for its n bytes of scores in place plus the mask's m\n"
+         "bytes, read once (shared by the heads), against limit_rmw's 2n (1.6% above the time\n"
+         "ratio for an f32 mask on f32 scores). Causal alibi_add and the causal and windowed\n"
+         "softmax rows count their hidden elements (only written) as read and written. naive:\n"
+         "the plain C loop an integrator writes, -O3 -march=native: rope with a cos/sin table\n"
+         "given for free (its reads not counted), sinusoids with libm sinf/cosf of the float32\n"
+         "angle (float)p * inv_freq, ALiBi's triple loop, the softmax row loop with libm expf,\n"
+         "learned's gather-add loop.\n"
          "Out of place (rope_out, and copy_then_rope for the same job) counts src + dst bytes\n"
          "against limit_copy of those bytes; rope_apply counts Q + K in place, as rope does.\n";
   for (const posenc_bench::RowGroup& group : posenc_bench::RowGroups())
     PrintGroupTable(results, group, out);
   PrintRuntimeRopeTables(results, out);
+  PrintAlibiSoftmaxTable(results, out);
   PrintDecodeLayersTable(results, out);
   PrintLimitTable(results, out);
 }

@@ -8,7 +8,8 @@
   --isas scalar,sse4,...  (before report/compare) the ISAs in the order lines and legends
                           list them; posenc-report passes posenc's own list
 
-Each panel is one kernel (split by a 0/1 mode argument such as causal:1): throughput in GB/s
+Each panel is one kernel (split by its mode arguments: 0/1 ones such as causal:1, words such
+as mask:kvcache, and those only some shapes have, such as window:256): throughput in GB/s
 (bytes read + written) against the size of the kernel's buffer, one line per ISA and the naive
 loop, with the machine's limit (the limit_rmw, limit_write or limit_copy row the kernel is
 compared with, on the same bytes) as a thick grey line and the CPU's caches as dotted verticals. compare
@@ -155,18 +156,26 @@ class Panel:
         return points
 
 
+def is_mode(values, in_every_group):
+    """A mode argument: 0/1 (causal:1), a word (mask:kvcache), or one that only some of the
+    kernel's groups have (sinks:1, window:256); the others are sizes, the x axis."""
+    words = any(not v.isdigit() for v in values)
+    return (len(values) > 1 and values <= {"0", "1"}) or words or not in_every_group
+
+
 def panels_of(groups):
-    """Panels in the groups' order: a kernel's groups split by its 0/1 arguments (modes)."""
+    """Panels in the groups' order: a kernel's groups split by its mode arguments."""
     by_kernel = {}
     for g in groups:
         by_kernel.setdefault(g["kernel"], []).append(g)
     panels = []
     for kernel, kernel_groups in by_kernel.items():
-        values = {}
+        values, counts = {}, {}
         for g in kernel_groups:
             for key, value in shape_args(g["shape"]).items():
                 values.setdefault(key, set()).add(value)
-        modes = [k for k, v in values.items() if len(v) > 1 and v <= {"0", "1"}]
+                counts[key] = counts.get(key, 0) + 1
+        modes = [k for k, v in values.items() if is_mode(v, counts[k] == len(kernel_groups))]
         by_mode = {}
         for g in kernel_groups:
             args = shape_args(g["shape"])
