@@ -1079,8 +1079,10 @@ POSENC_API posenc_status posenc_alibi_softmax_bf16(const float *slopes, size_t n
  *  - a +inf t (an infinite score, or an overflow) makes every visible y of its row NaN,
  *    as exp(inf - inf) does in IEEE arithmetic (and in PyTorch). With soft-capping an
  *    infinite score is capped to +-c first (tanh(+-inf) = +-1).
- *  - no subnormal is produced or stored: where t - M < ln(FLT_MIN) (-87.3365), e is +0,
- *    and a y below FLT_MIN is stored as +0 (MXCSR/FPCR are not touched).
+ *  - no subnormal is produced or stored: e = exp(t - M) is +0 where t - M is below
+ *    ln(2 (n_k + 1) FLT_MIN) (rounded up to float: -85.54 for 2 keys, -78.3 for 4096,
+ *    -65.2 for 2^31), so every y is +0 or at least 2 FLT_MIN; what is dropped is below
+ *    2^-93. MXCSR/FPCR are not touched.
  *
  * Accuracy: every variant's y_ij is within
  *     POSENC_SOFTMAX_REL_TOLERANCE * y*_ij + POSENC_SOFTMAX_ABS_TOLERANCE

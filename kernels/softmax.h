@@ -6,6 +6,7 @@
 #ifndef POSENC_KERNELS_SOFTMAX_H
 #define POSENC_KERNELS_SOFTMAX_H
 
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,9 +37,17 @@ typedef struct softmax_args {
 typedef void (*softmax_fn)(const softmax_args *args);
 
 /* exp(t) is taken as 0 for t < SOFTMAX_EXP_MIN: the float just above ln(FLT_MIN) =
- * -87.3365447..., so every exp the kernels keep is a normal float (>= FLT_MIN) and no
- * subnormal is produced. */
+ * -87.3365447..., so no subnormal is produced (the polynomial is valid from there). */
 #define SOFTMAX_EXP_MIN (-87.33654f)
+
+/* The softmax's e = exp(t - M) is taken as 0 below ln(2 (n_k + 1) FLT_MIN) (rounded up):
+ * every e kept is then at least 2 (n_k + 1) FLT_MIN, the sum of a row (at most n_k keys
+ * and a sink, each e <= 1) at most n_k + 1, so every y = e / sum is at least 2 FLT_MIN (or
+ * 0): no subnormal without a test in the last pass. What is dropped is below 2^-93. */
+static inline float softmax_exp_floor(size_t n_k) {
+  const double t = log(FLT_MIN) + log(2.0 * ((double)n_k + 1.0));
+  return nextafterf((float)t, INFINITY);
+}
 
 /* Rows with a 16-bit output up to this many columns keep their intermediate values in a
  * float block on the stack (16 KiB) and compute exp once per element; longer rows are
@@ -53,17 +62,16 @@ typedef void (*softmax_fn)(const softmax_args *args);
 
 /* posenc's exp, e^t = 2^n * P(r), n = round(t / ln 2), r = t - n ln 2 (ln 2 split in two so
  * that n * SOFTMAX_LN2_HI is exact for |n| <= 256), P(r) = 1 + r + r^2 Q(r) with Q the
- * degree-4 polynomial below (a weighted least-squares fit of (e^r - 1 - r) / r^2 on
- * [-ln2/2, ln2/2]: relative error 4.7e-9 with these float coefficients, below float's
- * rounding). Valid for t in [SOFTMAX_EXP_MIN, 88]. */
+ * cubic below (a weighted least-squares fit of (e^r - 1 - r) / r^2 on [-ln2/2, ln2/2]:
+ * relative error 1.1e-7 = 2^-23.1 with these float coefficients). Valid for t in
+ * [SOFTMAX_EXP_MIN, 88]. */
 #define SOFTMAX_LOG2E 1.44269502162933349609375f
 #define SOFTMAX_LN2_HI 0.693145751953125f
 #define SOFTMAX_LN2_LO 1.428606765330187045e-06f
-#define SOFTMAX_EXP_C2 0x1.fffffcp-2f
-#define SOFTMAX_EXP_C3 0x1.55548ap-3f
-#define SOFTMAX_EXP_C4 0x1.555916p-5f
-#define SOFTMAX_EXP_C5 0x1.123fc6p-7f
-#define SOFTMAX_EXP_C6 0x1.6a1a72p-10f
+#define SOFTMAX_EXP_C2 0x1.fffde8p-2f
+#define SOFTMAX_EXP_C3 0x1.5557c8p-3f
+#define SOFTMAX_EXP_C4 0x1.573322p-5f
+#define SOFTMAX_EXP_C5 0x1.105e86p-7f
 /* 1.5 * 2^23: t / ln 2 + this rounds t / ln 2 to an integer (nearest even). */
 #define SOFTMAX_ROUND_MAGIC 12582912.0f
 

@@ -2,8 +2,8 @@
  * contract). Per row: t_j = s(scale * x_j) (+ mask_j or + slope * mask_j) (+ the ALiBi
  * term), each operation rounded to float in that order, -inf for a hidden key; M = the
  * max of the t_j and the sink; e_j = exp(t_j - M) by posenc's polynomial (kernels/softmax.h,
- * without fused multiply-add), 0 below SOFTMAX_EXP_MIN; their sum in double, one key after
- * the other, plus exp(sink - M); y_j = e_j * (float)(1 / sum), 0 below FLT_MIN. t_j is
+ * without fused multiply-add), 0 below softmax_exp_floor(n_k); their sum in double, one key
+ * after the other, plus exp(sink - M); y_j = e_j * (float)(1 / sum) (0 or >= 2 FLT_MIN). t_j is
  * computed again in each pass (and e_j in the last two) by the same operations: in place,
  * x_j is read before y_j is written. The SIMD variants (softmax_simd.h) take the same steps;
  * only exp (fused multiply-add or not) and the order of the sum differ. */
@@ -25,8 +25,7 @@ static float exp_poly(float t) {
   const float n = (t * SOFTMAX_LOG2E + SOFTMAX_ROUND_MAGIC) - SOFTMAX_ROUND_MAGIC;
   float r = t - n * SOFTMAX_LN2_HI;
   r = r - n * SOFTMAX_LN2_LO;
-  float p = SOFTMAX_EXP_C6;
-  p = p * r + SOFTMAX_EXP_C5;
+  float p = SOFTMAX_EXP_C5;
   p = p * r + SOFTMAX_EXP_C4;
   p = p * r + SOFTMAX_EXP_C3;
   p = p * r + SOFTMAX_EXP_C2;
@@ -36,8 +35,8 @@ static float exp_poly(float t) {
   return p * bits_to_float((uint32_t)((int32_t)n + 127) << 23);
 }
 
-/* exp(t), 0 for t < SOFTMAX_EXP_MIN (a NaN t gives NaN). */
-static float softmax_exp(float t) { return t < SOFTMAX_EXP_MIN ? 0.0f : exp_poly(t); }
+/* exp(t), 0 for t < lo (softmax_exp_floor; a NaN t gives NaN). */
+static float softmax_exp(float t, float lo) { return t < lo ? 0.0f : exp_poly(t); }
 
 /* c * tanh(u / c) as 1 - 2 / (exp(2v) + 1), v = u * (1 / c) clamped to the tanh clamp. */
 static float softcap(float u, float c, float rc) {
@@ -98,9 +97,10 @@ static void softmax_row(const row_ctx *r, void *y, size_t lo, size_t hi, float s
     }
   }
   if (sink > max) max = sink;
+  const float floor = softmax_exp_floor(a->n_k);
   double sum = 0.0;
-  for (size_t j = lo; j < hi && !nan; ++j) sum += softmax_exp(t_of(r, j) - max);
-  sum += softmax_exp(sink - max);
+  for (size_t j = lo; j < hi && !nan; ++j) sum += softmax_exp(t_of(r, j) - max, floor);
+  sum += softmax_exp(sink - max, floor);
   if (nan || isnan(sum)) { /* a NaN or +inf score: NaN at the visible keys, +0 at hidden ones */
     for (size_t j = lo; j < hi; ++j)
       posenc_elem_store(y, j, softmax_hidden(a, r->mask, r->qpos, j) ? 0.0f : NAN, a->ye);
@@ -108,8 +108,7 @@ static void softmax_row(const row_ctx *r, void *y, size_t lo, size_t hi, float s
   }
   const float inv = (float)(1.0 / sum);
   for (size_t j = lo; j < hi; ++j) {
-    const float p = softmax_exp(t_of(r, j) - max) * inv;
-    posenc_elem_store(y, j, p < FLT_MIN ? 0.0f : p, a->ye);
+    posenc_elem_store(y, j, softmax_exp(t_of(r, j) - max, floor) * inv, a->ye);
   }
 }
 

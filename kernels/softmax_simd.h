@@ -4,10 +4,10 @@
  * float block on the stack):
  *   1. t = s(scale * x) (+ mask) (+ ALiBi), -inf for a hidden key, into the work block,
  *      and their max M (with the sink);
- *   2. e = exp(t - M) (posenc's polynomial, kernels/softmax.h), 0 below SOFTMAX_EXP_MIN,
+ *   2. e = exp(t - M) (posenc's polynomial, kernels/softmax.h), 0 below softmax_exp_floor,
  *      kept in the block and summed: float lanes, two accumulators taking alternate
  *      vectors, added into double every SOFTMAX_SUM_SPAN vectors counted from column 0;
- *   3. y = e * (float)(1 / sum), 0 below FLT_MIN, stored into the row.
+ *   3. y = e * (float)(1 / sum) (0 or at least 2 FLT_MIN: no test), stored into the row.
  * Without key positions, a row starts at its first visible column rounded down to a
  * multiple of SOFTMAX_SUM_SPAN vectors (the columns before the visible ones are hidden
  * lanes), so the sum's lanes depend on the column only: a mask that hides what the causal
@@ -23,25 +23,33 @@
 #include "simd/vec_elem.h"
 #include "softmax.h"
 
-/* posenc's exp for t in [SOFTMAX_EXP_MIN, 88] (a NaN t gives NaN). */
-POSENC_INLINE vf VFN(sm_exp_poly_)(vf t) {
+/* posenc's exp for t in [SOFTMAX_EXP_MIN, 88] (a NaN t gives NaN), as P(r) and n of
+ * e^t = 2^n P(r). */
+POSENC_INLINE vf VFN(sm_exp_parts_)(vf t, vf *n_out) {
   const vf magic = vf_set1(SOFTMAX_ROUND_MAGIC), one = vf_set1(1.0f);
   const vf n = vf_sub(vf_fmadd(t, vf_set1(SOFTMAX_LOG2E), magic), magic);
   vf r = vf_fnmadd(n, vf_set1(SOFTMAX_LN2_HI), t);
   r = vf_fnmadd(n, vf_set1(SOFTMAX_LN2_LO), r);
-  vf p = vf_fmadd(vf_set1(SOFTMAX_EXP_C6), r, vf_set1(SOFTMAX_EXP_C5));
-  p = vf_fmadd(p, r, vf_set1(SOFTMAX_EXP_C4));
+  vf p = vf_fmadd(vf_set1(SOFTMAX_EXP_C5), r, vf_set1(SOFTMAX_EXP_C4));
   p = vf_fmadd(p, r, vf_set1(SOFTMAX_EXP_C3));
   p = vf_fmadd(p, r, vf_set1(SOFTMAX_EXP_C2));
   p = vf_fmadd(p, r, one);
-  p = vf_fmadd(p, r, one);
+  *n_out = n;
+  return vf_fmadd(p, r, one);
+}
+
+/* posenc's exp for t in [SOFTMAX_EXP_MIN, 88] (a NaN t gives NaN). */
+POSENC_INLINE vf VFN(sm_exp_poly_)(vf t) {
+  vf n;
+  const vf p = VFN(sm_exp_parts_)(t, &n);
   return vf_scale2(p, n);
 }
 
-/* exp(t), +0 where t < SOFTMAX_EXP_MIN (-inf included); a NaN t stays NaN. */
-POSENC_INLINE vf VFN(sm_exp_)(vf t) {
-  const vf e = VFN(sm_exp_poly_)(t);
-  return vf_zero_where(vf_lt_m(t, vf_set1(SOFTMAX_EXP_MIN)), e);
+/* exp(t), +0 where t < lo (softmax_exp_floor; -inf included); a NaN t stays NaN. */
+POSENC_INLINE vf VFN(sm_exp_)(vf t, vf lo) {
+  vf n;
+  const vf p = VFN(sm_exp_parts_)(t, &n);
+  return vf_scale2_zero_where(vf_lt_m(t, lo), p, n);
 }
 
 /* One row's constants. */
@@ -173,58 +181,60 @@ POSENC_INLINE void VFN(sm_flush_)(vf a0, vf a1, vd *s_lo, vd *s_hi) {
   *s_hi = vd_add(vd_add(*s_hi, vd_from_vf_hi(a0)), vd_from_vf_hi(a1));
 }
 
-/* The next row's bytes (scores, mask, output), fetched into cache while this row's exp runs,
- * one cache line of each per vector of pass 2: a row that comes from memory then arrives
- * while the CPU computes instead of stalling the next pass 1. Empty ranges: nothing. */
+/* The next row's bytes (scores, mask, output), fetched into cache while this row's exp runs:
+ * SOFTMAX_SUM_SPAN cache lines of each at every SOFTMAX_SUM_SPAN vectors of pass 2 (one line
+ * per vector, in one burst so that the loop has no test per vector), so a row that comes
+ * from memory arrives while the CPU computes instead of stalling the next pass 1. */
 typedef struct {
-  const char *x, *x_end, *m, *m_end, *y, *y_end;
+  const char *p[3], *end[3];
+  int n; /* streams in use */
 } sm_prefetch;
 
-POSENC_INLINE void sm_prefetch_step_(sm_prefetch *p) {
-  if (p->x < p->x_end) {
-    __builtin_prefetch(p->x, 0, 3);
-    p->x += 64;
+static void sm_prefetch_span_(sm_prefetch *pf) {
+  for (int s = 0; s < pf->n; ++s) {
+    const char *p = pf->p[s];
+    const char *end =
+        p + 64 * SOFTMAX_SUM_SPAN < pf->end[s] ? p + 64 * SOFTMAX_SUM_SPAN : pf->end[s];
+    for (; p < end; p += 64) __builtin_prefetch(p, 0, 3);
+    pf->p[s] = p;
   }
-  if (p->m < p->m_end) {
-    __builtin_prefetch(p->m, 0, 3);
-    p->m += 64;
-  }
-  if (p->y < p->y_end) {
-    __builtin_prefetch(p->y, 1, 3);
-    p->y += 64;
-  }
+}
+
+static void sm_prefetch_add_(sm_prefetch *pf, const void *p, size_t bytes) {
+  pf->p[pf->n] = (const char *)p;
+  pf->end[pf->n] = (const char *)p + bytes;
+  ++pf->n;
 }
 
 /* Pass 2 over work[0, n) (work[0] at a column that is a multiple of SOFTMAX_SUM_SPAN
  * vectors): e = exp(t - max) in place, added into the sum. */
-POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vd *s_lo, vd *s_hi,
+POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vf lo, vd *s_lo, vd *s_hi,
                                     sm_prefetch *pf) {
   const size_t span = SOFTMAX_SUM_SPAN * VF_W;
   vf a0 = vf_set1(0.0f), a1 = vf_set1(0.0f);
   size_t j = 0;
   for (; j + 2 * VF_W <= n; j += 2 * VF_W) {
-    const vf e0 = VFN(sm_exp_)(vf_sub(vf_load(work + j), max));
-    const vf e1 = VFN(sm_exp_)(vf_sub(vf_load(work + j + VF_W), max));
+    const vf e0 = VFN(sm_exp_)(vf_sub(vf_load(work + j), max), lo);
+    const vf e1 = VFN(sm_exp_)(vf_sub(vf_load(work + j + VF_W), max), lo);
     vf_store_reload(work + j, e0);
     vf_store_reload(work + j + VF_W, e1);
     a0 = vf_add(a0, e0);
     a1 = vf_add(a1, e1);
-    sm_prefetch_step_(pf);
-    sm_prefetch_step_(pf);
     if ((j + 2 * VF_W) % span == 0) {
       VFN(sm_flush_)(a0, a1, s_lo, s_hi);
       a0 = a1 = vf_set1(0.0f);
+      if (pf->n) sm_prefetch_span_(pf);
     }
   }
   if (j + VF_W <= n) {
-    const vf e0 = VFN(sm_exp_)(vf_sub(vf_load(work + j), max));
+    const vf e0 = VFN(sm_exp_)(vf_sub(vf_load(work + j), max), lo);
     vf_store_reload(work + j, e0);
     a0 = vf_add(a0, e0);
     j += VF_W;
   }
   if (j < n) {
     const size_t rest = n - j;
-    const vf e = vf_first_n(VFN(sm_exp_)(vf_sub(vf_load_n(work + j, rest), max)), rest, 0.0f);
+    const vf e = vf_first_n(VFN(sm_exp_)(vf_sub(vf_load_n(work + j, rest), max), lo), rest, 0.0f);
     vf_store_n(work + j, e, rest);
     if ((j / VF_W) % 2 == 0)
       a0 = vf_add(a0, e);
@@ -234,19 +244,13 @@ POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vd *s_lo, vd 
   VFN(sm_flush_)(a0, a1, s_lo, s_hi);
 }
 
-/* Pass 3: y = e * inv for work[0, n), 0 below FLT_MIN, into columns [j0, j0 + n). */
+/* Pass 3: y = e * inv for work[0, n) into columns [j0, j0 + n) (each y is 0 or at least
+ * 2 FLT_MIN: see softmax_exp_floor). */
 POSENC_INLINE void VFN(sm_normalise_)(const float *work, size_t n, vf inv, void *y, size_t j0,
                                       posenc_elem ye) {
-  const vf tiny = vf_set1(FLT_MIN);
   size_t j = 0;
-  for (; j + VF_W <= n; j += VF_W) {
-    const vf p = vf_mul(vf_load(work + j), inv);
-    ve_store(y, j0 + j, vf_zero_where(vf_lt_m(p, tiny), p), ye);
-  }
-  if (j < n) {
-    const vf p = vf_mul(vf_load_n(work + j, n - j), inv);
-    ve_store_n(y, j0 + j, vf_zero_where(vf_lt_m(p, tiny), p), n - j, ye);
-  }
+  for (; j + VF_W <= n; j += VF_W) ve_store(y, j0 + j, vf_mul(vf_load(work + j), inv), ye);
+  if (j < n) ve_store_n(y, j0 + j, vf_mul(vf_load_n(work + j, n - j), inv), n - j, ye);
 }
 
 typedef void (*sm_pass3_fn)(const float *work, size_t n, vf inv, void *y, size_t j0);
@@ -281,6 +285,7 @@ typedef struct {
   sm_pass3_fn pass3;
   posenc_elem ye;
   size_t n_k;
+  float floor; /* softmax_exp_floor(n_k) */
 } sm_call;
 
 /* A row with a NaN or +inf score among its visible keys: NaN at the visible keys of
@@ -316,15 +321,16 @@ static void VFN(sm_row_)(const sm_call *c, const sm_row *r, void *y, size_t a0, 
     return;
   }
   if (sink > max) max = sink;
-  const vf vmax = vf_set1(max);
+  const vf vmax = vf_set1(max), vfloor = vf_set1(c->floor);
   vd s_lo = vd_set1(0.0), s_hi = vd_set1(0.0);
   for (size_t b = a0; b < hi; b += B) {
     const size_t e = b + B < hi ? b + B : hi;
     if (!whole) c->pass1(r, b, e, work, mx);
-    VFN(sm_exp_sum_)(work, e - b, vmax, &s_lo, &s_hi, &pf);
+    VFN(sm_exp_sum_)(work, e - b, vmax, vfloor, &s_lo, &s_hi, &pf);
   }
   double sum = vd_hsum(vd_add(s_lo, s_hi));
-  if (sink > -INFINITY) sum += (double)vf_hmax(VFN(sm_exp_)(vf_set1(sink - max)));
+  if (sink > -INFINITY)
+    sum += (double)vf_hmax(VFN(sm_exp_)(vf_set1(sink - max), vf_set1(c->floor)));
   if (isnan(sum)) {
     VFN(sm_nan_row_)(c, r, y, a0, hi);
     return;
@@ -335,8 +341,8 @@ static void VFN(sm_row_)(const sm_call *c, const sm_row *r, void *y, size_t a0, 
     if (!whole) {
       vd unused_lo = vd_set1(0.0), unused_hi = vd_set1(0.0);
       c->pass1(r, b, e, work, mx);
-      sm_prefetch none = {0};
-      VFN(sm_exp_sum_)(work, e - b, vmax, &unused_lo, &unused_hi, &none);
+      sm_prefetch none = {.n = 0};
+      VFN(sm_exp_sum_)(work, e - b, vmax, vfloor, &unused_lo, &unused_hi, &none);
     }
     c->pass3(work, e - b, inv, y, b);
   }
@@ -360,7 +366,8 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
                      .pass1 = pass1[a->xe][general][mk],
                      .pass3 = pass3[a->ye],
                      .ye = a->ye,
-                     .n_k = a->n_k};
+                     .n_k = a->n_k,
+                     .floor = softmax_exp_floor(a->n_k)};
   const size_t xs = posenc_elem_size(a->xe), ys = posenc_elem_size(a->ye);
   const size_t ms = posenc_elem_size(a->me);
   const int softcap = (a->flags & POSENC_SOFTMAX_SOFTCAP) != 0;
@@ -399,19 +406,21 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
       VFN(sm_fill_)(y, hi, a->n_k, 0.0f, a->ye);
       if (a0 >= hi) continue;
       /* The next row (the next query, or the first of the next head). */
-      sm_prefetch pf = {0};
+      sm_prefetch pf = {.n = 0};
       if (i + 1 < a->n_q || h + 1 < a->n_heads) {
         const size_t nh = i + 1 < a->n_q ? h : h + 1, ni = i + 1 < a->n_q ? i + 1 : 0;
-        pf.x = (const char *)a->x + (nh * a->x_head_stride + ni * a->x_row_stride) * xs;
-        pf.x_end = pf.x + a->n_k * xs;
-        if (a->mask) {
-          pf.m = (const char *)a->mask + (nh * a->mask_head_stride + ni * a->mask_row_stride) * ms;
-          pf.m_end = pf.m + a->n_k * ms;
-        }
-        if (a->y != a->x) {
-          pf.y = (const char *)a->y + (nh * a->y_head_stride + ni * a->y_row_stride) * ys;
-          pf.y_end = pf.y + a->n_k * ys;
-        }
+        sm_prefetch_add_(&pf,
+                         (const char *)a->x + (nh * a->x_head_stride + ni * a->x_row_stride) * xs,
+                         a->n_k * xs);
+        if (a->mask)
+          sm_prefetch_add_(
+              &pf,
+              (const char *)a->mask + (nh * a->mask_head_stride + ni * a->mask_row_stride) * ms,
+              a->n_k * ms);
+        if (a->y != a->x)
+          sm_prefetch_add_(&pf,
+                           (const char *)a->y + (nh * a->y_head_stride + ni * a->y_row_stride) * ys,
+                           a->n_k * ys);
       }
       if (a->ye == POSENC_ELEM_F32)
         VFN(sm_row_)(&c, &r, y, a0, hi, sink, (float *)y + a0, 1, pf);

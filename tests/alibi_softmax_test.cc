@@ -470,12 +470,19 @@ TEST_P(AlibiSoftmaxTest, NonFiniteScoresMakeTheirRowNaN) {
       }
 }
 
-// Exp arguments around ln(FLT_MIN) = -87.3365: below it the result is exactly 0, above it
-// a normal float; a probability that would fall below FLT_MIN after the division is 0 too.
+// Exp arguments around posenc.h's floor ln(2 (n_k + 1) FLT_MIN) (-85.54 for two keys) and
+// ln(FLT_MIN) = -87.3365: below the floor e is exactly 0, above it y is at least 2 FLT_MIN.
 // No result is ever subnormal (MatchesReference and Bf16MatchesF32 check every element).
-const float kOffsets[] = {0.0f,      -1.0f,   -80.0f,  -87.3f, -87.33654f, -87.33655f,
-                          -87.3366f, -87.34f, -87.5f,  -90.0f, -100.0f,    -103.9f,
-                          -104.0f,   -104.1f, -150.0f, -1e4f,  -3e38f,     -0.0f};
+const float kOffsets[] = {0.0f,    -1.0f,  -80.0f,     -85.5f,     -85.544f,  -85.545f,
+                          -85.6f,  -87.3f, -87.33654f, -87.33655f, -87.3366f, -87.34f,
+                          -87.5f,  -90.0f, -100.0f,    -103.9f,    -104.0f,   -104.1f,
+                          -150.0f, -1e4f,  -3e38f,     -0.0f};
+
+// posenc.h: e = exp(t - M) is +0 where t - M < ln(2 (n_k + 1) FLT_MIN), rounded up to float.
+float ExpFloor(size_t n_k) {
+  return std::nextafter(
+      static_cast<float>(std::log(double{FLT_MIN}) + std::log(2.0 * (double(n_k) + 1.0))), kInf);
+}
 constexpr size_t kNumOffsets = sizeof kOffsets / sizeof kOffsets[0];
 
 TEST_P(AlibiSoftmaxTest, TinyProbabilitiesFlushToZeroWithoutSubnormals) {
@@ -494,10 +501,10 @@ TEST_P(AlibiSoftmaxTest, TinyProbabilitiesFlushToZeroWithoutSubnormals) {
   for (float offset : kOffsets) {
     float one[2] = {0.0f, offset};  // sum 1 + e: p = e
     ASSERT_EQ(posenc_alibi_softmax_f32(&zero_slope, 1, 1, 2, 0, one, 2, 2, 1.0f, 0), POSENC_OK);
-    if (offset < -87.33654f) {
+    if (offset < ExpFloor(2)) {
       EXPECT_TRUE(BitwiseEqual(one[1], 0.0f)) << offset << ": " << one[1];
     } else {
-      EXPECT_GE(one[1], FLT_MIN) << offset;
+      EXPECT_GE(one[1], 2 * FLT_MIN) << offset;
     }
     EXPECT_NE(std::fpclassify(one[1]), FP_SUBNORMAL) << offset;
   }

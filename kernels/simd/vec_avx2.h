@@ -110,6 +110,10 @@ static inline vf vf_scale2(vf p, vf n) {
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
+/* vf_scale2, +0 where m is set. */
+static inline vf vf_scale2_zero_where(vm m, vf p, vf n) {
+  return vf_zero_where(m, vf_scale2(p, n));
+}
 /* v in lanes [0, n), fill in the others (n <= VF_W). */
 static inline vf vf_first_n(vf v, size_t n, float fill) {
   const __m256i in =

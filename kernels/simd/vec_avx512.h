@@ -131,6 +131,10 @@ static inline vf vf_min(vf a, vf b) { return _mm512_min_ps(a, b); }
 static inline vf vf_div(vf a, vf b) { return _mm512_div_ps(a, b); }
 /* p * 2^n for integral n in [-126, 127] (VSCALEFPS); a NaN p or n gives NaN. */
 static inline vf vf_scale2(vf p, vf n) { return _mm512_scalef_ps(p, n); }
+/* vf_scale2, +0 where m is set (one masked VSCALEFPS). */
+static inline vf vf_scale2_zero_where(vm m, vf p, vf n) {
+  return _mm512_maskz_scalef_ps((vm)~m, p, n);
+}
 /* v in lanes [0, n), fill in the others (n <= VF_W). */
 static inline vf vf_first_n(vf v, size_t n, float fill) {
   return _mm512_mask_mov_ps(_mm512_set1_ps(fill), (__mmask16)((1u << n) - 1u), v);

@@ -107,6 +107,10 @@ static inline vf vf_scale2(vf p, vf n) {
   const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23);
   return vmulq_f32(p, vreinterpretq_f32_s32(e));
 }
+/* vf_scale2, +0 where m is set. */
+static inline vf vf_scale2_zero_where(vm m, vf p, vf n) {
+  return vf_zero_where(m, vf_scale2(p, n));
+}
 static inline int vf_all_lt(vf a, vf b) { return vminvq_u32(vcltq_f32(a, b)) != 0; }
 /* v in lanes [0, n), fill in the others (n <= VF_W). */
 static inline vf vf_first_n(vf v, size_t n, float fill) {

@@ -107,6 +107,10 @@ static inline vf vf_scale2(vf p, vf n) {
   const __m128i e = _mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23);
   return _mm_mul_ps(p, _mm_castsi128_ps(e));
 }
+/* vf_scale2, +0 where m is set. */
+static inline vf vf_scale2_zero_where(vm m, vf p, vf n) {
+  return vf_zero_where(m, vf_scale2(p, n));
+}
 static inline int vf_all_lt(vf a, vf b) { return _mm_movemask_ps(_mm_cmplt_ps(a, b)) == 0xf; }
 /* v in lanes [0, n), fill in the others (n <= VF_W). */
 static inline vf vf_first_n(vf v, size_t n, float fill) {
