@@ -68,6 +68,8 @@ static inline float softmax_exp_floor(size_t n_k) {
 #define SOFTMAX_LOG2E 1.44269502162933349609375f
 #define SOFTMAX_LN2_HI 0.693145751953125f
 #define SOFTMAX_LN2_LO 1.428606765330187045e-06f
+/* ln 2 rounded to float, for vector layers with a fused multiply-add (VF_FMA). */
+#define SOFTMAX_LN2 0x1.62e43p-1f
 #define SOFTMAX_EXP_C2 0x1.fffde8p-2f
 #define SOFTMAX_EXP_C3 0x1.5557c8p-3f
 #define SOFTMAX_EXP_C4 0x1.573322p-5f
@@ -102,6 +104,17 @@ static inline int softmax_hidden(const softmax_args *a, const void *mask_row, in
   const int32_t d = a->kpos[j] - qpos;
   return ((a->flags & POSENC_SOFTMAX_CAUSAL) && d > 0) ||
          ((a->flags & POSENC_SOFTMAX_WINDOW) && d <= -a->window);
+}
+
+/* 1 if every key - query distance of a call without key positions is below 2^24 in
+ * magnitude (exact as a float, and when stepped in float). */
+static inline int softmax_distances_below_2p24(const softmax_args *a) {
+  const size_t limit = (size_t)1 << 24;
+  if (a->n_k > limit) return 0;
+  if (!a->qpos) return (size_t)a->q_offset + a->n_q - 1 < limit;
+  for (size_t i = 0; i < a->n_q; ++i)
+    if ((size_t)a->qpos[i] >= limit) return 0;
+  return 1;
 }
 
 static inline int32_t softmax_qpos(const softmax_args *a, size_t i) {

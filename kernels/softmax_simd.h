@@ -28,8 +28,14 @@
 POSENC_INLINE vf VFN(sm_exp_parts_)(vf t, vf *n_out) {
   const vf magic = vf_set1(SOFTMAX_ROUND_MAGIC), one = vf_set1(1.0f);
   const vf n = vf_sub(vf_fmadd(t, vf_set1(SOFTMAX_LOG2E), magic), magic);
+#ifdef VF_FMA
+  /* One fused step: n * SOFTMAX_LN2 is exact inside it, and float ln 2's own error
+   * (1.9e-9) costs |n| 1.9e-9 relative, below 2^-24 where |t| < 16. */
+  const vf r = vf_fnmadd(n, vf_set1(SOFTMAX_LN2), t);
+#else
   vf r = vf_fnmadd(n, vf_set1(SOFTMAX_LN2_HI), t);
   r = vf_fnmadd(n, vf_set1(SOFTMAX_LN2_LO), r);
+#endif
   vf p = vf_fmadd(vf_set1(SOFTMAX_EXP_C5), r, vf_set1(SOFTMAX_EXP_C4));
   p = vf_fmadd(p, r, vf_set1(SOFTMAX_EXP_C3));
   p = vf_fmadd(p, r, vf_set1(SOFTMAX_EXP_C2));
@@ -78,11 +84,21 @@ POSENC_INLINE vf VFN(sm_softcap_)(vf u, vf c, vf rc) {
   return vf_mul(c, vf_sub(one, vf_div(vf_set1(2.0f), vf_add(e, one))));
 }
 
+/* The kinds of rows pass 1 is compiled for. */
+enum {
+  SM_PLAIN = 0,       /* no soft-capping, ALiBi term or hiding by key positions */
+  SM_GENERAL = 1,     /* any option, tested per row */
+  SM_ALIBI_SYM = 2,   /* plain + the symmetric ALiBi term, from float distances */
+  SM_ALIBI_SIGNED = 3 /* plain + the signed ALiBi term, from float distances */
+};
+
 /* t for the n lanes at column j (n == VF_W: a whole vector); lanes past n are not read.
- * mk: 1 if there is a mask (of type me); general: 0 if the row has no soft-capping, no
- * ALiBi term and no hiding by key positions (a loop without their tests). */
+ * mk: 1 if there is a mask (of type me). dcol: with the ALiBi kinds, the float distances
+ * j + lane - qpos (exact: every distance of such a call is below 2^24), as the int32 ones
+ * of SM_GENERAL convert to, so the term is bit for bit the same. */
 POSENC_INLINE vf VFN(sm_t_)(const sm_row *r, size_t j, size_t n, posenc_elem xe, int mk,
-                            posenc_elem me, int general) {
+                            posenc_elem me, int kind, vf dcol) {
+  const int general = kind == SM_GENERAL;
   vf u = n == VF_W ? ve_load(r->x, j, xe) : ve_load_n(r->x, j, n, xe);
   u = vf_mul(r->scale, u);
   if (general && r->softcap) u = VFN(sm_softcap_)(u, r->cap, r->rcap);
@@ -95,6 +111,8 @@ POSENC_INLINE vf VFN(sm_t_)(const sm_row *r, size_t j, size_t n, posenc_elem xe,
     hide = 1;
     u = vf_add(u, (general && r->mask_slope) ? vf_mul(r->slope, m) : m);
   }
+  if (kind == SM_ALIBI_SYM) u = vf_sub(u, vf_mul(r->slope, vf_abs(dcol)));
+  if (kind == SM_ALIBI_SIGNED) u = vf_add(u, vf_mul(r->slope, dcol));
   if (general && (r->alibi || r->kpos_causal || r->kpos_window)) {
     const vi d = r->kpos ? vi_sub(n == VF_W ? vi_load(r->kpos + j) : vi_load_n(r->kpos + j, n),
                                   vi_set1(r->qpos))
@@ -120,7 +138,7 @@ POSENC_INLINE vf VFN(sm_t_)(const sm_row *r, size_t j, size_t n, posenc_elem xe,
 /* Pass 1 over columns [j0, j1): t into work[j - j0] (-inf for the columns before r->lo,
  * which are not read); returns max(mx, every t). */
 POSENC_INLINE vf VFN(sm_pass1_)(const sm_row *row, size_t j0, size_t j1, float *work, vf mx,
-                                posenc_elem xe, int mk, posenc_elem me, int general) {
+                                posenc_elem xe, int mk, posenc_elem me, int kind) {
   /* A local copy: the stores into work could alias *row (vector types alias everything),
    * which would make every iteration read the constants again. */
   const sm_row copy = *row, *r = &copy;
@@ -129,26 +147,37 @@ POSENC_INLINE vf VFN(sm_pass1_)(const sm_row *row, size_t j0, size_t j1, float *
     const size_t end = r->lo < j1 ? r->lo : j1;
     for (; j < end; ++j) work[j - j0] = -INFINITY;
   }
+  /* The ALiBi kinds' distances, stepped by whole vectors (exact integers below 2^24). */
+  const int stepped = kind == SM_ALIBI_SYM || kind == SM_ALIBI_SIGNED;
+  const vf w = vf_set1((float)VF_W), w2 = vf_set1(2.0f * VF_W);
+  vf d0 = stepped ? vf_add(vf_set1((float)((int32_t)j - r->qpos)), vf_from_vi(vi_iota()))
+                  : vf_set1(0.0f);
+  vf d1 = vf_add(d0, w);
   /* Two max accumulators: the latency of one max per vector would bound the loop. */
   vf mx1 = vf_set1(-INFINITY);
   for (; j + 2 * VF_W <= j1; j += 2 * VF_W) {
-    const vf t0 = VFN(sm_t_)(r, j, VF_W, xe, mk, me, general);
-    const vf t1 = VFN(sm_t_)(r, j + VF_W, VF_W, xe, mk, me, general);
+    const vf t0 = VFN(sm_t_)(r, j, VF_W, xe, mk, me, kind, d0);
+    const vf t1 = VFN(sm_t_)(r, j + VF_W, VF_W, xe, mk, me, kind, d1);
     vf_store_reload(work + (j - j0), t0);
     vf_store_reload(work + (j - j0) + VF_W, t1);
     mx = vf_max(mx, t0);
     mx1 = vf_max(mx1, t1);
+    if (stepped) {
+      d0 = vf_add(d0, w2);
+      d1 = vf_add(d1, w2);
+    }
   }
   mx = vf_max(mx, mx1);
   if (j + VF_W <= j1) {
-    const vf t = VFN(sm_t_)(r, j, VF_W, xe, mk, me, general);
+    const vf t = VFN(sm_t_)(r, j, VF_W, xe, mk, me, kind, d0);
     vf_store_reload(work + (j - j0), t);
     mx = vf_max(mx, t);
     j += VF_W;
+    d0 = d1;
   }
   if (j < j1) {
     const size_t rest = j1 - j;
-    const vf t = VFN(sm_t_)(r, j, rest, xe, mk, me, general);
+    const vf t = VFN(sm_t_)(r, j, rest, xe, mk, me, kind, d0);
     vf_store_n(work + (j - j0), t, rest);
     mx = vf_max(mx, vf_first_n(t, rest, -INFINITY));
   }
@@ -157,22 +186,25 @@ POSENC_INLINE vf VFN(sm_pass1_)(const sm_row *row, size_t j0, size_t j1, float *
 
 typedef vf (*sm_pass1_fn)(const sm_row *r, size_t j0, size_t j1, float *work, vf mx);
 
-/* Pass 1 for each score type, mask type (none, f32, f16) and row kind (plain, general). */
-#define SM_PASS1(name, xe, mk, me, general)                                        \
+/* Pass 1 for each score type, row kind and mask type (none, f32, f16). */
+#define SM_PASS1(name, xe, mk, me, kind)                                           \
   static vf VFN(name)(const sm_row *r, size_t j0, size_t j1, float *work, vf mx) { \
-    return VFN(sm_pass1_)(r, j0, j1, work, mx, xe, mk, me, general);               \
+    return VFN(sm_pass1_)(r, j0, j1, work, mx, xe, mk, me, kind);                  \
   }
-#define SM_PASS1_TYPE(x, xe)                              \
-  SM_PASS1(sm_p1_##x##_, xe, 0, POSENC_ELEM_F32, 0)       \
-  SM_PASS1(sm_p1_##x##_m32_, xe, 1, POSENC_ELEM_F32, 0)   \
-  SM_PASS1(sm_p1_##x##_m16_, xe, 1, POSENC_ELEM_F16, 0)   \
-  SM_PASS1(sm_p1_##x##_g_, xe, 0, POSENC_ELEM_F32, 1)     \
-  SM_PASS1(sm_p1_##x##_m32_g_, xe, 1, POSENC_ELEM_F32, 1) \
-  SM_PASS1(sm_p1_##x##_m16_g_, xe, 1, POSENC_ELEM_F16, 1)
+#define SM_PASS1_KIND(x, xe, k, kind)                            \
+  SM_PASS1(sm_p1_##x##_##k##_, xe, 0, POSENC_ELEM_F32, kind)     \
+  SM_PASS1(sm_p1_##x##_##k##_m32_, xe, 1, POSENC_ELEM_F32, kind) \
+  SM_PASS1(sm_p1_##x##_##k##_m16_, xe, 1, POSENC_ELEM_F16, kind)
+#define SM_PASS1_TYPE(x, xe)                \
+  SM_PASS1_KIND(x, xe, plain, SM_PLAIN)     \
+  SM_PASS1_KIND(x, xe, general, SM_GENERAL) \
+  SM_PASS1_KIND(x, xe, sym, SM_ALIBI_SYM)   \
+  SM_PASS1_KIND(x, xe, signed, SM_ALIBI_SIGNED)
 SM_PASS1_TYPE(f32, POSENC_ELEM_F32)
 SM_PASS1_TYPE(bf16, POSENC_ELEM_BF16)
 SM_PASS1_TYPE(f16, POSENC_ELEM_F16)
 #undef SM_PASS1_TYPE
+#undef SM_PASS1_KIND
 #undef SM_PASS1
 
 /* The sum's float accumulators into the double ones (lower halves into lo, upper into hi). */
@@ -350,28 +382,37 @@ static void VFN(sm_row_)(const sm_call *c, const sm_row *r, void *y, size_t a0, 
 
 POSENC_INLINE void softmax_run(const softmax_args *a) {
   _Alignas(64) float block[SOFTMAX_BLOCK];
-  static const sm_pass1_fn pass1[3][2][3] = {
-      {{VFN(sm_p1_f32_), VFN(sm_p1_f32_m32_), VFN(sm_p1_f32_m16_)},
-       {VFN(sm_p1_f32_g_), VFN(sm_p1_f32_m32_g_), VFN(sm_p1_f32_m16_g_)}},
-      {{VFN(sm_p1_bf16_), VFN(sm_p1_bf16_m32_), VFN(sm_p1_bf16_m16_)},
-       {VFN(sm_p1_bf16_g_), VFN(sm_p1_bf16_m32_g_), VFN(sm_p1_bf16_m16_g_)}},
-      {{VFN(sm_p1_f16_), VFN(sm_p1_f16_m32_), VFN(sm_p1_f16_m16_)},
-       {VFN(sm_p1_f16_g_), VFN(sm_p1_f16_m32_g_), VFN(sm_p1_f16_m16_g_)}}};
+#define SM_PASS1_ROW(x, k) \
+  { VFN(sm_p1_##x##_##k##_), VFN(sm_p1_##x##_##k##_m32_), VFN(sm_p1_##x##_##k##_m16_) }
+#define SM_PASS1_KINDS(x)                                                   \
+  {                                                                         \
+    SM_PASS1_ROW(x, plain), SM_PASS1_ROW(x, general), SM_PASS1_ROW(x, sym), \
+        SM_PASS1_ROW(x, signed)                                             \
+  }
+  static const sm_pass1_fn pass1[3][4][3] = {SM_PASS1_KINDS(f32), SM_PASS1_KINDS(bf16),
+                                             SM_PASS1_KINDS(f16)};
+#undef SM_PASS1_KINDS
+#undef SM_PASS1_ROW
   static const sm_pass3_fn pass3[3] = {VFN(sm_p3_f32_), VFN(sm_p3_bf16_), VFN(sm_p3_f16_)};
   const int mk = a->mask ? (a->me == POSENC_ELEM_F16 ? 2 : 1) : 0;
-  const int general = (a->flags & (POSENC_SOFTMAX_SOFTCAP | POSENC_SOFTMAX_MASK_SLOPE)) ||
-                      a->slopes ||
-                      (a->kpos && (a->flags & (POSENC_SOFTMAX_CAUSAL | POSENC_SOFTMAX_WINDOW)));
+  const int mask_slope = (a->flags & POSENC_SOFTMAX_MASK_SLOPE) != 0;
+  const int softcap = (a->flags & POSENC_SOFTMAX_SOFTCAP) != 0;
+  int kind = SM_PLAIN;
+  if (softcap || mask_slope ||
+      (a->kpos && (a->flags & (POSENC_SOFTMAX_CAUSAL | POSENC_SOFTMAX_WINDOW))))
+    kind = SM_GENERAL;
+  else if (a->slopes)
+    kind = a->kpos || !softmax_distances_below_2p24(a)   ? SM_GENERAL
+           : (a->flags & POSENC_SOFTMAX_ALIBI_SYMMETRIC) ? SM_ALIBI_SYM
+                                                         : SM_ALIBI_SIGNED;
   const sm_call c = {.a = a,
-                     .pass1 = pass1[a->xe][general][mk],
+                     .pass1 = pass1[a->xe][kind][mk],
                      .pass3 = pass3[a->ye],
                      .ye = a->ye,
                      .n_k = a->n_k,
                      .floor = softmax_exp_floor(a->n_k)};
   const size_t xs = posenc_elem_size(a->xe), ys = posenc_elem_size(a->ye);
   const size_t ms = posenc_elem_size(a->me);
-  const int softcap = (a->flags & POSENC_SOFTMAX_SOFTCAP) != 0;
-  const int mask_slope = (a->flags & POSENC_SOFTMAX_MASK_SLOPE) != 0;
   const int alibi = !a->slopes || mask_slope                      ? 0
                     : (a->flags & POSENC_SOFTMAX_ALIBI_SYMMETRIC) ? 2
                                                                   : 1;

@@ -33,6 +33,10 @@ static inline vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
 static inline vf vf_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
 /* -x exactly (the sign bit flipped, as C's unary minus). */
 static inline vf vf_neg(vf x) { return _mm256_xor_ps(x, _mm256_set1_ps(-0.0f)); }
+/* |x| (the sign bit cleared). */
+static inline vf vf_abs(vf x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
+/* vf_fmadd and vf_fnmadd round once (fused). */
+#define VF_FMA 1
 static inline vf vf_fmadd(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vf vf_fnmadd(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
 static inline vf vf_swap_pairs(vf x) { return _mm256_permute_ps(x, 0xB1); }

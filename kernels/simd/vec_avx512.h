@@ -55,6 +55,10 @@ static inline vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
 static inline vf vf_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 /* -x exactly (the sign bit flipped, as C's unary minus). */
 static inline vf vf_neg(vf x) { return _mm512_xor_ps(x, _mm512_set1_ps(-0.0f)); }
+/* |x| (the sign bit cleared). */
+static inline vf vf_abs(vf x) { return _mm512_andnot_ps(_mm512_set1_ps(-0.0f), x); }
+/* vf_fmadd and vf_fnmadd round once (fused). */
+#define VF_FMA 1
 static inline vf vf_fmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 static inline vf vf_fnmadd(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }
 static inline vf vf_swap_pairs(vf x) { return _mm512_permute_ps(x, 0xB1); }
@@ -129,7 +133,8 @@ static inline vi vi_load_n(const int32_t *p, size_t n) {
 /* min(a, b); a NaN in b gives NaN (VMINPS returns its second operand if either is NaN). */
 static inline vf vf_min(vf a, vf b) { return _mm512_min_ps(a, b); }
 static inline vf vf_div(vf a, vf b) { return _mm512_div_ps(a, b); }
-/* p * 2^n for integral n in [-126, 127] (VSCALEFPS); a NaN p or n gives NaN. */
+/* p * 2^n for integral n in [-126, 127] (VSCALEFPS: p * 2^floor(n) for any n); a NaN p or n
+ * gives NaN. */
 static inline vf vf_scale2(vf p, vf n) { return _mm512_scalef_ps(p, n); }
 /* vf_scale2, +0 where m is set (one masked VSCALEFPS). */
 static inline vf vf_scale2_zero_where(vm m, vf p, vf n) {

@@ -33,7 +33,11 @@ static inline vf vf_add(vf a, vf b) { return vaddq_f32(a, b); }
 static inline vf vf_sub(vf a, vf b) { return vsubq_f32(a, b); }
 /* -x exactly (the sign bit flipped, as C's unary minus). */
 static inline vf vf_neg(vf x) { return vnegq_f32(x); }
+/* |x| (the sign bit cleared). */
+static inline vf vf_abs(vf x) { return vabsq_f32(x); }
 /* a*b + c and c - a*b, fused (one rounding), as on AVX2 / AVX-512. */
+/* vf_fmadd and vf_fnmadd round once (fused). */
+#define VF_FMA 1
 static inline vf vf_fmadd(vf a, vf b, vf c) { return vfmaq_f32(c, a, b); }
 static inline vf vf_fnmadd(vf a, vf b, vf c) { return vfmsq_f32(c, a, b); }
 /* (x0, x1, x2, x3) -> (x1, x0, x3, x2) */

@@ -33,6 +33,8 @@ static inline vf vf_add(vf a, vf b) { return _mm_add_ps(a, b); }
 static inline vf vf_sub(vf a, vf b) { return _mm_sub_ps(a, b); }
 /* -x exactly (the sign bit flipped, as C's unary minus). */
 static inline vf vf_neg(vf x) { return _mm_xor_ps(x, _mm_set1_ps(-0.0f)); }
+/* |x| (the sign bit cleared). */
+static inline vf vf_abs(vf x) { return _mm_andnot_ps(_mm_set1_ps(-0.0f), x); }
 static inline vf vf_fmadd(vf a, vf b, vf c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
 static inline vf vf_fnmadd(vf a, vf b, vf c) { return _mm_sub_ps(c, _mm_mul_ps(a, b)); }
 /* (x0, x1, x2, x3) -> (x1, x0, x3, x2) */
