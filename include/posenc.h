@@ -1088,18 +1088,20 @@ POSENC_API posenc_status posenc_alibi_softmax_bf16(const float *slopes, size_t n
  *     POSENC_SOFTMAX_REL_TOLERANCE * y*_ij + POSENC_SOFTMAX_ABS_TOLERANCE
  * of y*_ij, the exact real softmax (with the sink) of the float t_ij above, for rows of up
  * to 2^31 keys: t - M rounded to float costs |t - M| 2^-24 relative (covered by the
- * absolute term beyond |t - M| > 16); exp is posenc's own polynomial in the vector layer,
- * within 1.17 ulp without fused multiply-add and 0.89 ulp with it (measured against expl
- * over every float argument in [-87.34, 18]); the sum is
- * single precision in lanes of at most 8 terms each, added in double per block (relative
- * error below 2^-21); 1/sum and the product round once each; a 16-bit y rounds once more
- * (relative 2^-8 bf16, 2^-11 f16, on top). With soft-capping, s is computed through exp as
- * c * (1 - 2 / (exp(2u/c) + 1)) (u/c clamped to +-9): |s - c tanh(u/c)| <= c * 2^-21,
- * which adds that much relative error to y: the bound then is against the exact softmax
- * of the exact c tanh(u/c) + mask + bias with REL_TOLERANCE + c * 2^-20.
- * Variants differ in the last bits only (fused multiply-add or not, the order of the sum
- * lanes); the results do not depend on how the rows are split between calls or threads:
- * each row's result depends only on that row's inputs.
+ * absolute term beyond |t - M| > 16); exp is posenc's own (a degree-5 polynomial after
+ * the reduction by ln 2, in the vector layer), within 2.6 ulp for arguments in [-16, 0]
+ * and 2.9 ulp in [0, 18] (soft-capping's), up to 5 ulp below -16 where the fused one-step
+ * reduction adds |n| 1.9e-9 (absorbed there by the absolute term): measured against expl
+ * over every float argument; the sum is single precision in lanes of at most 8 terms
+ * each, added in double per span of 16 vectors (relative error below 2^-21); 1/sum and the
+ * product round once each; a 16-bit y rounds once more (relative 2^-8 bf16, 2^-11 f16, on
+ * top). With soft-capping, s is computed through exp as c * (1 - 2 / (exp(2u/c) + 1))
+ * (u/c clamped to +-9): |s - c tanh(u/c)| <= c * 2^-21, which adds that much relative
+ * error to y: the bound then is against the exact softmax of the exact c tanh(u/c) + mask
+ * + bias with REL_TOLERANCE + c * 2^-20. Variants differ in the last bits only (fused
+ * multiply-add or not, the order of the sum lanes); the results do not depend on how the
+ * rows are split between calls or threads: each row's result depends only on that row's
+ * inputs.
  *
  * Speed: each row is read once and written once in memory; its passes (t and M; exp and
  * sum; normalise) run over a work block in cache (the f32 output row itself, else 16 KiB
