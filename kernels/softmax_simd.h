@@ -281,7 +281,14 @@ POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vf lo, vd *s_
 POSENC_INLINE void VFN(sm_normalise_)(const float *work, size_t n, vf inv, void *y, size_t j0,
                                       posenc_elem ye) {
   size_t j = 0;
-  for (; j + VF_W <= n; j += VF_W) ve_store(y, j0 + j, vf_mul(vf_load(work + j), inv), ye);
+  /* An f32 y is the work block, in cache: one whole-vector store (vf_store_reload). */
+  for (; j + VF_W <= n; j += VF_W) {
+    const vf p = vf_mul(vf_load(work + j), inv);
+    if (ye == POSENC_ELEM_F32)
+      vf_store_reload((float *)y + j0 + j, p);
+    else
+      ve_store(y, j0 + j, p, ye);
+  }
   if (j < n) ve_store_n(y, j0 + j, vf_mul(vf_load_n(work + j, n - j), inv), n - j, ye);
 }
 
