@@ -161,20 +161,20 @@ static posenc_isa tier_below(posenc_isa isa) {
 }
 
 /* Every kernel: its enum value and its member of posenc_kernel_table. */
-#define POSENC_KERNELS(X)                   \
-  X(ROPE_F32, rope_f32)                     \
-  X(ROPE_BF16, rope_bf16)                   \
-  X(ROPE_F16, rope_f16)                     \
-  X(ROPE_F32_BF16, rope_f32_bf16)           \
-  X(ROPE_F32_F16, rope_f32_f16)             \
-  X(SINUSOID_F32, sinusoid_f32)             \
-  X(SINUSOID_BF16, sinusoid_bf16)           \
-  X(SINUSOID_F16, sinusoid_f16)             \
-  X(ALIBI_F32, alibi_f32)                   \
-  X(ALIBI_BF16, alibi_bf16)                 \
-  X(ALIBI_F16, alibi_f16)                   \
-  X(SOFTMAX_F32, softmax_f32)   \
-  X(SOFTMAX_16, softmax_16) \
+#define POSENC_KERNELS(X)         \
+  X(ROPE_F32, rope_f32)           \
+  X(ROPE_BF16, rope_bf16)         \
+  X(ROPE_F16, rope_f16)           \
+  X(ROPE_F32_BF16, rope_f32_bf16) \
+  X(ROPE_F32_F16, rope_f32_f16)   \
+  X(SINUSOID_F32, sinusoid_f32)   \
+  X(SINUSOID_BF16, sinusoid_bf16) \
+  X(SINUSOID_F16, sinusoid_f16)   \
+  X(ALIBI_F32, alibi_f32)         \
+  X(ALIBI_BF16, alibi_bf16)       \
+  X(ALIBI_F16, alibi_f16)         \
+  X(SOFTMAX_F32, softmax_f32)     \
+  X(SOFTMAX_16, softmax_16)       \
   X(LEARNED_ADD_F32, learned_add_f32)
 
 static const char *const kernel_names[POSENC_KERNEL_COUNT] = {
