@@ -6,21 +6,6 @@
 
 #include "checks.h"
 
-static int elem_of(posenc_dtype d, posenc_elem *e) {
-  switch (d) {
-    case POSENC_DTYPE_F32:
-      *e = POSENC_ELEM_F32;
-      return 1;
-    case POSENC_DTYPE_BF16:
-      *e = POSENC_ELEM_BF16;
-      return 1;
-    case POSENC_DTYPE_F16:
-      *e = POSENC_ELEM_F16;
-      return 1;
-  }
-  return 0;
-}
-
 /* The kernel for a (source, destination) type pair; NULL for an unsupported pair. */
 static rope_fn pair_kernel(const posenc_kernel_table *t, posenc_elem x, posenc_elem y) {
   if (x == y) return POSENC_BY_ELEM(x, t->rope_f32, t->rope_bf16, t->rope_f16);
@@ -36,7 +21,7 @@ static posenc_status check_views(size_t head_dim, size_t n_batch, size_t n_token
                                  const posenc_rope_view *src, const posenc_rope_view *dst,
                                  rope_args *args, rope_fn *kernel, size_t *dst_bytes) {
   posenc_elem x, y;
-  if (!src || !dst || !elem_of(src->dtype, &x) || !elem_of(dst->dtype, &y) ||
+  if (!src || !dst || !posenc_dtype_elem(src->dtype, &x) || !posenc_dtype_elem(dst->dtype, &y) ||
       src->n_heads != dst->n_heads)
     return POSENC_ERR_INVALID_ARGUMENT;
   *kernel = pair_kernel(posenc_active_table(), x, y);

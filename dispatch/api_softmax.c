@@ -16,21 +16,6 @@ static void run_kernel(const softmax_args *a) {
   (f32 ? t->softmax_f32 : t->softmax_16)(a);
 }
 
-static int dtype_elem(posenc_dtype d, posenc_elem *e) {
-  switch (d) {
-    case POSENC_DTYPE_F32:
-      *e = POSENC_ELEM_F32;
-      return 1;
-    case POSENC_DTYPE_BF16:
-      *e = POSENC_ELEM_BF16;
-      return 1;
-    case POSENC_DTYPE_F16:
-      *e = POSENC_ELEM_F16;
-      return 1;
-  }
-  return 0;
-}
-
 /* The elements from the first to one past the last of a read-only [n_heads, n_q, n_k] grid
  * (any strides, repeats allowed), at most PTRDIFF_MAX bytes; 0 on overflow. */
 static int read_extent(size_t elem_size, size_t n_heads, size_t head_stride, size_t n_q,
@@ -67,15 +52,15 @@ posenc_status posenc_softmax(const posenc_softmax_params *p, size_t n_heads, siz
   if (!p || !x || !y) return POSENC_ERR_INVALID_ARGUMENT;
   const unsigned flags = p->flags;
   posenc_elem xe, ye, me = POSENC_ELEM_F32;
-  if ((flags & ~(unsigned)SOFTMAX_FLAGS) || !isfinite(p->scale) || !dtype_elem(x->dtype, &xe) ||
-      !dtype_elem(y->dtype, &ye))
+  if ((flags & ~(unsigned)SOFTMAX_FLAGS) || !isfinite(p->scale) ||
+      !posenc_dtype_elem(x->dtype, &xe) || !posenc_dtype_elem(y->dtype, &ye))
     return POSENC_ERR_INVALID_ARGUMENT;
   if ((flags & POSENC_SOFTMAX_SOFTCAP) && !(isfinite(p->softcap) && p->softcap > 0))
     return POSENC_ERR_INVALID_ARGUMENT;
   if ((flags & POSENC_SOFTMAX_WINDOW) && p->window < 1) return POSENC_ERR_INVALID_ARGUMENT;
   if (p->mask && !(p->mask_dtype == POSENC_DTYPE_F32 || p->mask_dtype == POSENC_DTYPE_F16))
     return POSENC_ERR_INVALID_ARGUMENT;
-  if (p->mask) dtype_elem(p->mask_dtype, &me);
+  if (p->mask) posenc_dtype_elem(p->mask_dtype, &me);
   if ((flags & POSENC_SOFTMAX_MASK_SLOPE) && !(p->mask && p->slopes))
     return POSENC_ERR_INVALID_ARGUMENT;
   if (!p->qpos && (p->q_offset < 0 || (n_q > 0 && !posenc_run_fits_int32(p->q_offset, n_q))))
