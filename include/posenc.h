@@ -1141,7 +1141,7 @@ typedef struct posenc_softmax_params {
   size_t mask_head_stride; /**< elements; 0: one mask for every head */
   const int32_t *kpos;     /**< n_k key positions >= 0, or NULL: kpos_j = j */
   const int32_t *qpos;     /**< n_q query positions >= 0, or NULL: q_offset + i */
-  int32_t q_offset;        /**< >= 0, q_offset + n_q - 1 <= INT32_MAX (no qpos) */
+  int32_t q_offset;        /**< >= 0, q_offset + n_q - 1 <= INT32_MAX; unused with qpos */
   int32_t window;          /**< with POSENC_SOFTMAX_WINDOW: >= 1 */
   unsigned flags;          /**< POSENC_SOFTMAX_* */
 } posenc_softmax_params;
@@ -1171,12 +1171,13 @@ typedef struct posenc_scores_view {
  * data with work to do, an unknown dtype or a mask dtype other than f32 / f16, unknown
  * flags, a non-finite scale, slope or sink, POSENC_SOFTMAX_SOFTCAP with c <= 0 or not
  * finite, POSENC_SOFTMAX_WINDOW with window < 1, POSENC_SOFTMAX_MASK_SLOPE without a mask
- * or slopes, a mask row stride below n_k, a negative position (q_offset, kpos or qpos), a
- * query run past INT32_MAX (no qpos), more than 2^31 keys without kpos, views whose rows overlap or
- * whose extent overflows (or exceeds PTRDIFF_MAX bytes), x and y overlapping other than in place,
- * the mask, slopes, sinks or positions within y's extent, misaligned data. Any count 0 is a valid
- * no-op that reads nothing (the flags and the parameters' values that need no array are still
- * checked). */
+ * or slopes, a mask row stride below n_k, a negative position (kpos, qpos, or q_offset
+ * when there is no qpos), a query run past INT32_MAX (no qpos), more than 2^31 keys
+ * without kpos, an x row stride below n_k (x is only read: its heads may repeat, head
+ * stride 0), a y whose rows overlap, a view whose extent overflows (or exceeds
+ * PTRDIFF_MAX bytes), x and y overlapping other than in place, the mask, slopes, sinks or
+ * positions within y's extent, misaligned data. Any count 0 is a valid no-op that reads
+ * nothing (the flags and the parameters' values that need no array are still checked). */
 POSENC_API posenc_status posenc_softmax(const posenc_softmax_params *params, size_t n_heads,
                                         size_t n_q, size_t n_k, const posenc_scores_view *x,
                                         const posenc_scores_view *y);
