@@ -14,8 +14,9 @@
  * flag hides gives the flag's result bit for bit. The columns outside are only written (0).
  * NaN needs no test: a NaN t makes its e, the sum and then every y NaN, as does a +inf t
  * (inf - inf); only a row whose max is -inf is handled apart (zeros, or NaN if it holds
- * one). Pass 1 is compiled for each score type and mask type, pass 3 for each output type,
- * and the row chooses them through function pointers. */
+ * one). Pass 1 is compiled for each score type, row kind and mask type, pass 3 for each
+ * output type, and the call chooses them through function pointers. Rows with an f32 output
+ * go through three steps (sm_job1_ to _3_), two short rows at a time. */
 #include <float.h>
 #include <math.h>
 
