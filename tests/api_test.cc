@@ -138,6 +138,10 @@ TEST(KernelIsa, NamesEveryKernelOnce) {
   }
   EXPECT_EQ(names[POSENC_KERNEL_ROPE_BF16], "rope_bf16");
   EXPECT_EQ(names[POSENC_KERNEL_LEARNED_ADD_F32], "learned_add_f32");
+  EXPECT_EQ(names[POSENC_KERNEL_SOFTMAX_F32], "softmax_f32");
+  EXPECT_EQ(names[POSENC_KERNEL_SOFTMAX_16], "softmax_16");
+  EXPECT_EQ(POSENC_KERNEL_ALIBI_SOFTMAX_F32, POSENC_KERNEL_SOFTMAX_F32);  // the former names
+  EXPECT_EQ(POSENC_KERNEL_ALIBI_SOFTMAX_BF16, POSENC_KERNEL_SOFTMAX_16);
   for (int k : {static_cast<int>(POSENC_KERNEL_COUNT), -1}) {
     EXPECT_STREQ(posenc_kernel_name(static_cast<posenc_kernel>(k)), "unknown");
     EXPECT_EQ(posenc_kernel_isa(static_cast<posenc_kernel>(k)), POSENC_ISA_COUNT);
