@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/half.h"
 #include "common.h"
 
 #pragma STDC FP_CONTRACT OFF /* the reference's float steps are the header's, unfused */
@@ -91,41 +92,30 @@ typedef struct softmax_call {
 
 /* ---------------------------------------------------------------------- small helpers */
 
-static float bits_f(uint32_t b) {
-  float f;
-  memcpy(&f, &b, sizeof f);
-  return f;
-}
-static uint32_t f_bits(float f) {
-  uint32_t b;
-  memcpy(&b, &f, sizeof b);
-  return b;
-}
-
 static int dtype_ok(posenc_dtype d) {
   return d == POSENC_DTYPE_F32 || d == POSENC_DTYPE_BF16 || d == POSENC_DTYPE_F16;
 }
 static size_t dtype_size(posenc_dtype d) { return d == POSENC_DTYPE_F32 || !dtype_ok(d) ? 4 : 2; }
 
-static float widen_bf16(uint16_t h) { return bits_f((uint32_t)h << 16); }
+static float widen_bf16(uint16_t h) { return posenc_bits_float((uint32_t)h << 16); }
 static float widen_f16(uint16_t h) {
   const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  if (exp == 0x1f) return bits_f(sign | 0x7f800000u | mant << 13);
+  if (exp == 0x1f) return posenc_bits_float(sign | 0x7f800000u | mant << 13);
   if (exp == 0) return (sign ? -1.0f : 1.0f) * ldexpf((float)mant, -24);
-  return bits_f(sign | (exp + 112u) << 23 | mant << 13);
+  return posenc_bits_float(sign | (exp + 112u) << 23 | mant << 13);
 }
 static uint16_t narrow_bf16(float f) {
-  const uint32_t b = f_bits(f);
+  const uint32_t b = posenc_float_bits(f);
   if (isnan(f)) return (uint16_t)((b >> 16) | 0x40u);
   return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
 }
 static uint16_t narrow_f16(float f) {
-  const uint32_t b = f_bits(f), a = b & 0x7fffffffu;
+  const uint32_t b = posenc_float_bits(f), a = b & 0x7fffffffu;
   const uint16_t sign = (uint16_t)((b >> 16) & 0x8000u);
   if (a > 0x7f800000u) return sign | 0x7e00u;
   if (a >= 0x477ff000u) return sign | 0x7c00u; /* >= 65520: inf */
   if (a <= 0x33000000u) return sign;           /* <= 2^-25: 0 */
-  if (a < 0x38800000u) return sign | (uint16_t)lrintf(bits_f(a) * 16777216.0f);
+  if (a < 0x38800000u) return sign | (uint16_t)lrintf(posenc_bits_float(a) * 16777216.0f);
   return sign | (uint16_t)((a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13);
 }
 
@@ -937,7 +927,7 @@ static void prepare(call *base) {
 
 static float y_value(const softmax_call *c, const float *buf, size_t unit, uint32_t *bits) {
   if (!c->base.halves) {
-    *bits = f_bits(buf[GUARD + unit]);
+    *bits = posenc_float_bits(buf[GUARD + unit]);
     return buf[GUARD + unit];
   }
   const uint16_t h = half_of(buf, 2 * GUARD + unit);

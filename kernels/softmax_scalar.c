@@ -9,16 +9,9 @@
  * only exp (fused multiply-add or not) and the order of the sum differ. */
 #include <float.h>
 #include <math.h>
-#include <string.h>
 
 #include "softmax.h"
 #include "variants.h"
-
-static float bits_to_float(uint32_t b) {
-  float f;
-  memcpy(&f, &b, sizeof f);
-  return f;
-}
 
 /* e^t for t in [SOFTMAX_EXP_MIN, 88] (and NaN for a NaN t). */
 static float exp_poly(float t) {
@@ -32,7 +25,7 @@ static float exp_poly(float t) {
   p = p * r + 1.0f;
   p = p * r + 1.0f;
   if (isnan(n)) return n;
-  return p * bits_to_float((uint32_t)((int32_t)n + 127) << 23);
+  return p * posenc_bits_float((uint32_t)((int32_t)n + 127) << 23);
 }
 
 /* exp(t), 0 for t < lo (softmax_exp_floor; a NaN t gives NaN). */

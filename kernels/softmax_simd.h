@@ -324,7 +324,6 @@ typedef struct {
   sm_pass1_fn pass1;
   sm_pass3_fn pass3;
   posenc_elem ye;
-  size_t n_k;
   float floor; /* softmax_exp_floor(n_k) */
 } sm_call;
 
@@ -513,7 +512,6 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
                      .pass1 = pass1[a->xe][kind][mk],
                      .pass3 = pass3[a->ye],
                      .ye = a->ye,
-                     .n_k = a->n_k,
                      .floor = softmax_exp_floor(a->n_k)};
   const sm_row t = {.kpos = a->kpos,
                     .softcap = softcap,
