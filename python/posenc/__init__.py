@@ -23,16 +23,18 @@ import numpy as np
 
 from . import _lib
 from ._lib import lib
+from ._torch import accepts_tensors
 
 __all__ = [
     "PosencError", "version", "active_isa", "set_isa", "all_isas", "available_isas",
     "compiled_isas",
-    "cpu_name", "cpu_features", "library_path", "RopePlan", "rope", "mrope", "rope_rerotate",
+    "cpu_name", "cpu_features", "cpu_sve_vector_bits", "kernels", "kernel_isa",
+    "library_path", "RopePlan", "rope", "mrope", "rope_rerotate",
     "rope_out", "mrope_out", "RopeFactors", "rope_factors", "mrope_factors", "rope_apply",
     "apply", "plan_from_ggml",
     "SinusoidPlan",
     "sinusoid_fill", "sinusoid_fill_timesteps", "sinusoid_add", "alibi_slopes", "alibi_add",
-    "alibi_bias", "softmax", "learned_add",
+    "alibi_bias", "alibi_softmax", "softmax", "learned_add",
 ]
 
 _SIZE_MAX = 2 ** (8 * ctypes.sizeof(ctypes.c_size_t)) - 1
@@ -231,6 +233,43 @@ def cpu_features():
     return lib.posenc_cpu_features().decode()
 
 
+def cpu_sve_vector_bits():
+    """On aarch64 with SVE, the SVE vector length in bits; 0 without SVE
+    (posenc_cpu_sve_vector_bits). For information: NEON serves every aarch64 CPU."""
+    return lib.posenc_cpu_sve_vector_bits()
+
+
+def kernels():
+    """Names of the dispatch table's kernels ("rope_f32", ..., "softmax_16", ...), in the
+    order of the C header's posenc_kernel enum (posenc_kernel_name)."""
+    names = []
+    while lib.posenc_kernel_name(len(names)).decode() != "unknown":
+        names.append(lib.posenc_kernel_name(len(names)).decode())
+    return names
+
+
+def kernel_isa(kernel, isa=None):
+    """The ISA whose variant serves `kernel` (a name from kernels()) now
+    (posenc_kernel_isa), or, given an ISA name, the one that would serve it with that ISA
+    active (posenc_kernel_isa_for: the ISA itself or the tier below where it has no variant
+    of its own for the kernel). ValueError for an unknown kernel, or an ISA name that is
+    unknown or not available here."""
+    names = kernels()
+    if kernel not in names:
+        raise ValueError(f"unknown kernel {kernel!r} (one of {', '.join(names)})")
+    index = names.index(kernel)
+    if isa is None:
+        return _isa_name(lib.posenc_kernel_isa(index))
+    code = ctypes.c_int()
+    if not isinstance(isa, str) or \
+            lib.posenc_isa_from_name(isa.encode(), ctypes.byref(code)) != _lib.POSENC_OK:
+        raise ValueError(f"unknown ISA {isa!r} (one of {', '.join(all_isas())})")
+    served = lib.posenc_kernel_isa_for(index, code.value)
+    if served >= len(all_isas()):
+        raise ValueError(f"ISA {isa!r} is not available on this machine")
+    return _isa_name(served)
+
+
 # --- plans --------------------------------------------------------------------------------
 
 class _Plan:
@@ -274,6 +313,70 @@ def _plan_handle(plan, cls):
     return plan._ptr()
 
 
+def _scaling_struct(rope_scaling, base, max_position_embeddings, original_max_position_embeddings,
+                    seq_len):
+    """(posenc_rope_scaling, arrays it points to) of a HF rope_scaling dict (RopePlan.scaled).
+    A rope_theta in the dict must equal base; partial_rotary_factor (a config key: the
+    rotary_dim is given) must be 1."""
+    scaling = dict(rope_scaling or {})
+    kind = scaling.pop("rope_type", scaling.pop("type", "default"))
+    if kind not in _lib.ROPE_SCALING_TYPES:
+        raise ValueError(f"unknown rope_type {kind!r}")
+    c = _lib.RopeScaling(type=_lib.ROPE_SCALING_TYPES[kind])
+    c.max_position_embeddings = _size("max_position_embeddings", max_position_embeddings)
+    c.original_max_position_embeddings = _size("original_max_position_embeddings",
+                                               original_max_position_embeddings)
+    c.seq_len = _size("seq_len", seq_len)
+    keep = []  # factor arrays, alive until the call returns
+    for key, value in scaling.items():
+        if key == "rope_theta":
+            if _float(key, value) != _float("base", base):
+                raise ValueError(f"rope_theta {value} in the dict contradicts base {base}: pass "
+                                 "base=rope_theta, or use RopePlan.from_hf_config(config)")
+        elif key == "partial_rotary_factor":
+            if _float(key, value) != 1.0:
+                raise ValueError(f"partial_rotary_factor {value}: RopePlan.scaled takes rotary_dim "
+                                 "itself (int(head_dim * partial_rotary_factor)); drop the key, "
+                                 "or use RopePlan.from_hf_config(config)")
+        elif key == "truncate":
+            c.no_truncate = 0 if value else 1
+        elif key in ("short_factor", "long_factor", "pair_factors"):
+            array = _real_vector(key, value, np.float64)
+            keep.append(array)
+            setattr(c, key, _address(array))
+            setattr(c, key + "_len", array.shape[0])
+        elif key in ("original_max_position_embeddings", "max_position_embeddings"):
+            setattr(c, key, _size(key, value))
+        elif key in ("factor", "attention_factor", "beta_fast", "beta_slow", "mscale",
+                     "mscale_all_dim", "low_freq_factor", "high_freq_factor", "alpha"):
+            setattr(c, key, 0.0 if value is None else _float(key, value))
+        else:
+            raise ValueError(f"unknown rope_scaling key {key!r}")
+    return c, keep
+
+
+def _torch_vector_floats():
+    """The floats per vector of the CPU kernels the imported torch uses (RopePlan.hf_f32)."""
+    import sys
+    torch = sys.modules.get("torch")
+    if torch is None:
+        raise ValueError("torch_vector_floats: torch is not imported; pass 16 (AVX512), 8 "
+                         "(AVX2), 4 (aarch64) or 0 (torch's default kernels)")
+    capability = None
+    backend = getattr(getattr(torch, "backends", None), "cpu", None)
+    if backend is not None and hasattr(backend, "get_cpu_capability"):
+        capability = backend.get_cpu_capability()
+    else:
+        for line in torch.__config__.show().splitlines():
+            if "CPU capability usage:" in line:
+                capability = line.split(":", 1)[1].strip()
+    table = {"AVX512": 16, "AVX2": 8, "DEFAULT": 0, "NEON": 4}
+    if capability is None or capability.upper() not in table:
+        raise ValueError(f"torch_vector_floats: unknown torch CPU capability {capability!r}; "
+                         "pass it")
+    return table[capability.upper()]
+
+
 class RopePlan(_Plan):
     """A RoPE frequency plan: rotary_dim / 2 frequencies (double) and an attention factor.
 
@@ -312,41 +415,83 @@ class RopePlan(_Plan):
         fields of the same names. rope_scaling: None or a dict whose "rope_type" (or "type")
         is "default", "linear", "dynamic", "yarn", "longrope" ("su"), "llama3", or posenc's
         own "ntk_alpha" (key "alpha") and "pair_factors" (key "pair_factors"); "truncate":
-        False sets no_truncate; "rope_theta" and "partial_rotary_factor" are ignored (pass
-        base and rotary_dim). The keyword arguments come from the model config rather than
+        False sets no_truncate; a "rope_theta" must equal base and a "partial_rotary_factor"
+        be 1 (ValueError otherwise: pass base and rotary_dim, or use from_hf_config, which
+        reads a whole config); any other key is a ValueError. The keyword arguments come from the model config rather than
         the dict (Phi-3 keeps original_max_position_embeddings outside it) or from the
         sequence: seq_len = largest position + 1 for "dynamic" and "longrope"."""
-        scaling = dict(rope_scaling or {})
-        kind = scaling.pop("rope_type", scaling.pop("type", "default"))
-        if kind not in _lib.ROPE_SCALING_TYPES:
-            raise ValueError(f"unknown rope_type {kind!r}")
-        c = _lib.RopeScaling(type=_lib.ROPE_SCALING_TYPES[kind])
-        c.max_position_embeddings = _size("max_position_embeddings", max_position_embeddings)
-        c.original_max_position_embeddings = _size("original_max_position_embeddings",
-                                                   original_max_position_embeddings)
-        c.seq_len = _size("seq_len", seq_len)
-        keep = []  # factor arrays, alive until the call returns
-        for key, value in scaling.items():
-            if key in ("rope_theta", "partial_rotary_factor"):
-                continue
-            if key == "truncate":
-                c.no_truncate = 0 if value else 1
-            elif key in ("short_factor", "long_factor", "pair_factors"):
-                array = _real_vector(key, value, np.float64)
-                keep.append(array)
-                setattr(c, key, _address(array))
-                setattr(c, key + "_len", array.shape[0])
-            elif key in ("original_max_position_embeddings", "max_position_embeddings"):
-                setattr(c, key, _size(key, value))
-            elif key in ("factor", "attention_factor", "beta_fast", "beta_slow", "mscale",
-                         "mscale_all_dim", "low_freq_factor", "high_freq_factor", "alpha"):
-                setattr(c, key, 0.0 if value is None else _float(key, value))
-            else:
-                raise ValueError(f"unknown rope_scaling key {key!r}")
+        c, keep = _scaling_struct(rope_scaling, base, max_position_embeddings,
+                                  original_max_position_embeddings, seq_len)
         plan = cls.__new__(cls)
         _Plan.__init__(plan)
         plan._adopt(lib.posenc_rope_plan_create_scaled, "posenc_rope_plan_create_scaled",
                     _size("rotary_dim", rotary_dim), _float("base", base), ctypes.byref(c))
+        return plan
+
+    @classmethod
+    def from_hf_config(cls, config, seq_len=None):
+        """The plan of a HuggingFace transformers model config: a PretrainedConfig object
+        (a composite one such as Qwen2-VL's is read where its text model keeps the keys)
+        or its dict. Reads every key HF reads: rope_theta, rope_scaling (4.x, "type" or
+        "rope_type") or rope_parameters (5.x), partial_rotary_factor, head_dim (else
+        hidden_size // num_attention_heads), max_position_embeddings,
+        original_max_position_embeddings (config level or in the dict) and mrope_section;
+        an unknown key, or one the rope type does not read, or two that contradict each
+        other, is a ValueError. The frequencies are exact (float64; see hf_f32 for HF's own
+        float32 ones).
+
+        The plan's `hf` attribute describes the config (rope_type, head_dim, rotary_dim,
+        base, mrope_section, mrope_interleaved, seq_dependent). For "dynamic" and
+        "longrope", whose frequencies HF derives from the sequence length, every kernel call
+        takes that length from its own positions (largest position + 1), as HF's rotary
+        module does each forward; seq_len given here fixes it instead."""
+        from . import _hfconfig
+        return _hfconfig.plan_from_hf_config(cls, config, seq_len)
+
+    @classmethod
+    def from_freqs_f32(cls, freqs, attention_factor=1.0):
+        """A plan whose frequencies are, bit for bit, the given float32 ones (a model's own
+        `inv_freq` buffer, a runtime's table): posenc_rope_plan_create_from_freqs_f32. With
+        f32_angles=True every angle is (float)p * freqs[i] rounded to float, that code's
+        own angle."""
+        freqs = _real_vector("freqs", freqs, np.float32)
+        plan = cls.__new__(cls)
+        _Plan.__init__(plan)
+        plan._adopt(lib.posenc_rope_plan_create_from_freqs_f32,
+                    "posenc_rope_plan_create_from_freqs_f32", 2 * freqs.shape[0],
+                    _address(freqs), _float("attention_factor", attention_factor))
+        return plan
+
+    @classmethod
+    def powf(cls, rotary_dim, base=10000.0, attention_factor=1.0):
+        """w_i = 1.0f / powf(base, (float)(2i) / (float)R) in float with the C library's
+        powf, as llama2.c and its kin compute it: posenc_rope_plan_create_powf (base is
+        used as a float)."""
+        plan = cls.__new__(cls)
+        _Plan.__init__(plan)
+        plan._adopt(lib.posenc_rope_plan_create_powf, "posenc_rope_plan_create_powf",
+                    _size("rotary_dim", rotary_dim), _float("base", base),
+                    _float("attention_factor", attention_factor))
+        return plan
+
+    @classmethod
+    def hf_f32(cls, rotary_dim, base=10000.0, rope_scaling=None, *, torch_vector_floats=None,
+               max_position_embeddings=0, original_max_position_embeddings=0, seq_len=0):
+        """HF transformers' own float32 `inv_freq`, operation by operation as torch computes
+        it on a CPU: posenc_rope_plan_create_hf_f32. rope_scaling and the keywords: as for
+        scaled(). torch_vector_floats: 16 for torch's AVX512 CPU kernels, 8 for AVX2, 4 for
+        aarch64, 0 for its "default" ones; None asks the imported torch which it uses
+        (torch.backends.cpu.get_cpu_capability(), or torch.__config__.show() on torch
+        1.x), a ValueError when torch is not imported."""
+        if torch_vector_floats is None:
+            torch_vector_floats = _torch_vector_floats()
+        c, keep = _scaling_struct(rope_scaling, base, max_position_embeddings,
+                                  original_max_position_embeddings, seq_len)
+        plan = cls.__new__(cls)
+        _Plan.__init__(plan)
+        plan._adopt(lib.posenc_rope_plan_create_hf_f32, "posenc_rope_plan_create_hf_f32",
+                    _size("rotary_dim", rotary_dim), _float("base", base), ctypes.byref(c),
+                    _int("torch_vector_floats", torch_vector_floats, 0, 2 ** 32 - 1))
         return plan
 
     @classmethod
@@ -418,102 +563,161 @@ def _layout(layout, table):
     return table[key]
 
 
-def _rope_view(name, array):
-    token_stride, head_stride, _ = _array(name, array, 3, writeable=True)
-    return _lib.RopeTensor(_address(array), array.shape[1], token_stride, head_stride)
+def _data(name, array, ndim, writeable, dtype=None, types=None):
+    """Checks a data array of ndim axes in one of posenc's storage types (float32, float16,
+    an extension's bfloat16, or uint16 holding bfloat16 bits, or float16 bits when dtype
+    says) and returns (its posenc_dtype, its strides in elements). types: the codes the
+    function takes (default all three)."""
+    declared = None if dtype is None else _storage_type("dtype", dtype)
+    code = _array_type(name, array, declared)
+    if types is not None and code not in types:
+        names = " or ".join(_DTYPE_LABELS[t] for t in types)
+        raise TypeError(f"{name} holds {_DTYPE_LABELS[code]}; this function takes {names}")
+    if array.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {array.shape}")
+    if writeable and not array.flags.writeable:
+        raise ValueError(f"{name} is read-only; posenc writes into it in place")
+    return code, _element_strides(name, array, source=False)
 
 
-def _qk_views(q, k):
-    """The RopeTensor views of q and k (None when k is None); k must match q's tokens and
-    head_dim."""
-    q_view = _rope_view("q", q)
+def _c_function(stem, code):
+    """lib.<stem>_<f32|bf16|f16> for a posenc_dtype, and its name."""
+    name = f"{stem}_{_lib.SUFFIX[code]}"
+    return getattr(lib, name), name
+
+
+def _rope_view(name, array, dtype):
+    code, (token_stride, head_stride, _) = _data(name, array, 3, True, dtype)
+    return code, _lib.RopeTensor(_address(array), array.shape[1], token_stride, head_stride)
+
+
+def _qk_views(q, k, dtype):
+    """The storage type of q (and k, which must match it) and their RopeTensor views (None
+    when k is None); k must match q's tokens and head_dim."""
+    code, q_view = _rope_view("q", q, dtype)
     if k is None:
-        return q_view, None
-    k_view = _rope_view("k", k)
+        return code, q_view, None
+    k_code, k_view = _rope_view("k", k, dtype)
+    if k_code != code:
+        raise TypeError(f"k holds {_DTYPE_LABELS[k_code]} and q {_DTYPE_LABELS[code]}; they "
+                        "must have one storage type")
     if k.shape[0] != q.shape[0] or k.shape[2] != q.shape[2]:
         raise ValueError(f"k {k.shape} must have the tokens and head_dim of q {q.shape}")
-    return q_view, k_view
+    return code, q_view, k_view
+
+
+def _resolve(plan, positions, start_pos, n_tokens):
+    """The RopePlan whose frequencies a call at these positions uses: the plan itself, or for
+    a sequence-dependent HF plan (from_hf_config: "dynamic", "longrope") the one for the
+    call's largest position + 1, as HF derives it from position_ids each forward."""
+    _plan_handle(plan, RopePlan)
+    hf = getattr(plan, "hf", None)
+    if hf is None or not hf.seq_dependent:
+        return plan
+    if positions is not None:
+        top = int(np.max(positions)) if np.size(positions) else 0
+    else:
+        top = start_pos + max(n_tokens, 1) - 1
+    from . import _hfconfig
+    return _hfconfig.resolve_plan(plan, top)
+
+
+def _is_batched(q, axes):
+    return axes is not None or (isinstance(q, np.ndarray) and q.ndim == 4)
 
 
 def rope(plan, q, k=None, positions=None, start_pos=0, layout="neox", inverse=False,
-         f32_angles=False):
-    """Rotates q (and k) in place: posenc_rope_f32.
+         f32_angles=False, axes=None, dtype=None):
+    """Rotates q (and k) in place: posenc_rope_f32, _bf16 or _f16 by q's storage type.
 
-    q, k: float32 arrays [L, H, D] (k may have its own head count, GQA/MQA), or any 3-D
-    view indexed [token, head, element] whose strides are whole elements with the last axis
-    contiguous ([H, L, D] storage as x.transpose(1, 0, 2), rows of a packed QKV buffer).
+    q, k: arrays [L, H, D] (k may have its own head count, GQA/MQA), or any 3-D view indexed
+    [token, head, element] whose strides are whole elements with the last axis contiguous
+    ([H, L, D] storage as x.transpose(1, 0, 2), rows of a packed QKV buffer); or 4-D with a
+    batch axis, in the order `axes` names ("BLHD", default for 4-D, or "BHLD" as HF passes
+    q and k), then rotated by rope_out(plan, x, x, ...) each (in place, bitwise the same).
+    Storage: float32, float16, bfloat16 (an ml_dtypes-style array, a torch tensor, or
+    uint16 bits: bfloat16 unless dtype="float16"); q and k of one type.
     The first plan.rotary_dim elements of each head vector are rotated; the rest is kept.
     positions: L integer positions (converted to int32 after a range check), or None for
-    start_pos + t. layout: "neox" (pairs (x[i], x[i + R/2])) or "gptj" (pairs (x[2i],
-    x[2i+1])). inverse: rotate by -angle (POSENC_ROPE_INVERSE). f32_angles: the float32
-    angle recipe of most reference code (POSENC_ROPE_F32_ANGLES). Returns None.
+    start_pos + t; with a batch axis also [B, L] (HF's position_ids). layout: "neox" (pairs
+    (x[i], x[i + R/2])) or "gptj" (pairs (x[2i], x[2i+1])). inverse: rotate by -angle
+    (POSENC_ROPE_INVERSE). f32_angles: the float32 angle recipe of most reference code
+    (POSENC_ROPE_F32_ANGLES). Returns None.
     """
-    handle = _plan_handle(plan, RopePlan)
-    q_view, k_view = _qk_views(q, k)
+    if _is_batched(q, axes):
+        for x in (q, k):
+            if x is not None:
+                rope_out(plan, x, x, positions, start_pos, axes, layout, inverse, f32_angles,
+                         dtype, dtype)
+        return None
+    code, q_view, k_view = _qk_views(q, k, dtype)
     n_tokens, _, head_dim = q.shape
     positions, start_pos = _positions(positions, n_tokens, start_pos)
-    flags = _layout(layout, _ROPE_LAYOUTS)
-    flags |= _lib.ROPE_INVERSE if inverse else 0
-    flags |= _lib.ROPE_F32_ANGLES if f32_angles else 0
-    _check(lib.posenc_rope_f32(handle, head_dim, n_tokens, _pointer(positions), start_pos,
-                               ctypes.byref(q_view),
-                               None if k_view is None else ctypes.byref(k_view), flags),
-           "posenc_rope_f32")
+    plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
+    handle = plan_used._ptr()
+    function, name = _c_function("posenc_rope", code)
+    _check(function(handle, head_dim, n_tokens, _pointer(positions), start_pos,
+                    ctypes.byref(q_view), None if k_view is None else ctypes.byref(k_view),
+                    _rope_flags(layout, inverse, f32_angles)),
+           name)
 
 
 def mrope(plan, sections, q, k=None, positions=None, layout="neox", interleaved=False,
-          inverse=False, f32_angles=False):
-    """Multimodal RoPE (Qwen2-VL; Qwen3-VL with interleaved=True) in place: posenc_mrope_f32.
+          inverse=False, f32_angles=False, axes=None, dtype=None):
+    """Multimodal RoPE (Qwen2-VL; Qwen3-VL with interleaved=True) in place:
+    posenc_mrope_f32, _bf16 or _f16 by q's storage type.
 
-    q, k: as for rope(). positions: integers of shape (3, L), HF's position_ids (3, batch,
-    seq) for one sequence: rows temporal, height, width. sections: HF's mrope_section, three
-    pair counts summing to plan.rotary_dim / 2. Pair i takes its angle from the row its
-    section says (contiguous sections, or interleaved: height if i % 3 == 1 and
-    i < 3 * sections[1], width if i % 3 == 2 and i < 3 * sections[2], else temporal); the
-    rest is rope(). Returns None.
+    q, k, axes, dtype: as for rope() (4-D: mrope_out in place, positions (3, B, L)).
+    positions: integers of shape (3, L), HF's position_ids (3, batch, seq) for one sequence:
+    rows temporal, height, width. sections: HF's mrope_section, three pair counts summing to
+    plan.rotary_dim / 2. Pair i takes its angle from the row its section says (contiguous
+    sections, or interleaved: height if i % 3 == 1 and i < 3 * sections[1], width if
+    i % 3 == 2 and i < 3 * sections[2], else temporal); the rest is rope(). Returns None.
     """
-    handle = _plan_handle(plan, RopePlan)
-    q_view, k_view = _qk_views(q, k)
+    if _is_batched(q, axes):
+        for x in (q, k):
+            if x is not None:
+                mrope_out(plan, sections, x, x, positions, axes, layout, interleaved, inverse,
+                          f32_angles, dtype, dtype)
+        return None
+    code, q_view, k_view = _qk_views(q, k, dtype)
     n_tokens, _, head_dim = q.shape
     rows = np.asarray(positions if positions is not None else np.zeros((3, 0), np.int32))
     if rows.ndim != 2 or rows.shape != (3, n_tokens):
         raise ValueError(f"positions must have shape (3, {n_tokens}), got {rows.shape}")
     flat, _ = _positions(rows.reshape(-1), 3 * n_tokens, 0)
-    sec = [int(x) for x in sections]
-    if len(sec) != 3 or min(sec) < 0:
-        raise ValueError(f"sections must be three pair counts >= 0, got {sections!r}")
-    sec_array = (ctypes.c_size_t * 3)(*sec)
-    flags = _layout(layout, _ROPE_LAYOUTS)
-    flags |= _lib.ROPE_MROPE_INTERLEAVED if interleaved else 0
-    flags |= _lib.ROPE_INVERSE if inverse else 0
-    flags |= _lib.ROPE_F32_ANGLES if f32_angles else 0
-    _check(lib.posenc_mrope_f32(handle, sec_array, head_dim, n_tokens, _pointer(flat),
-                                ctypes.byref(q_view),
-                                None if k_view is None else ctypes.byref(k_view), flags),
-           "posenc_mrope_f32")
+    plan_used = _resolve(plan, flat, 0, n_tokens)  # alive through the call
+    handle = plan_used._ptr()
+    function, name = _c_function("posenc_mrope", code)
+    _check(function(handle, _sections(sections), head_dim, n_tokens, _pointer(flat),
+                    ctypes.byref(q_view), None if k_view is None else ctypes.byref(k_view),
+                    _rope_flags(layout, inverse, f32_angles, interleaved)),
+           name)
 
 
 def rope_rerotate(from_plan, to_plan, k, from_positions=None, from_start=0, to_positions=None,
-                  to_start=0, layout="neox", f32_angles=False):
-    """Re-rotates cached keys in place in one pass: posenc_rope_rerotate_f32.
+                  to_start=0, layout="neox", f32_angles=False, dtype=None):
+    """Re-rotates cached keys in place in one pass: posenc_rope_rerotate_f32, _bf16 or _f16
+    by k's storage type.
 
-    k: float32 [L, H, D] (as for rope()) holding keys rotated by (from_plan, position p_t);
-    afterwards they are rotated by (to_plan, p'_t): each pair by p'_t w'_i - p_t w_i, scaled
-    by to_plan.attention_factor / from_plan.attention_factor. Positions: L integers, or None
-    for a run from *_start. Returns None.
+    k: [L, H, D] (as for rope(); float32, float16 or bfloat16) holding keys rotated by
+    (from_plan, position p_t); afterwards they are rotated by (to_plan, p'_t): each pair by
+    p'_t w'_i - p_t w_i, scaled by to_plan.attention_factor / from_plan.attention_factor.
+    Positions: L integers, or None for a run from *_start. Returns None.
     """
-    from_handle = _plan_handle(from_plan, RopePlan)
-    to_handle = _plan_handle(to_plan, RopePlan)
-    k_view = _rope_view("k", k)
+    code, k_view = _rope_view("k", k, dtype)
     n_tokens, _, head_dim = k.shape
     from_pos, from_start = _positions(from_positions, n_tokens, from_start)
     to_pos, to_start = _positions(to_positions, n_tokens, to_start)
-    flags = _layout(layout, _ROPE_LAYOUTS)
-    flags |= _lib.ROPE_F32_ANGLES if f32_angles else 0
-    _check(lib.posenc_rope_rerotate_f32(from_handle, _pointer(from_pos), from_start, to_handle,
-                                        _pointer(to_pos), to_start, head_dim, n_tokens,
-                                        ctypes.byref(k_view), flags),
-           "posenc_rope_rerotate_f32")
+    from_plan_used = _resolve(from_plan, from_pos, from_start, n_tokens)  # alive in the call
+    from_handle = from_plan_used._ptr()
+    to_plan_used = _resolve(to_plan, to_pos, to_start, n_tokens)
+    to_handle = to_plan_used._ptr()
+    function, name = _c_function("posenc_rope_rerotate", code)
+    _check(function(from_handle, _pointer(from_pos), from_start, to_handle, _pointer(to_pos),
+                    to_start, head_dim, n_tokens, ctypes.byref(k_view),
+                    _rope_flags(layout, f32_angles=f32_angles)),
+           name)
 
 
 # --- runtime-shaped RoPE: 4-D views, out of place, rotation factors -----------------------
@@ -731,10 +935,12 @@ def rope_out(plan, src, dst=None, positions=None, start_pos=0, axes=None, layout
     as for rope(). Each rotated element is bitwise what rope() (or the C library's in-place
     bf16/f16 form for 16-bit sources) gives at the same position, rounded to dst's type.
     """
-    handle = _plan_handle(plan, RopePlan)
+    _plan_handle(plan, RopePlan)
     dst, src_view, dst_view, (n_batch, n_tokens, _, head_dim) = _src_dst(
         src, dst, axes, src_dtype, dst_dtype)
     positions, start_pos = _batch_positions(positions, n_batch, n_tokens, start_pos)
+    plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
+    handle = plan_used._ptr()
     flags = _rope_flags(layout, inverse, f32_angles)
     _check(lib.posenc_rope_out(handle, head_dim, n_batch, n_tokens, _pointer(positions),
                                start_pos, ctypes.byref(src_view), ctypes.byref(dst_view), flags),
@@ -751,10 +957,12 @@ def mrope_out(plan, sections, src, dst=None, positions=None, axes=None, layout="
     inverse, f32_angles: as for mrope(). positions: integers of shape (3, B, L), HF's
     position_ids (rows temporal, height, width), or (3, L) for every batch.
     """
-    handle = _plan_handle(plan, RopePlan)
+    _plan_handle(plan, RopePlan)
     dst, src_view, dst_view, (n_batch, n_tokens, _, head_dim) = _src_dst(
         src, dst, axes, src_dtype, dst_dtype)
     flat = _mrope_positions(positions, n_batch, n_tokens)
+    plan_used = _resolve(plan, flat, 0, n_tokens)  # alive through the call
+    handle = plan_used._ptr()
     sec_array = _sections(sections)
     flags = _rope_flags(layout, inverse, f32_angles, interleaved)
     _check(lib.posenc_mrope_out(handle, sec_array, head_dim, n_batch, n_tokens, _pointer(flat),
@@ -869,7 +1077,7 @@ def rope_factors(plan, positions=None, start_pos=0, n_rows=None, layout="neox",
     storage: None (new, cache-line aligned) or a C-contiguous writeable float32 array to
     reuse (its bytes must cover posenc_rope_factors_bytes, else PosencError).
     """
-    handle = _plan_handle(plan, RopePlan)
+    _plan_handle(plan, RopePlan)
     if positions is None:
         if n_rows is None:
             raise ValueError("pass positions, or n_rows (with start_pos)")
@@ -882,6 +1090,8 @@ def rope_factors(plan, positions=None, start_pos=0, n_rows=None, layout="neox",
         pos, start_pos = _positions(array, None if n_rows is None else _size("n_rows", n_rows),
                                     start_pos)
         n_rows = pos.shape[0]
+    plan_used = _resolve(plan, pos, start_pos, n_rows)  # alive through the call
+    handle = plan_used._ptr()
     flags = _rope_flags(layout, f32_angles=f32_angles)
     storage, nbytes = _factor_storage(plan.rotary_dim, n_rows, flags & _lib.ROPE_GPTJ, storage)
     struct = _lib.RopeFactors()
@@ -899,13 +1109,15 @@ def mrope_factors(plan, sections, positions, layout="neox", interleaved=False,
     position_ids (3, B, L), row b * L + t. sections, interleaved: as for mrope(); layout,
     f32_angles, storage: as for rope_factors().
     """
-    handle = _plan_handle(plan, RopePlan)
+    _plan_handle(plan, RopePlan)
     array = np.asarray(positions)
     if array.ndim not in (2, 3) or array.shape[0] != 3:
         raise ValueError(f"positions must have shape (3, n_rows) or (3, B, L), got {array.shape}")
     array = array.reshape(3, -1)
     n_rows = array.shape[1]
     flat, _ = _positions(array.reshape(-1), 3 * n_rows, 0)
+    plan_used = _resolve(plan, flat, 0, n_rows)  # alive through the call
+    handle = plan_used._ptr()
     sec_array = _sections(sections)
     flags = _rope_flags(layout, f32_angles=f32_angles, interleaved=interleaved)
     storage, nbytes = _factor_storage(plan.rotary_dim, n_rows, flags & _lib.ROPE_GPTJ, storage)
@@ -1006,28 +1218,36 @@ def _sinusoid_flags(layout, f32_angles):
     return _layout(layout, _SINUSOID_LAYOUTS) | (_lib.SINUSOID_F32_ANGLES if f32_angles else 0)
 
 
-def _rows(name, array, n_rows, dim, writeable):
-    """A [n_rows, dim] float32 view; returns its row stride in elements."""
-    row_stride, _ = _array(name, array, 2, writeable)
+def _rows(name, array, n_rows, dim, writeable, dtype=None):
+    """A [n_rows, dim] view in one of the storage types; returns (its posenc_dtype, its row
+    stride in elements)."""
+    code, (row_stride, _) = _data(name, array, 2, writeable, dtype)
     if array.shape != (n_rows, dim):
         raise ValueError(f"{name} must have shape ({n_rows}, {dim}), got {array.shape}")
-    return row_stride
+    return code, row_stride
 
 
-def _table_out(out, n_rows, dim):
-    if out is None:
-        out = np.empty((n_rows, dim), np.float32)
-    return out, _rows("out", out, n_rows, dim, writeable=True)
+def _new_or_given(out, shape, dtype):
+    """out, or a new C-order array of shape in storage type dtype (default float32;
+    bfloat16 as uint16 bits)."""
+    if out is not None:
+        return out
+    code = _lib.DTYPE_F32 if dtype is None else _storage_type("dtype", dtype)
+    return np.empty(shape, _NUMPY_STORAGE[code])
 
 
-def sinusoid_fill(plan, rows, start_pos=0, layout="interleaved", f32_angles=False, out=None):
-    """Writes sinusoidal encodings: posenc_sinusoid_fill_f32. Returns out.
+def sinusoid_fill(plan, rows, start_pos=0, layout="interleaved", f32_angles=False, out=None,
+                  dtype=None):
+    """Writes sinusoidal encodings: posenc_sinusoid_fill_f32, _bf16 or _f16 by out's storage
+    type. Returns out.
 
     rows: a number of rows n (positions start_pos .. start_pos + n - 1; seed 000's
     forward(n, offset) is start_pos=offset) or an array of n integer positions. out: None
-    for a new [n, d] float32 array, or a writeable [n, d] float32 view (rows may be strided;
-    elements between rows are untouched). layout: "interleaved" (sin, cos, sin, ...),
-    "sin_cos" or "cos_sin". f32_angles: POSENC_SINUSOID_F32_ANGLES.
+    for a new [n, d] array of type dtype ("float32" (default), "bfloat16" (as uint16 bits),
+    "float16"), or a writeable [n, d] view in one of them (rows may be strided; elements
+    between rows are untouched; a uint16 out holds bfloat16 unless dtype="float16").
+    layout: "interleaved" (sin, cos, sin, ...), "sin_cos" or "cos_sin". f32_angles:
+    POSENC_SINUSOID_F32_ANGLES.
     """
     handle = _plan_handle(plan, SinusoidPlan)
     if isinstance(rows, (int, np.integer)):
@@ -1037,46 +1257,55 @@ def sinusoid_fill(plan, rows, start_pos=0, layout="interleaved", f32_angles=Fals
         positions, start_pos = _positions(rows, None, start_pos)
         n_rows = positions.shape[0]
     flags = _sinusoid_flags(layout, f32_angles)
-    out, row_stride = _table_out(out, n_rows, plan.dim)
-    _check(lib.posenc_sinusoid_fill_f32(handle, n_rows, _pointer(positions), start_pos,
-                                        _address(out), row_stride, flags),
-           "posenc_sinusoid_fill_f32")
+    out = _new_or_given(out, (n_rows, plan.dim), dtype)
+    code, row_stride = _rows("out", out, n_rows, plan.dim, True, dtype)
+    function, name = _c_function("posenc_sinusoid_fill", code)
+    _check(function(handle, n_rows, _pointer(positions), start_pos, _address(out), row_stride,
+                    flags),
+           name)
     return out
 
 
-def sinusoid_fill_timesteps(plan, timesteps, layout="interleaved", f32_angles=False, out=None):
+def sinusoid_fill_timesteps(plan, timesteps, layout="interleaved", f32_angles=False, out=None,
+                            dtype=None):
     """Writes the encodings of float positions (diffusion timesteps):
-    posenc_sinusoid_fill_timesteps_f32. Returns out.
+    posenc_sinusoid_fill_timesteps_f32, _bf16 or _f16. Returns out.
 
     timesteps: n real numbers, used as float32 (converted if given in another real dtype);
-    each finite with |t| < 2^31. out, layout, f32_angles: as for sinusoid_fill.
+    each finite with |t| < 2^31. out, dtype, layout, f32_angles: as for sinusoid_fill.
     """
     handle = _plan_handle(plan, SinusoidPlan)
     timesteps = _real_vector("timesteps", timesteps, np.float32)
     flags = _sinusoid_flags(layout, f32_angles)
-    out, row_stride = _table_out(out, timesteps.shape[0], plan.dim)
-    _check(lib.posenc_sinusoid_fill_timesteps_f32(handle, timesteps.shape[0],
-                                                  _address(timesteps), _address(out),
-                                                  row_stride, flags),
-           "posenc_sinusoid_fill_timesteps_f32")
+    out = _new_or_given(out, (timesteps.shape[0], plan.dim), dtype)
+    code, row_stride = _rows("out", out, timesteps.shape[0], plan.dim, True, dtype)
+    function, name = _c_function("posenc_sinusoid_fill_timesteps", code)
+    _check(function(handle, timesteps.shape[0], _address(timesteps), _address(out), row_stride,
+                    flags),
+           name)
     return out
 
 
-def sinusoid_add(plan, x, positions=None, start_pos=0, layout="interleaved", f32_angles=False):
+def sinusoid_add(plan, x, positions=None, start_pos=0, layout="interleaved", f32_angles=False,
+                 dtype=None):
     """Adds the encoding into embeddings in place, x[r] += PE(position of row r), without a
-    table (seeds 003/004): posenc_sinusoid_add_f32. Returns None.
+    table (seeds 003/004): posenc_sinusoid_add_f32, _bf16 or _f16 by x's storage type.
+    Returns None.
 
-    x: a writeable float32 [L, d] view (d = plan.dim; rows may be strided). positions: L
-    integer positions, or None for start_pos + r. layout, f32_angles: as for sinusoid_fill.
+    x: a writeable [L, d] view (d = plan.dim; rows may be strided) of float32, float16 or
+    bfloat16 (uint16 bits: bfloat16 unless dtype="float16"). positions: L integer
+    positions, or None for start_pos + r. layout, f32_angles: as for sinusoid_fill.
     """
     handle = _plan_handle(plan, SinusoidPlan)
-    _array("x", x, 2, writeable=True)
-    row_stride = _rows("x", x, x.shape[0], plan.dim, writeable=True)
+    if not isinstance(x, np.ndarray) or x.ndim != 2:
+        _data("x", x, 2, True, dtype)  # raises the type or shape error
+    code, row_stride = _rows("x", x, x.shape[0], plan.dim, True, dtype)
     positions, start_pos = _positions(positions, x.shape[0], start_pos)
     flags = _sinusoid_flags(layout, f32_angles)
-    _check(lib.posenc_sinusoid_add_f32(handle, x.shape[0], _pointer(positions), start_pos,
-                                       _address(x), row_stride, flags),
-           "posenc_sinusoid_add_f32")
+    function, name = _c_function("posenc_sinusoid_add", code)
+    _check(function(handle, x.shape[0], _pointer(positions), start_pos, _address(x),
+                    row_stride, flags),
+           name)
 
 
 # --- ALiBi --------------------------------------------------------------------------------
@@ -1095,40 +1324,70 @@ def _alibi_flags(causal):
     return _lib.ALIBI_CAUSAL if causal else 0
 
 
-def alibi_add(scores, slopes, q_offset=0, scale=1.0, causal=False):
-    """Adds the ALiBi bias into attention scores in place: posenc_alibi_add_f32.
+def _scores(name, scores, dtype, types=None):
+    """(posenc_dtype, head stride, row stride) of a writeable [H, n_q, n_k] score view."""
+    code, (head_stride, row_stride, _) = _data(name, scores, 3, True, dtype, types)
+    return code, head_stride, row_stride
 
-    scores: a writeable float32 view [H, n_q, n_k] (rows may be strided; [n_q, H, n_k]
-    storage as s.transpose(1, 0, 2)). Query row i is at position q_offset + i, key j at j:
+
+def alibi_add(scores, slopes, q_offset=0, scale=1.0, causal=False, dtype=None):
+    """Adds the ALiBi bias into attention scores in place: posenc_alibi_add_f32, _bf16 or
+    _f16 by the scores' storage type.
+
+    scores: a writeable view [H, n_q, n_k] (rows may be strided; [n_q, H, n_k] storage as
+    s.transpose(1, 0, 2)) of float32, float16 or bfloat16 (uint16 bits: bfloat16 unless
+    dtype="float16"). Query row i is at position q_offset + i, key j at j:
         S = scale * S - slope_h * |q_offset + i - j|,  -inf where j > q_offset + i if causal.
+    16-bit scores are widened exactly and the float result rounded once to their type.
     slopes: H real numbers, used as float32. Returns None.
     """
-    head_stride, row_stride, _ = _array("scores", scores, 3, writeable=True)
+    code, head_stride, row_stride = _scores("scores", scores, dtype)
     n_heads, n_q, n_k = scores.shape
     slopes = _real_vector("slopes", slopes, np.float32, n_heads)
-    _check(lib.posenc_alibi_add_f32(_address(slopes), n_heads, n_q, n_k,
-                                    _size("q_offset", q_offset), _address(scores), head_stride,
-                                    row_stride, _float("scale", scale), _alibi_flags(causal)),
-           "posenc_alibi_add_f32")
+    function, name = _c_function("posenc_alibi_add", code)
+    _check(function(_address(slopes), n_heads, n_q, n_k, _size("q_offset", q_offset),
+                    _address(scores), head_stride, row_stride, _float("scale", scale),
+                    _alibi_flags(causal)),
+           name)
 
 
-def alibi_bias(slopes, n_q, n_k, q_offset=0, causal=False, out=None):
+def alibi_bias(slopes, n_q, n_k, q_offset=0, causal=False, out=None, dtype=None):
     """The ALiBi bias itself, -(slope_h * |q_offset + i - j|) (-inf above the diagonal if
-    causal): posenc_alibi_bias_f32. Seed 000's get_bias(L)[0] is alibi_bias(slopes, L, L),
-    bit for bit. out: None for a new [H, n_q, n_k] float32 array, or a writeable view of that
-    shape. Returns out."""
+    causal): posenc_alibi_bias_f32, _bf16 or _f16. Seed 000's get_bias(L)[0] is
+    alibi_bias(slopes, L, L), bit for bit. out: None for a new [H, n_q, n_k] array of type
+    dtype (default float32; bfloat16 as uint16 bits), or a writeable view of that shape in
+    one of the storage types. Returns out."""
     slopes = _real_vector("slopes", slopes, np.float32)
     n_heads, n_q, n_k = slopes.shape[0], _size("n_q", n_q), _size("n_k", n_k)
-    if out is None:
-        out = np.empty((n_heads, n_q, n_k), np.float32)
-    head_stride, row_stride, _ = _array("out", out, 3, writeable=True)
+    out = _new_or_given(out, (n_heads, n_q, n_k), dtype)
+    code, head_stride, row_stride = _scores("out", out, dtype)
     if out.shape != (n_heads, n_q, n_k):
         raise ValueError(f"out must have shape {(n_heads, n_q, n_k)}, got {out.shape}")
-    _check(lib.posenc_alibi_bias_f32(_address(slopes), n_heads, n_q, n_k,
-                                     _size("q_offset", q_offset), _address(out), head_stride,
-                                     row_stride, _alibi_flags(causal)),
-           "posenc_alibi_bias_f32")
+    function, name = _c_function("posenc_alibi_bias", code)
+    _check(function(_address(slopes), n_heads, n_q, n_k, _size("q_offset", q_offset),
+                    _address(out), head_stride, row_stride, _alibi_flags(causal)),
+           name)
     return out
+
+
+def alibi_softmax(scores, slopes, q_offset=0, scale=1.0, causal=False, dtype=None):
+    """The fused row kernel of an ALiBi attention layer, in place: posenc_alibi_softmax_f32
+    or _bf16 by the scores' storage type (float32, or bfloat16: an ml_dtypes-style array,
+    a torch tensor or uint16 bits). Each row becomes the attention probabilities of
+    x_j = scale * S_j - slope_h * |q_offset + i - j| (bit for bit alibi_add's value) over
+    its visible keys (all, or j <= q_offset + i if causal; hidden keys get +0): exactly
+    softmax(scores, out=scores, scale=scale, slopes=slopes, q_offset=q_offset,
+    causal=causal, alibi="symmetric"). scores, slopes: as for alibi_add. Returns None.
+    """
+    code, head_stride, row_stride = _scores("scores", scores, dtype,
+                                            (_lib.DTYPE_F32, _lib.DTYPE_BF16))
+    n_heads, n_q, n_k = scores.shape
+    slopes = _real_vector("slopes", slopes, np.float32, n_heads)
+    function, name = _c_function("posenc_alibi_softmax", code)
+    _check(function(_address(slopes), n_heads, n_q, n_k, _size("q_offset", q_offset),
+                    _address(scores), head_stride, row_stride, _float("scale", scale),
+                    _alibi_flags(causal)),
+           name)
 
 
 # --- attention-score softmax --------------------------------------------------------------
@@ -1317,5 +1576,18 @@ def learned_add(table, x, positions=None, start_pos=0):
                                       start_pos, _address(x), x_stride),
            "posenc_learned_add_f32")
 
+
+# torch CPU tensors wherever NumPy arrays are taken (python/posenc/_torch.py).
+for _name in ("rope", "mrope", "rope_rerotate", "rope_out", "mrope_out", "rope_factors",
+              "mrope_factors", "rope_apply", "sinusoid_fill", "sinusoid_fill_timesteps",
+              "sinusoid_add", "alibi_add", "alibi_bias", "alibi_softmax", "softmax",
+              "learned_add"):
+    globals()[_name] = accepts_tensors(globals()[_name])
+apply = rope_apply
+for _cls, _names in ((RopePlan, ("from_freqs", "from_freqs_f32")),
+                     (SinusoidPlan, ("from_freqs",))):
+    for _name in _names:
+        setattr(_cls, _name, classmethod(accepts_tensors(getattr(_cls, _name).__func__)))
+del _cls, _name, _names
 
 __version__ = version()

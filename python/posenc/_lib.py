@@ -208,3 +208,43 @@ _declare("posenc_softmax", c_status, ctypes.POINTER(SoftmaxParams), c_size, c_si
 
 _declare("posenc_learned_add_f32", c_status, c_float_p, c_size, c_size, c_size, c_size,
          c_int32_p, ctypes.c_int32, c_float_p, c_size)
+
+# The entry points added for the bindings of every C function (16-bit in-place forms, the
+# float32 plan recipes, the fused ALiBi softmax, the dispatcher's kernel queries).
+_declare("posenc_cpu_sve_vector_bits", ctypes.c_uint)
+_declare("posenc_kernel_name", ctypes.c_char_p, ctypes.c_int)
+_declare("posenc_kernel_isa", ctypes.c_int, ctypes.c_int)
+_declare("posenc_kernel_isa_for", ctypes.c_int, ctypes.c_int, ctypes.c_int)
+_declare("posenc_rope_plan_create_from_freqs_f32", c_status, ctypes.POINTER(ctypes.c_void_p),
+         c_size, c_float_p, ctypes.c_double)
+_declare("posenc_rope_plan_create_powf", c_status, ctypes.POINTER(ctypes.c_void_p), c_size,
+         ctypes.c_float, ctypes.c_double)
+_declare("posenc_rope_plan_create_hf_f32", c_status, ctypes.POINTER(ctypes.c_void_p), c_size,
+         ctypes.c_double, ctypes.POINTER(RopeScaling), ctypes.c_uint)
+for _suffix in ("bf16", "f16"):
+    _declare(f"posenc_rope_{_suffix}", c_status, ctypes.c_void_p, c_size, c_size, c_int32_p,
+             ctypes.c_int32, ctypes.POINTER(RopeTensor), ctypes.POINTER(RopeTensor),
+             ctypes.c_uint)
+    _declare(f"posenc_mrope_{_suffix}", c_status, ctypes.c_void_p, ctypes.POINTER(c_size),
+             c_size, c_size, c_int32_p, ctypes.POINTER(RopeTensor), ctypes.POINTER(RopeTensor),
+             ctypes.c_uint)
+    _declare(f"posenc_rope_rerotate_{_suffix}", c_status, ctypes.c_void_p, c_int32_p,
+             ctypes.c_int32, ctypes.c_void_p, c_int32_p, ctypes.c_int32, c_size, c_size,
+             ctypes.POINTER(RopeTensor), ctypes.c_uint)
+    _declare(f"posenc_sinusoid_fill_{_suffix}", c_status, ctypes.c_void_p, c_size, c_int32_p,
+             ctypes.c_int32, ctypes.c_void_p, c_size, ctypes.c_uint)
+    _declare(f"posenc_sinusoid_fill_timesteps_{_suffix}", c_status, ctypes.c_void_p, c_size,
+             c_float_p, ctypes.c_void_p, c_size, ctypes.c_uint)
+    _declare(f"posenc_sinusoid_add_{_suffix}", c_status, ctypes.c_void_p, c_size, c_int32_p,
+             ctypes.c_int32, ctypes.c_void_p, c_size, ctypes.c_uint)
+    _declare(f"posenc_alibi_add_{_suffix}", c_status, c_float_p, c_size, c_size, c_size, c_size,
+             ctypes.c_void_p, c_size, c_size, ctypes.c_float, ctypes.c_uint)
+    _declare(f"posenc_alibi_bias_{_suffix}", c_status, c_float_p, c_size, c_size, c_size,
+             c_size, ctypes.c_void_p, c_size, c_size, ctypes.c_uint)
+_declare("posenc_alibi_softmax_f32", c_status, c_float_p, c_size, c_size, c_size, c_size,
+         c_float_p, c_size, c_size, ctypes.c_float, ctypes.c_uint)
+_declare("posenc_alibi_softmax_bf16", c_status, c_float_p, c_size, c_size, c_size, c_size,
+         ctypes.c_void_p, c_size, c_size, ctypes.c_float, ctypes.c_uint)
+
+# posenc_dtype -> the suffix of the C functions for that storage type
+SUFFIX = {DTYPE_F32: "f32", DTYPE_BF16: "bf16", DTYPE_F16: "f16"}

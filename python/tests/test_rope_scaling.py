@@ -46,7 +46,14 @@ def golden_cases():
 
 @pytest.mark.parametrize("case", golden_cases(), ids=lambda c: c["name"])
 def test_scaled_plans_match_hf(case):
-    plan = posenc.RopePlan.scaled(case["rotary_dim"], case["base"], case["dict"],
+    # scaled() takes the rotary_dim itself: a partial_rotary_factor (a 5.x rope_parameters
+    # key) other than 1 is refused rather than ignored; from_hf_config reads it.
+    scaling = dict(case["dict"])
+    if scaling.pop("partial_rotary_factor", 1.0) != 1.0:
+        with pytest.raises(ValueError, match="partial_rotary_factor"):
+            posenc.RopePlan.scaled(case["rotary_dim"], case["base"], case["dict"],
+                                   seq_len=case["seq_len"], **case["config"])
+    plan = posenc.RopePlan.scaled(case["rotary_dim"], case["base"], scaling,
                                   seq_len=case["seq_len"], **case["config"])
     rel = np.abs(plan.freqs - case["inv_freq"]) / case["inv_freq"]
     assert rel.max() <= 1e-14
@@ -59,6 +66,8 @@ def test_hf_dict_spellings():
             "original_max_position_embeddings": 4096, "rope_theta": 150000,
             "truncate": False}
     plan = posenc.RopePlan.scaled(64, 150000.0, yarn)
+    with pytest.raises(ValueError, match="rope_theta"):  # base 10000 contradicts the dict
+        posenc.RopePlan.scaled(64, rope_scaling=yarn)
     assert plan.attention_factor == pytest.approx(0.1 * np.log(32.0) + 1)
     truncated = posenc.RopePlan.scaled(64, 150000.0, {**yarn, "truncate": True})
     assert not np.array_equal(plan.freqs, truncated.freqs)

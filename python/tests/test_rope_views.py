@@ -35,13 +35,14 @@ GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "data" / "ggml_rope_gol
 def bf16_bits(x):
     """float32 -> bfloat16 bits (uint16), round to nearest, ties to even; NaN stays NaN."""
     u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    one, half, sixteen = np.uint64(1), np.uint64(0x7FFF), np.uint64(16)  # NumPy 1.x casting
+    rounded = (u + half + ((u >> sixteen) & one)) >> sixteen
     nan = np.isnan(np.asarray(x, np.float32))
-    return np.where(nan, (u >> 16) | 0x40, rounded).astype(np.uint16)
+    return np.where(nan, (u >> sixteen) | np.uint64(0x40), rounded).astype(np.uint16)
 
 
 def bf16_widen(bits):
-    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
 def test_bf16_rounding_helper():

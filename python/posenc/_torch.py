@@ -1,0 +1,79 @@
+"""PyTorch CPU tensors as zero-copy NumPy views, for every posenc function.
+
+posenc never imports torch: a tensor can only exist once the caller has imported torch, so
+`sys.modules` tells whether to look for one. Each public function is wrapped by
+`accepts_tensors`: with no tensor among its arguments it is called as it is; otherwise each
+tensor argument becomes a NumPy view of the same memory (float32, float16 and the integer
+types as themselves; bfloat16, which NumPy lacks, as uint16 holding its bits, the storage
+posenc's functions read as bfloat16 by default), the function runs on the views, and an
+array it returns becomes a tensor again: the caller's own tensor where the function wrote
+into it (dst=, out=, in place), else a new tensor sharing the new array's memory, bfloat16
+where the array holds bfloat16 bits.
+"""
+
+import functools
+import inspect
+import sys
+
+import numpy as np
+
+# torch dtype name -> the NumPy dtype of its view (bfloat16: its bits)
+_VIEWS = {"float32": None, "float16": None, "float64": None, "int64": None, "int32": None,
+          "int16": None, "int8": None, "uint8": None, "bool": None, "bfloat16": np.uint16}
+
+
+def _tensor_type():
+    torch = sys.modules.get("torch")
+    return None if torch is None else getattr(torch, "Tensor", None)
+
+
+def as_array(name, tensor):
+    """A NumPy view of a CPU tensor's memory (strides kept; bfloat16 as uint16 bits)."""
+    if tensor.device.type != "cpu":
+        raise TypeError(f"{name} is a tensor on {tensor.device}; posenc runs on the CPU: pass a "
+                        "CPU tensor")
+    kind = str(tensor.dtype).replace("torch.", "")
+    if kind not in _VIEWS:
+        raise TypeError(f"{name} has dtype {tensor.dtype}; posenc takes float32, bfloat16 and "
+                        "float16 tensors (integer tensors for positions, bool for masks)")
+    tensor = tensor.detach()  # the same memory; posenc's writes are not recorded by autograd
+    if kind == "bfloat16":
+        torch = sys.modules["torch"]
+        return tensor.view(torch.int16).numpy().view(np.uint16)
+    return tensor.numpy()
+
+
+def as_tensor(array):
+    """A tensor sharing a new array's memory: uint16 (posenc's bfloat16 storage) becomes
+    bfloat16."""
+    torch = sys.modules["torch"]
+    if array.dtype == np.uint16:
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
+
+
+def accepts_tensors(function):
+    """Wraps a posenc function so that it takes torch CPU tensors wherever it takes NumPy
+    arrays, and returns tensors when it was given any (see the module's docstring)."""
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        tensor = _tensor_type()
+        if tensor is None or not any(isinstance(value, tensor)
+                                     for value in (*args, *kwargs.values())):
+            return function(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
+        given = {}  # id(view) -> (view, the caller's tensor)
+        for name, value in bound.arguments.items():
+            if isinstance(value, tensor):
+                view = as_array(name, value)
+                given[id(view)] = (view, value)
+                bound.arguments[name] = view
+        result = function(*bound.args, **bound.kwargs)
+        if isinstance(result, np.ndarray):
+            mine = given.get(id(result))
+            return mine[1] if mine is not None and mine[0] is result else as_tensor(result)
+        return result
+
+    return wrapper
