@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages posenc needs, if any is missing. Non-interactive; safe to run
 # again. Usage: scripts/install-deps.sh [--aarch64] [--emulation] [--sanitizers] [--format]
-#   [--plots]
+#   [--plots] [--python]
 #   (no option)  build, test and benchmark natively
 #   --aarch64    also the aarch64 cross build and its tests under qemu-aarch64: Debian's
 #                cross compilers, qemu-user, GoogleTest's sources (built for the target), and
@@ -15,6 +15,8 @@
 #   --format     also clang-format (scripts/test.sh checks the sources' format)
 #   --plots      also Python 3 with matplotlib (Debian's python3-matplotlib), with which
 #                posenc-report draws its plots (scripts/report.sh)
+#   --python     also Debian's Python 3 with venv, NumPy and PyTorch (python3-torch, CPU
+#                only: no GPU packages), for the Python package's tests (scripts/test-python.sh)
 set -euo pipefail
 
 packages=(cmake ninja-build gcc g++ pkg-config libsleef-dev libbenchmark-dev libgtest-dev)
@@ -29,7 +31,8 @@ for option in "$@"; do
     --sanitizers) packages+=(clang libclang-rt-14-dev googletest) ;;
     --format) packages+=(clang-format) ;;
     --plots) packages+=(python3-matplotlib) ;;
-    *) echo "usage: $0 [--aarch64] [--emulation] [--sanitizers] [--format] [--plots]" >&2
+    --python) packages+=(python3 python3-venv python3-pip python3-numpy python3-torch) ;;
+    *) echo "usage: $0 [--aarch64] [--emulation] [--sanitizers] [--format] [--plots] [--python]" >&2
        exit 2 ;;
   esac
 done

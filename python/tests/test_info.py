@@ -1,0 +1,36 @@
+"""posenc-info of the Python package: `python -m posenc`, and the installed console script."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import posenc
+import pytest
+
+
+def check_report(text):
+    assert f"posenc {posenc.version()}" in text
+    assert f"active: {posenc.active_isa()}" in text
+    for kernel in posenc.kernels():
+        assert kernel in text
+
+
+def test_python_m_posenc():
+    out = subprocess.run([sys.executable, "-m", "posenc"], check=True, capture_output=True,
+                         text=True)
+    check_report(out.stdout)
+
+
+def test_usage_error():
+    out = subprocess.run([sys.executable, "-m", "posenc", "--bogus"], capture_output=True,
+                         text=True)
+    assert out.returncode == 2 and "usage" in out.stderr
+
+
+def test_installed_console_script():
+    script = Path(sys.executable).parent / "posenc-info"
+    if not script.exists():
+        pytest.skip("posenc is not pip-installed in this interpreter's environment "
+                    f"({script} missing): running from the source tree")
+    out = subprocess.run([str(script)], check=True, capture_output=True, text=True)
+    check_report(out.stdout)
