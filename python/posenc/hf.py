@@ -1,0 +1,678 @@
+"""posenc.hf: HuggingFace transformers models on posenc's RoPE kernels.
+
+This module (and only this module of posenc) imports torch; transformers is imported when a
+function needs it (RotaryEmbedding's compat mode, patch()). It provides:
+
+- RotaryEmbedding(config, mode="accurate" | "compat", hf_module=None): a torch.nn.Module that
+  replaces a model's rotary module (LlamaRotaryEmbedding, Qwen2RotaryEmbedding,
+  Phi3RotaryEmbedding, Qwen2VLRotaryEmbedding). forward(x, position_ids) returns (cos, sin)
+  as HF's module does, computed by posenc, and carries posenc's rotation factors alongside
+  them, so that the attention's apply function below rotates q and k with posenc's kernel
+  (cos/sin computed once per forward, applied to q and k of every layer).
+- apply_rotary_pos_emb(q, k, cos, sin, position_ids=None, unsqueeze_dim=1) and
+  apply_multimodal_rotary_pos_emb(q, k, cos, sin, mrope_section, unsqueeze_dim=1): HF's
+  functions, same signatures and results. With cos/sin from a RotaryEmbedding they rotate
+  with posenc (posenc.rope_apply); with any other cos/sin they compute HF's formula.
+- patch(model, mode="accurate"), unpatch(model), patched(model, mode) (a context manager),
+  patch_mode(model): switch a loaded LlamaForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM or
+  Qwen2VLForConditionalGeneration (or their base models) to posenc and back.
+
+Modes:
+  "compat": the frequencies are HF's own float32 inv_freq (read from the HF module being
+      replaced, else from transformers' ROPE_INIT_FUNCTIONS) and each angle is
+      (float)position * inv_freq rounded to float32, as HF computes it
+      (posenc.RopePlan.from_freqs_f32, f32_angles=True): logits match HF's within float32
+      rounding. Dynamic and LongRoPE frequencies change with the positions of each call as
+      HF's modules change them (HF's float32 recomputation, the same state).
+  "accurate": posenc.RopePlan.from_hf_config(config): double frequencies and angles exact to
+      2^-22 at every position (HF's float32 angle is off by up to a few 1e-3 rad at position
+      40000). Dynamic and LongRoPE frequencies follow the largest position of each call.
+
+Limits: CPU tensors only (posenc is a CPU library); q and k of float32, bfloat16 or float16
+(other dtypes, other devices and cos/sin not made here take HF's formula). Gradients flow:
+the backward pass is posenc's inverse rotation with the same factors.
+"""
+
+import contextlib
+import importlib
+
+import torch
+
+from . import RopePlan, mrope_factors, rope_apply, rope_factors
+
+__all__ = [
+    "RotaryEmbedding", "apply_rotary_pos_emb", "apply_multimodal_rotary_pos_emb", "patch",
+    "unpatch", "patched", "patch_mode", "SUPPORTED_MODEL_TYPES", "MODES",
+]
+
+MODES = ("accurate", "compat")
+
+_KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+# model_type -> (modeling module, rotary class, name of the apply function its attention
+# calls, M-RoPE)
+_MODELS = {
+    "llama": ("transformers.models.llama.modeling_llama", "LlamaRotaryEmbedding",
+              "apply_rotary_pos_emb", False),
+    "qwen2": ("transformers.models.qwen2.modeling_qwen2", "Qwen2RotaryEmbedding",
+              "apply_rotary_pos_emb", False),
+    "phi3": ("transformers.models.phi3.modeling_phi3", "Phi3RotaryEmbedding",
+             "apply_rotary_pos_emb", False),
+    "qwen2_vl": ("transformers.models.qwen2_vl.modeling_qwen2_vl", "Qwen2VLRotaryEmbedding",
+                 "apply_multimodal_rotary_pos_emb", True),
+}
+
+SUPPORTED_MODEL_TYPES = tuple(_MODELS)
+"""The config.model_type values patch() accepts."""
+
+
+def _check_mode(mode):
+    if mode not in MODES:
+        raise ValueError(f"mode must be 'accurate' or 'compat', not {mode!r}")
+    return mode
+
+
+# --- the factors carried with cos and sin -------------------------------------------------
+
+class _Rotation:
+    """What RotaryEmbedding.forward attaches to the cos and sin it returns (as the attribute
+    _posenc_rotation of both tensors): the posenc factors of its positions, the [B, L] they
+    cover and, for M-RoPE, the sections; the tensors' versions, so that cos/sin changed in
+    place afterwards are not taken for posenc's."""
+
+    __slots__ = ("factors", "n_batch", "n_tokens", "rotary_dim", "sections", "cos_version",
+                 "sin_version")
+
+    def __init__(self, factors, n_batch, n_tokens, rotary_dim, sections):
+        self.factors = factors
+        self.n_batch = n_batch
+        self.n_tokens = n_tokens
+        self.rotary_dim = rotary_dim
+        self.sections = sections
+        self.cos_version = self.sin_version = None
+
+    def __deepcopy__(self, memo):
+        return self  # read-only once attached: a copied cos/sin may share it
+
+    def __copy__(self):
+        return self
+
+    def __reduce__(self):
+        return (_no_rotation, ())  # not picklable (C memory): a pickled cos/sin drops it
+
+    def attach(self, cos, sin):
+        cos._posenc_rotation = self
+        sin._posenc_rotation = self
+        self.cos_version = cos._version
+        self.sin_version = sin._version
+
+
+def _no_rotation():
+    return None
+
+
+def _rotation_of(cos, sin):
+    """The _Rotation that cos and sin carry, or None if they are not both posenc's own
+    unchanged tensors."""
+    rotation = getattr(cos, "_posenc_rotation", None)
+    if (rotation is None or getattr(sin, "_posenc_rotation", None) is not rotation
+            or cos._version != rotation.cos_version or sin._version != rotation.sin_version):
+        return None
+    return rotation
+
+
+class _RopeApply(torch.autograd.Function):
+    """posenc.rope_apply as an autograd function: the gradient of y = att * R(a) x is
+    att * R(-a) g, the inverse rotation (POSENC_ROPE_INVERSE) with the same factors
+    (elements past rotary_dim are copied, so their gradient passes unchanged)."""
+
+    @staticmethod
+    def forward(ctx, x, factors, axes, row_batch_stride):
+        ctx.posenc_args = (factors, axes, row_batch_stride)
+        return rope_apply(factors, x.detach(), axes=axes, row_batch_stride=row_batch_stride)
+
+    @staticmethod
+    def backward(ctx, grad):
+        factors, axes, row_batch_stride = ctx.posenc_args
+        if grad.stride(-1) != 1:
+            grad = grad.contiguous()
+        out = rope_apply(factors, grad, axes=axes, row_batch_stride=row_batch_stride,
+                         inverse=True)
+        return out, None, None, None
+
+
+def _rotate(rotation, x, axes):
+    """x rotated by the rotation's factors with posenc: a new tensor of x's shape and dtype."""
+    stride = 0 if rotation.n_batch == 1 else rotation.n_tokens
+    if x.requires_grad and torch.is_grad_enabled():
+        return _RopeApply.apply(x, rotation.factors, axes, stride)
+    return rope_apply(rotation.factors, x, axes=axes, row_batch_stride=stride)
+
+
+def _kernel_axes(rotation, q, k, unsqueeze_dim):
+    """The axis order of q and k if posenc can rotate them with this rotation, else None."""
+    if rotation is None or q.dim() != 4 or k.dim() != 4:
+        return None
+    dim = unsqueeze_dim + 4 if -4 <= unsqueeze_dim < 0 else unsqueeze_dim
+    axes = {1: "BHLD", 2: "BLHD"}.get(dim)
+    if axes is None:
+        return None
+    token_axis = axes.index("L")
+    for x in (q, k):
+        if (x.dtype not in _KERNEL_DTYPES or x.device.type != "cpu"
+                or x.shape[token_axis] != rotation.n_tokens
+                or x.shape[-1] < rotation.rotary_dim
+                or rotation.n_batch not in (1, x.shape[0])):
+            return None
+    return axes
+
+
+# --- the apply functions ------------------------------------------------------------------
+
+def _rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def _hf_rope(q, k, cos, sin, unsqueeze_dim):
+    """HF's formula (Phi-3's form: a cos narrower than the head rotates its first
+    cos.shape[-1] elements; with cos as wide as the head it is Llama's, bit for bit)."""
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    rotary_dim = cos.shape[-1]
+    if rotary_dim == q.shape[-1] and rotary_dim == k.shape[-1]:
+        return (q * cos) + (_rotate_half(q) * sin), (k * cos) + (_rotate_half(k) * sin)
+    q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]
+    k_rot, k_pass = k[..., :rotary_dim], k[..., rotary_dim:]
+    q_embed = torch.cat([(q_rot * cos) + (_rotate_half(q_rot) * sin), q_pass], dim=-1)
+    k_embed = torch.cat([(k_rot * cos) + (_rotate_half(k_rot) * sin), k_pass], dim=-1)
+    return q_embed, k_embed
+
+
+def _hf_mrope(q, k, cos, sin, mrope_section, unsqueeze_dim):
+    """HF's apply_multimodal_rotary_pos_emb (Qwen2-VL): mrope_section counts pairs; each
+    section of the doubled list takes its cos/sin from row i % 3 of cos/sin (3, B, L, D)."""
+    mrope_section = list(mrope_section) * 2
+    cos = torch.cat([m[i % 3] for i, m in enumerate(cos.split(mrope_section, dim=-1))],
+                    dim=-1).unsqueeze(unsqueeze_dim)
+    sin = torch.cat([m[i % 3] for i, m in enumerate(sin.split(mrope_section, dim=-1))],
+                    dim=-1).unsqueeze(unsqueeze_dim)
+    return (q * cos) + (_rotate_half(q) * sin), (k * cos) + (_rotate_half(k) * sin)
+
+
+def _posenc_rope(q, k, cos, sin, unsqueeze_dim):
+    """(q, k) rotated by posenc if cos/sin carry plain-RoPE factors that fit them, else None."""
+    rotation = _rotation_of(cos, sin)
+    if rotation is None or rotation.sections is not None:
+        return None
+    axes = _kernel_axes(rotation, q, k, unsqueeze_dim)
+    if axes is None:
+        return None
+    return _rotate(rotation, q, axes), _rotate(rotation, k, axes)
+
+
+def _posenc_mrope(q, k, cos, sin, mrope_section, unsqueeze_dim):
+    """(q, k) rotated by posenc if cos/sin carry M-RoPE factors of these sections, else None."""
+    rotation = _rotation_of(cos, sin)
+    if rotation is None or rotation.sections is None:
+        return None
+    try:
+        sections = tuple(int(s) for s in mrope_section)
+    except (TypeError, ValueError):
+        return None
+    if sections != rotation.sections:
+        return None
+    axes = _kernel_axes(rotation, q, k, unsqueeze_dim)
+    if axes is None:
+        return None
+    return _rotate(rotation, q, axes), _rotate(rotation, k, axes)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
+    """HF's apply_rotary_pos_emb, backed by posenc: returns (q_embed, k_embed).
+
+    q, k: [B, H, L, D] (unsqueeze_dim=1, as HF's attention passes them: views
+    q_proj(x).view(B, L, H, D).transpose(1, 2); k may have fewer heads) or [B, L, H, D]
+    (unsqueeze_dim=2). cos, sin: [B, L, R] (R <= D; R < D rotates the first R elements of
+    each head and keeps the rest, as Phi-3's form of this function does). position_ids:
+    unused (HF keeps it for compatibility).
+
+    When cos and sin are the unchanged tensors a RotaryEmbedding returned, q and k are
+    rotated by posenc (posenc.rope_apply with the factors that came with them: one pass,
+    rounded once to q's dtype; float32, bfloat16, float16 CPU tensors); the result is new
+    contiguous tensors of q's and k's shapes and dtypes. Otherwise (any other cos/sin, or
+    tensors posenc does not take) it is HF's formula,
+        q * cos + rotate_half(q) * sin,  k * cos + rotate_half(k) * sin.
+    """
+    out = _posenc_rope(q, k, cos, sin, unsqueeze_dim)
+    return out if out is not None else _hf_rope(q, k, cos, sin, unsqueeze_dim)
+
+
+def apply_multimodal_rotary_pos_emb(q, k, cos, sin, mrope_section, unsqueeze_dim=1):
+    """HF's apply_multimodal_rotary_pos_emb (Qwen2-VL's M-RoPE), backed by posenc: returns
+    (q_embed, k_embed).
+
+    q, k: as for apply_rotary_pos_emb. cos, sin: (3, B, L, D), one table per position row
+    (temporal, height, width). mrope_section: three pair counts summing to D / 2 (the
+    config's rope_scaling["mrope_section"]); HF doubles the list to cover both halves of the
+    rotate-half layout, so pair i takes its angle from the row of the section it falls in,
+    which is posenc's `sections` as they are (posenc.mrope_factors). With cos/sin from a
+    RotaryEmbedding made for these sections, posenc rotates; otherwise HF's formula.
+    """
+    out = _posenc_mrope(q, k, cos, sin, mrope_section, unsqueeze_dim)
+    return out if out is not None else _hf_mrope(q, k, cos, sin, mrope_section, unsqueeze_dim)
+
+
+# --- the rotary module --------------------------------------------------------------------
+
+def _rope_type(config):
+    scaling = getattr(config, "rope_scaling", None) or {}
+    return scaling.get("rope_type", scaling.get("type")) or "default"
+
+
+def _mrope_sections(config):
+    scaling = getattr(config, "rope_scaling", None) or {}
+    sections = scaling.get("mrope_section")
+    return None if sections is None else tuple(int(s) for s in sections)
+
+
+class _HFFrequencies:
+    """HF's float32 inv_freq and attention scaling as HF's rotary module holds and updates
+    them (compat mode): fixed for most types; "dynamic" recomputed when a call's positions
+    grow past the cached length and reset below the original one; "longrope" switched
+    between the short and the long factors at original_max_position_embeddings where the
+    replaced module does so (Phi-3's has _longrope_frequency_update; Llama's module of
+    transformers 4.49 keeps the short factors), and always when no module is given."""
+
+    def __init__(self, config, hf_module):
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+        self.config = config
+        self.rope_type = _rope_type(config)
+        self.init_fn = ROPE_INIT_FUNCTIONS[self.rope_type]
+        if hf_module is not None and getattr(hf_module, "inv_freq", None) is not None:
+            self.inv_freq = self._f32(hf_module.inv_freq)
+            original = getattr(hf_module, "original_inv_freq", None)
+            self.original_inv_freq = self._f32(original) if original is not None else self.inv_freq
+            self.attention_scaling = float(getattr(hf_module, "attention_scaling", 1.0))
+            self.max_seq_len_cached = getattr(hf_module, "max_seq_len_cached",
+                                              config.max_position_embeddings)
+            self.original_max_seq_len = getattr(hf_module, "original_max_seq_len",
+                                                config.max_position_embeddings)
+        else:
+            inv_freq, scaling = self.init_fn(config, None)
+            self.inv_freq = self.original_inv_freq = self._f32(inv_freq)
+            self.attention_scaling = float(scaling)
+            self.max_seq_len_cached = self.original_max_seq_len = config.max_position_embeddings
+        self.long_inv_freq = None
+        self.switch_longrope = hf_module is None or hasattr(hf_module,
+                                                            "_longrope_frequency_update")
+
+    @staticmethod
+    def _f32(tensor):
+        return tensor.detach().to("cpu", torch.float32).contiguous()
+
+    def update(self, position_ids):
+        """Follows HF's frequency update for a call with these positions."""
+        if "dynamic" in self.rope_type:
+            seq_len = torch.max(position_ids) + 1
+            if seq_len > self.max_seq_len_cached:
+                inv_freq, scaling = self.init_fn(self.config, None, seq_len=seq_len)
+                self.inv_freq, self.attention_scaling = self._f32(inv_freq), float(scaling)
+                self.max_seq_len_cached = seq_len
+            if (seq_len < self.original_max_seq_len
+                    and self.max_seq_len_cached > self.original_max_seq_len):
+                self.inv_freq = self.original_inv_freq
+                self.max_seq_len_cached = self.original_max_seq_len
+        elif self.rope_type == "longrope" and self.switch_longrope:
+            seq_len = torch.max(position_ids) + 1
+            original = getattr(self.config, "original_max_position_embeddings",
+                               self.config.max_position_embeddings)
+            if seq_len > original:
+                if self.long_inv_freq is None:
+                    self.long_inv_freq = self._f32(
+                        self.init_fn(self.config, None, seq_len=original + 1)[0])
+                self.inv_freq = self.long_inv_freq
+            else:
+                self.inv_freq = self.original_inv_freq
+
+
+class RotaryEmbedding(torch.nn.Module):
+    """A rotary-embedding module computed by posenc, in place of a HF model's own
+    (LlamaRotaryEmbedding and the like; Qwen2VLRotaryEmbedding for M-RoPE configs).
+
+    RotaryEmbedding(config, mode="accurate", hf_module=None)
+      config: the model's (text) config: rope_theta, head_dim (or hidden_size /
+          num_attention_heads), partial_rotary_factor, rope_scaling (its "mrope_section"
+          makes this an M-RoPE module), max_position_embeddings,
+          original_max_position_embeddings.
+      mode: "accurate" (posenc.RopePlan.from_hf_config: double frequencies, exact angles)
+          or "compat" (HF's float32 inv_freq and float32 angles, via
+          posenc.RopePlan.from_freqs_f32 and f32_angles=True).
+      hf_module: in compat mode, the HF rotary module being replaced, whose inv_freq,
+          attention_scaling and dynamic-update state are taken over; None computes them with
+          transformers' ROPE_INIT_FUNCTIONS. Not kept (nor registered as a submodule).
+
+    forward(x, position_ids) -> (cos, sin), as HF's module returns them: position_ids
+    [B, L] (M-RoPE: (3, B, L), or [B, L] used for all three rows); cos and sin [B, L, R]
+    (M-RoPE: (3, B, L, R), row j at the positions of row j) in x.dtype, the attention
+    factor applied, R the rotary dimension. Both carry posenc's rotation factors (plain
+    RoPE: posenc.rope_factors of the [B, L] positions; M-RoPE: posenc.mrope_factors with the
+    config's sections), which apply_rotary_pos_emb / apply_multimodal_rotary_pos_emb of
+    this module use to rotate q and k of every layer without recomputing cos/sin. The cos
+    and sin values are posenc's too (the factors applied to unit vectors), so HF's own
+    formula on them rotates as posenc does, up to the rounding of the formula.
+    x is only read for its dtype and device (CPU).
+    """
+
+    def __init__(self, config, mode="accurate", hf_module=None):
+        super().__init__()
+        self.config = config
+        self.mode = _check_mode(mode)
+        self.rope_type = _rope_type(config)
+        self.sections = _mrope_sections(config)
+        self._hf = None
+        self._plan = None
+        self._plans = {}
+        if mode == "compat":
+            self._hf = _HFFrequencies(config, hf_module)
+            self.rotary_dim = 2 * self._hf.inv_freq.numel()
+        else:
+            self._plan = RopePlan.from_hf_config(config)
+            self.rotary_dim = self._plan.rotary_dim
+        if self.sections is not None and sum(self.sections) != self.rotary_dim // 2:
+            raise ValueError(f"mrope_section {list(self.sections)} must sum to rotary_dim / 2 = "
+                             f"{self.rotary_dim // 2}")
+
+    def __getstate__(self):
+        # posenc plans hold C memory: not copied or pickled, rebuilt (deepcopy, pickle)
+        state = self.__dict__.copy()
+        state["_plan"], state["_plans"] = None, {}
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if self.mode == "accurate":
+            self._plan = RopePlan.from_hf_config(self.config)
+
+    @property
+    def attention_scaling(self):
+        """The factor on cos and sin (HF's attribute of the same name; in compat mode that of
+        the latest call)."""
+        if self._hf is not None:
+            return self._hf.attention_scaling
+        return self._plan.attention_factor
+
+    def extra_repr(self):
+        sections = "" if self.sections is None else f", mrope_section={list(self.sections)}"
+        return (f"mode={self.mode!r}, rope_type={self.rope_type!r}, "
+                f"rotary_dim={self.rotary_dim}{sections}")
+
+    def plan(self, position_ids=None):
+        """The posenc.RopePlan a call with these positions uses (compat: built from HF's
+        float32 inv_freq of that call, cached; accurate: the config's plan, whose
+        sequence-dependent types the kernels resolve from each call's largest position)."""
+        if self._hf is None:
+            return self._plan
+        if position_ids is not None:
+            self._hf.update(position_ids)
+        inv_freq, scaling = self._hf.inv_freq, self._hf.attention_scaling
+        key = (inv_freq.numpy().tobytes(), scaling)
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) >= 8:
+                self._plans.clear()
+            plan = RopePlan.from_freqs_f32(inv_freq, attention_factor=scaling)
+            self._plans[key] = plan
+        return plan
+
+    def _tables(self, factors, n_rows_batch, n_tokens, dtype):
+        """cos and sin [n_rows_batch, L, R] of the factors' rows, computed by applying them
+        to the unit vectors (1, 0) of every pair: u' = att cos, v' = att sin."""
+        half = self.rotary_dim // 2
+        out_dtype = dtype if dtype in _KERNEL_DTYPES else torch.float32
+        unit = torch.zeros(self.rotary_dim, dtype=torch.float32)
+        unit[:half] = 1.0
+        src = unit.view(1, 1, 1, -1).expand(n_rows_batch, n_tokens, 1, self.rotary_dim)
+        dst = torch.empty((n_rows_batch, n_tokens, 1, self.rotary_dim), dtype=out_dtype)
+        rope_apply(factors, src, dst=dst, axes="BLHD")
+        c, s = dst[:, :, 0, :half], dst[:, :, 0, half:]
+        cos, sin = torch.cat((c, c), dim=-1), torch.cat((s, s), dim=-1)
+        if out_dtype != dtype:
+            cos, sin = cos.to(dtype), sin.to(dtype)
+        return cos, sin
+
+    @torch.no_grad()
+    def forward(self, x, position_ids):
+        """(cos, sin) of the positions, in x.dtype, carrying posenc's factors (see the
+        class)."""
+        if x.device.type != "cpu" or position_ids.device.type != "cpu":
+            raise ValueError("posenc.hf.RotaryEmbedding runs on CPU tensors only, got "
+                             f"x on {x.device} and position_ids on {position_ids.device}")
+        positions = position_ids.detach()
+        f32_angles = self.mode == "compat"
+        if self.sections is None:
+            if positions.dim() == 1:
+                positions = positions[None]
+            if positions.dim() != 2:
+                raise ValueError(f"position_ids must be [B, L], got {tuple(positions.shape)}")
+            n_batch, n_tokens = positions.shape
+            plan = self.plan(positions)
+            factors = rope_factors(plan, positions, f32_angles=f32_angles)
+            cos, sin = self._tables(factors, n_batch, n_tokens, x.dtype)
+            rotation = _Rotation(factors, n_batch, n_tokens, self.rotary_dim, None)
+        else:
+            if positions.dim() == 2:
+                positions = positions[None].expand(3, -1, -1)
+            if positions.dim() != 3 or positions.shape[0] != 3:
+                raise ValueError(f"position_ids must be (3, B, L) for M-RoPE, got "
+                                 f"{tuple(positions.shape)}")
+            _, n_batch, n_tokens = positions.shape
+            plan = self.plan(positions)
+            rows = rope_factors(plan, positions.reshape(3 * n_batch, n_tokens),
+                                f32_angles=f32_angles)
+            cos, sin = self._tables(rows, 3 * n_batch, n_tokens, x.dtype)
+            cos = cos.view(3, n_batch, n_tokens, self.rotary_dim)
+            sin = sin.view(3, n_batch, n_tokens, self.rotary_dim)
+            factors = mrope_factors(plan, self.sections, positions, f32_angles=f32_angles)
+            rotation = _Rotation(factors, n_batch, n_tokens, self.rotary_dim, self.sections)
+        rotation.attach(cos, sin)
+        return cos, sin
+
+
+# --- patching a model ---------------------------------------------------------------------
+
+_PATCH_ATTR = "_posenc_hf_patch"
+_patched_classes = {}  # (original attention class, apply name) -> posenc subclass
+
+
+class _PatchState:
+    """What patch() changed on a model: the rotary modules replaced ((parent, attribute
+    name, original module)) and the attention modules whose class was swapped ((module,
+    original class))."""
+
+    def __init__(self, mode):
+        self.mode = mode
+        self.rotaries = []
+        self.attentions = []
+
+
+def _model_type(model):
+    config = getattr(model, "config", None)
+    model_type = getattr(config, "model_type", None)
+    if model_type not in _MODELS:
+        supported = ", ".join(SUPPORTED_MODEL_TYPES)
+        raise ValueError(f"posenc.hf.patch: unsupported model type {model_type!r} "
+                         f"({type(model).__name__}); supported: {supported}")
+    return model_type
+
+
+def _own_forward(cls, module_name, apply_name):
+    """The forward function cls defines or inherits from the modeling module when that
+    function calls apply_name as a global, else None."""
+    for klass in cls.__mro__:
+        function = klass.__dict__.get("forward")
+        if function is None:
+            continue
+        code = getattr(function, "__code__", None)
+        if (getattr(function, "__module__", None) == module_name and code is not None
+                and apply_name in code.co_names):
+            return function
+        return None
+    return None
+
+
+def _posenc_class(cls, forward, apply_name, apply_fn):
+    """A subclass of the attention class cls whose forward is cls's own code with the global
+    apply_name bound to apply_fn (the function's globals copied, that one name replaced): so
+    only modules whose class is swapped to it call posenc, and the modeling module itself
+    is left as it is."""
+    key = (cls, apply_name)
+    sub = _patched_classes.get(key)
+    if sub is None:
+        import types
+
+        scope = dict(forward.__globals__)
+        scope[apply_name] = apply_fn
+        new_forward = types.FunctionType(forward.__code__, scope, forward.__name__,
+                                         forward.__defaults__, forward.__closure__)
+        new_forward.__kwdefaults__ = forward.__kwdefaults__
+        new_forward.__qualname__ = forward.__qualname__
+        new_forward.__doc__ = forward.__doc__
+        new_forward.__dict__.update(forward.__dict__)
+        new_forward.__module__ = forward.__module__
+        sub = type(cls.__name__, (cls,), {
+            "forward": new_forward, "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__,
+            "__doc__": f"{cls.__name__} rotating q and k with posenc (posenc.hf.patch); "
+                       f"unpatch() restores {cls.__name__}.",
+            "_posenc_original_class": cls})
+        _patched_classes[key] = sub
+    return sub
+
+
+def _model_apply(original, multimodal):
+    """The apply function a patched attention calls: posenc with posenc's cos/sin, else the
+    modeling module's own function (HF's result, bit for bit)."""
+    if multimodal:
+        def apply(q, k, cos, sin, mrope_section, unsqueeze_dim=1):
+            out = _posenc_mrope(q, k, cos, sin, mrope_section, unsqueeze_dim)
+            return out if out is not None else original(q, k, cos, sin, mrope_section,
+                                                        unsqueeze_dim)
+    else:
+        def apply(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
+            out = _posenc_rope(q, k, cos, sin, unsqueeze_dim)
+            return out if out is not None else original(q, k, cos, sin, position_ids,
+                                                        unsqueeze_dim)
+    apply.__name__ = original.__name__
+    apply.__doc__ = (f"{original.__name__} of {original.__module__}, backed by posenc "
+                     "(posenc.hf): posenc's kernel with cos/sin from posenc.hf.RotaryEmbedding, "
+                     "HF's function otherwise.")
+    return apply
+
+
+def patch(model, mode="accurate"):
+    """Switches a loaded HF model to posenc's RoPE; returns the model.
+
+    model: LlamaForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM,
+    Qwen2VLForConditionalGeneration, or another module of transformers 4.4x's llama, qwen2,
+    phi3, qwen2_vl modeling files holding the decoder (known by model.config.model_type;
+    others: ValueError). CPU only. mode: "accurate" or "compat" (see RotaryEmbedding).
+
+    What changes, on this model only:
+      - every rotary module of the decoder (the modeling file's *RotaryEmbedding held by a
+        non-attention module: model.model.rotary_emb) is replaced by a RotaryEmbedding
+        (compat mode reads HF's inv_freq from the module it replaces). Qwen2-VL's unused
+        per-attention rotary modules and its vision tower are left alone.
+      - every attention module whose forward calls the file's apply_rotary_pos_emb
+        (apply_multimodal_rotary_pos_emb for Qwen2-VL) gets a posenc subclass of its class
+        (module.__class__ swapped; isinstance still holds): the same forward code, with that
+        one global name bound to a function that rotates with posenc when cos/sin come from
+        a RotaryEmbedding and calls the file's own function otherwise. The modeling module's
+        globals, the classes and other models are not touched.
+    A model already patched is first unpatched (so patch switches modes). The weights, the
+    config and the state dict are unchanged; unpatch() restores the original modules and
+    classes. A patched model is not picklable as a whole (save its state dict, or unpatch).
+    """
+    mode = _check_mode(mode)
+    model_type = _model_type(model)
+    module_name, rotary_name, apply_name, multimodal = _MODELS[model_type]
+    if patch_mode(model) is not None:
+        unpatch(model)
+    modeling = importlib.import_module(module_name)
+    rotary_cls = getattr(modeling, rotary_name)
+    original_apply = getattr(modeling, apply_name)
+    apply_fn = _model_apply(original_apply, multimodal)
+
+    attentions = []
+    for module in model.modules():
+        forward = _own_forward(type(module), module_name, apply_name)
+        if forward is not None:
+            attentions.append((module, forward))
+    attention_ids = {id(module) for module, _ in attentions}
+    rotaries = []
+    for parent in model.modules():
+        if id(parent) in attention_ids:
+            continue
+        for name, child in parent.named_children():
+            if isinstance(child, rotary_cls):
+                rotaries.append((parent, name, child))
+    if not rotaries or not attentions:
+        raise ValueError(f"posenc.hf.patch: found {len(rotaries)} {rotary_name} module(s) and "
+                         f"{len(attentions)} attention module(s) calling {apply_name} in "
+                         f"{type(model).__name__}; is this a {model_type} model of a "
+                         "supported transformers version?")
+    for _, _, child in rotaries:
+        inv_freq = getattr(child, "inv_freq", None)
+        if inv_freq is not None and inv_freq.device.type != "cpu":
+            raise ValueError(f"posenc.hf.patch: the model is on {inv_freq.device}; posenc "
+                             "runs on CPU tensors only")
+
+    state = _PatchState(mode)
+    replacements = [(parent, name, child,
+                     RotaryEmbedding(child.config if hasattr(child, "config") else model.config,
+                                     mode, hf_module=child))
+                    for parent, name, child in rotaries]
+    for parent, name, child, new in replacements:
+        setattr(parent, name, new)
+        state.rotaries.append((parent, name, child))
+    for module, forward in attentions:
+        cls = type(module)
+        module.__class__ = _posenc_class(cls, forward, apply_name, apply_fn)
+        state.attentions.append((module, cls))
+    object.__setattr__(model, _PATCH_ATTR, state)
+    return model
+
+
+def unpatch(model):
+    """Undoes patch(model): puts the original rotary modules back and restores the original
+    class of every attention module. Returns True, or False if the model was not patched."""
+    state = model.__dict__.pop(_PATCH_ATTR, None)
+    if state is None:
+        return False
+    for module, cls in state.attentions:
+        module.__class__ = cls
+    for parent, name, child in state.rotaries:
+        setattr(parent, name, child)
+    return True
+
+
+def patch_mode(model):
+    """The mode of a model patched by patch() ("accurate" or "compat"), or None."""
+    state = model.__dict__.get(_PATCH_ATTR)
+    return None if state is None else state.mode
+
+
+@contextlib.contextmanager
+def patched(model, mode="accurate"):
+    """Context manager: the model patched (patch(model, mode)) inside the block, as it was
+    before afterwards (unpatched, or patched in its former mode). Yields the model."""
+    before = patch_mode(model)
+    patch(model, mode)
+    try:
+        yield model
+    finally:
+        unpatch(model)
+        if before is not None:
+            patch(model, before)
