@@ -28,7 +28,7 @@ from ._torch import accepts_tensors
 __all__ = [
     "PosencError", "version", "active_isa", "set_isa", "all_isas", "available_isas",
     "compiled_isas",
-    "cpu_name", "cpu_features", "cpu_sve_vector_bits", "kernels", "kernel_isa",
+    "cpu_name", "cpu_features", "cpu_sve_vector_bits", "kernels", "kernel_isa", "isa_selection",
     "library_path", "RopePlan", "rope", "mrope", "rope_rerotate",
     "rope_out", "mrope_out", "RopeFactors", "rope_factors", "mrope_factors", "rope_apply",
     "apply", "plan_from_ggml",
@@ -231,6 +231,21 @@ def cpu_name():
 def cpu_features():
     """The CPU/OS features the dispatcher looks at, space-separated (posenc_cpu_features)."""
     return lib.posenc_cpu_features().decode()
+
+
+_ISA_SOURCES = ("auto", "env", "env_fallback", "api")
+
+
+def isa_selection():
+    """How the active ISA was chosen, and what POSENC_ISA asked for (posenc_isa_selection):
+    (source, requested), source one of "auto" (best available; POSENC_ISA unset), "env"
+    (POSENC_ISA named an available ISA), "env_fallback" (it named an unavailable or unknown
+    one: the best available is used) or "api" (set_isa()); requested: the ISA name POSENC_ISA
+    asked for, "unknown" for a name posenc does not know, the active ISA when POSENC_ISA was
+    not used."""
+    requested = ctypes.c_int()
+    source = lib.posenc_isa_selection(ctypes.byref(requested))
+    return _ISA_SOURCES[source], _isa_name(requested.value)
 
 
 def cpu_sve_vector_bits():

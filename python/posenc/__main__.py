@@ -20,7 +20,11 @@ def main(argv=None):
         print(f"sve vector bits: {posenc.cpu_sve_vector_bits()}")
     print(f"compiled: {' '.join(posenc.compiled_isas())}")
     print(f"available: {' '.join(posenc.available_isas())}")
-    print(f"active: {posenc.active_isa()}")
+    source, requested = posenc.isa_selection()
+    how = {"auto": "the best available", "env": f"POSENC_ISA={requested}",
+           "env_fallback": f"POSENC_ISA={requested} is not available here: the best available",
+           "api": "set_isa()"}[source]
+    print(f"active: {posenc.active_isa()} ({how})")
     for kernel in posenc.kernels():
         print(f"  {kernel:<16} {posenc.kernel_isa(kernel)}")
     return 0

@@ -27,6 +27,56 @@ def test_library_queries():
     assert posenc.library_path()
 
 
+def test_every_c_entry_point_has_a_binding():
+    """Each POSENC_API function of include/posenc.h is declared in posenc._lib and called
+    by the package's Python code."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    header = root / "include" / "posenc.h"
+    if not header.is_file():
+        pytest.skip(f"no C header at {header}: tests run outside the repository")
+    names = set(re.findall(r"POSENC_API[^;(]*?\b(posenc_\w+)\s*\(", header.read_text()))
+    assert len(names) > 60
+    package = Path(posenc.__file__).resolve().parent
+    code = "".join(p.read_text() for p in package.glob("*.py") if p.name != "_lib.py")
+    # called as lib.<name>, or through _c_function("<stem>", type) for <stem>_<f32|bf16|f16>
+    stems = set(re.findall(r'_c_function\("(posenc_\w+)"', code))
+
+    def bound(name):
+        stem, _, suffix = name.rpartition("_")
+        return re.search(rf"\blib\.{name}\b", code) or (suffix in ("f32", "bf16", "f16")
+                                                         and stem in stems)
+
+    unbound = sorted(n for n in names if not bound(n))
+    assert unbound == [], f"C functions with no Python binding: {unbound}"
+    assert not [n for n in names if not hasattr(posenc._lib.lib, n)]
+
+
+def test_isa_selection():
+    import subprocess
+    import sys
+    code = "import posenc; print(*posenc.isa_selection())"
+
+    def run(env_isa):
+        import os
+        env = {k: v for k, v in os.environ.items() if k != "POSENC_ISA"}
+        if env_isa is not None:
+            env["POSENC_ISA"] = env_isa
+        out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                             capture_output=True, text=True)
+        return tuple(out.stdout.split())
+
+    assert run(None)[0] == "auto"
+    assert run("scalar") == ("env", "scalar")
+    assert run("bogus") == ("env_fallback", "unknown")
+    default = posenc.active_isa()
+    posenc.set_isa("scalar")
+    try:
+        assert posenc.isa_selection()[0] == "api"
+    finally:
+        posenc.set_isa(default)
+
+
 def test_set_isa_every_available(isa):
     posenc.set_isa(isa)
     assert posenc.active_isa() == isa

@@ -34,3 +34,13 @@ def test_installed_console_script():
                     f"({script} missing): running from the source tree")
     out = subprocess.run([str(script)], check=True, capture_output=True, text=True)
     check_report(out.stdout)
+
+
+def test_installed_package_bundles_the_library():
+    """`pip install ./python` puts libposenc.so inside the package, and the package loads
+    that one (not $POSENC_LIBRARY or the system's)."""
+    package = Path(posenc.__file__).resolve().parent
+    if package == Path(__file__).resolve().parents[1] / "posenc":
+        pytest.skip("posenc is imported from the source tree, not an installed wheel")
+    assert Path(posenc.library_path()).resolve().parent == package
+    assert (package / "libposenc.so").is_file()
