@@ -1345,6 +1345,19 @@ def _scores(name, scores, dtype, types=None):
     return code, head_stride, row_stride
 
 
+def _alibi_in_place(stem, scores, slopes, q_offset, scale, causal, dtype, types=None):
+    """<stem>_<type>(slopes, H, n_q, n_k, q_offset, scores, strides, scale, flags) on a
+    writeable [H, n_q, n_k] score view: alibi_add and alibi_softmax."""
+    code, head_stride, row_stride = _scores("scores", scores, dtype, types)
+    n_heads, n_q, n_k = scores.shape
+    slopes = _real_vector("slopes", slopes, np.float32, n_heads)
+    function, name = _c_function(stem, code)
+    _check(function(_address(slopes), n_heads, n_q, n_k, _size("q_offset", q_offset),
+                    _address(scores), head_stride, row_stride, _float("scale", scale),
+                    _alibi_flags(causal)),
+           name)
+
+
 def alibi_add(scores, slopes, q_offset=0, scale=1.0, causal=False, dtype=None):
     """Adds the ALiBi bias into attention scores in place: posenc_alibi_add_f32, _bf16 or
     _f16 by the scores' storage type.
@@ -1356,14 +1369,7 @@ def alibi_add(scores, slopes, q_offset=0, scale=1.0, causal=False, dtype=None):
     16-bit scores are widened exactly and the float result rounded once to their type.
     slopes: H real numbers, used as float32. Returns None.
     """
-    code, head_stride, row_stride = _scores("scores", scores, dtype)
-    n_heads, n_q, n_k = scores.shape
-    slopes = _real_vector("slopes", slopes, np.float32, n_heads)
-    function, name = _c_function("posenc_alibi_add", code)
-    _check(function(_address(slopes), n_heads, n_q, n_k, _size("q_offset", q_offset),
-                    _address(scores), head_stride, row_stride, _float("scale", scale),
-                    _alibi_flags(causal)),
-           name)
+    _alibi_in_place("posenc_alibi_add", scores, slopes, q_offset, scale, causal, dtype)
 
 
 def alibi_bias(slopes, n_q, n_k, q_offset=0, causal=False, out=None, dtype=None):
@@ -1394,15 +1400,8 @@ def alibi_softmax(scores, slopes, q_offset=0, scale=1.0, causal=False, dtype=Non
     softmax(scores, out=scores, scale=scale, slopes=slopes, q_offset=q_offset,
     causal=causal, alibi="symmetric"). scores, slopes: as for alibi_add. Returns None.
     """
-    code, head_stride, row_stride = _scores("scores", scores, dtype,
-                                            (_lib.DTYPE_F32, _lib.DTYPE_BF16))
-    n_heads, n_q, n_k = scores.shape
-    slopes = _real_vector("slopes", slopes, np.float32, n_heads)
-    function, name = _c_function("posenc_alibi_softmax", code)
-    _check(function(_address(slopes), n_heads, n_q, n_k, _size("q_offset", q_offset),
-                    _address(scores), head_stride, row_stride, _float("scale", scale),
-                    _alibi_flags(causal)),
-           name)
+    _alibi_in_place("posenc_alibi_softmax", scores, slopes, q_offset, scale, causal, dtype,
+                    (_lib.DTYPE_F32, _lib.DTYPE_BF16))
 
 
 # --- attention-score softmax --------------------------------------------------------------

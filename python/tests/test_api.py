@@ -39,8 +39,9 @@ def test_every_c_entry_point_has_a_binding():
     assert len(names) > 60
     package = Path(posenc.__file__).resolve().parent
     code = "".join(p.read_text() for p in package.glob("*.py") if p.name != "_lib.py")
-    # called as lib.<name>, or through _c_function("<stem>", type) for <stem>_<f32|bf16|f16>
-    stems = set(re.findall(r'_c_function\("(posenc_\w+)"', code))
+    # called as lib.<name>, or by a stem ("posenc_alibi_add") that _c_function completes
+    # with the storage type's suffix
+    stems = set(re.findall(r'"(posenc_\w+)"', code))
 
     def bound(name):
         stem, _, suffix = name.rpartition("_")

@@ -19,7 +19,6 @@ The attention factor is a Python float in HF (math.log / math.sqrt in double); t
 must equal it exactly.
 """
 
-import contextlib
 import copy
 import logging
 import math
@@ -60,44 +59,18 @@ def hf():
     return types.SimpleNamespace(torch=torch, tf=transformers, init=ROPE_INIT_FUNCTIONS)
 
 
-@contextlib.contextmanager
 def float64_everywhere(torch):
-    """For the duration of the block, every float32 request of torch is a float64 one
-    (Tensor.float, dtype= of Tensor.to / torch.arange / torch.tensor, the default dtype), so
-    that HF's float32 code computes in float64 (Python scalar math is double already)."""
-    def f64(dtype):
-        return torch.float64 if dtype == torch.float32 else dtype
-
-    saved = {"float": torch.Tensor.float, "to": torch.Tensor.to, "arange": torch.arange,
-             "tensor": torch.tensor}
-    default = torch.get_default_dtype()
-
-    def tensor_to(self, *args, **kwargs):
-        args = tuple(f64(a) if isinstance(a, torch.dtype) else a for a in args)
-        if "dtype" in kwargs:
-            kwargs["dtype"] = f64(kwargs["dtype"])
-        return saved["to"](self, *args, **kwargs)
-
-    def with_dtype(factory):
-        def call(*args, **kwargs):
-            if "dtype" in kwargs:
-                kwargs["dtype"] = f64(kwargs["dtype"])
-            return factory(*args, **kwargs)
-        return call
-
-    torch.Tensor.float = lambda self, *a, **k: self.double(*a, **k)
-    torch.Tensor.to = tensor_to
-    torch.arange = with_dtype(saved["arange"])
-    torch.tensor = with_dtype(saved["tensor"])
-    torch.set_default_dtype(torch.float64)
-    try:
-        yield
-    finally:
-        torch.Tensor.float = saved["float"]
-        torch.Tensor.to = saved["to"]
-        torch.arange = saved["arange"]
-        torch.tensor = saved["tensor"]
-        torch.set_default_dtype(default)
+    """HF's float32 code computed in float64 for the block: tests/data/torch_float64.py,
+    shared with the golden-file generator."""
+    import sys
+    from pathlib import Path
+    data = Path(__file__).resolve().parents[2] / "tests" / "data"
+    if not (data / "torch_float64.py").is_file():
+        pytest.skip(f"no {data}/torch_float64.py: tests run outside the repository")
+    if str(data) not in sys.path:
+        sys.path.insert(0, str(data))
+    import torch_float64
+    return torch_float64.float64_everywhere(torch)
 
 
 def hf_inv_freq(hf, config, rope_type, seq_len=None):

@@ -58,11 +58,12 @@ values written with trailing zero digits dropped):
 """
 
 import argparse
-import contextlib
-import functools
 import json
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch_float64  # noqa: E402  (beside this script)
 
 import numpy as np
 import torch
@@ -112,44 +113,9 @@ PHI3_MINI_128K_SHORT = [
 
 # --- float64 evaluation of HF's own code ------------------------------------------------------
 
-def _f64(dtype):
-    return torch.float64 if dtype == torch.float32 else dtype
-
-
-@contextlib.contextmanager
 def float64_everywhere():
     """Every float32 request torch sees becomes float64 (see the module docstring)."""
-    saved = {"float": torch.Tensor.float, "to": torch.Tensor.to, "arange": torch.arange,
-             "tensor": torch.tensor, "zeros": torch.zeros, "ones": torch.ones}
-    default_dtype = torch.get_default_dtype()
-
-    def tensor_to(self, *args, **kwargs):
-        args = tuple(_f64(a) if isinstance(a, torch.dtype) else a for a in args)
-        if "dtype" in kwargs:
-            kwargs["dtype"] = _f64(kwargs["dtype"])
-        return saved["to"](self, *args, **kwargs)
-
-    def with_dtype(factory):
-        @functools.wraps(factory)
-        def call(*args, **kwargs):
-            if "dtype" in kwargs:
-                kwargs["dtype"] = _f64(kwargs["dtype"])
-            return factory(*args, **kwargs)
-        return call
-
-    torch.Tensor.float = lambda self, *a, **k: self.double(*a, **k)
-    torch.Tensor.to = tensor_to
-    for name in ("arange", "tensor", "zeros", "ones"):
-        setattr(torch, name, with_dtype(saved[name]))
-    torch.set_default_dtype(torch.float64)
-    try:
-        yield
-    finally:
-        torch.Tensor.float = saved["float"]
-        torch.Tensor.to = saved["to"]
-        for name in ("arange", "tensor", "zeros", "ones"):
-            setattr(torch, name, saved[name])
-        torch.set_default_dtype(default_dtype)
+    return torch_float64.float64_everywhere(torch)
 
 
 def in_precision(precision, fn, *args):
