@@ -444,7 +444,7 @@ class RopePlan(_Plan):
         return plan
 
     @classmethod
-    def from_hf_config(cls, config, seq_len=None):
+    def from_hf_config(cls, config, seq_len=None, f32=False):
         """The plan of a HuggingFace transformers model config: a PretrainedConfig object
         (a composite one such as Qwen2-VL's is read where its text model keeps the keys)
         or its dict. Reads every key HF reads: rope_theta, rope_scaling (4.x, "type" or
@@ -452,8 +452,9 @@ class RopePlan(_Plan):
         hidden_size // num_attention_heads), max_position_embeddings,
         original_max_position_embeddings (config level or in the dict) and mrope_section;
         an unknown key, or one the rope type does not read, or two that contradict each
-        other, is a ValueError. The frequencies are exact (float64; see hf_f32 for HF's own
-        float32 ones).
+        other, is a ValueError. The frequencies are exact (float64), or with f32=True HF's
+        own float32 inv_freq bit for bit, as torch computes it on this CPU (hf_f32, with the
+        imported torch's capability; with F32 angles, HF's angles exactly).
 
         The plan's `hf` attribute describes the config (rope_type, head_dim, rotary_dim,
         base, mrope_section, mrope_interleaved, seq_dependent). For "dynamic" and
@@ -461,7 +462,7 @@ class RopePlan(_Plan):
         takes that length from its own positions (largest position + 1), as HF's rotary
         module does each forward; seq_len given here fixes it instead."""
         from . import _hfconfig
-        return _hfconfig.plan_from_hf_config(cls, config, seq_len)
+        return _hfconfig.plan_from_hf_config(cls, config, seq_len, f32)
 
     @classmethod
     def from_freqs_f32(cls, freqs, attention_factor=1.0):

@@ -261,8 +261,9 @@ class HfRope:
 class _PlanMaker:
     """Builds and caches the plans of one parsed config (thread-safe)."""
 
-    def __init__(self, cls, info, scaling, kwargs):
+    def __init__(self, cls, info, scaling, kwargs, f32=False):
         self._cls = cls
+        self._f32 = f32
         self._info = info  # HfRope without maker and seq_len
         self._scaling = scaling
         self._kwargs = kwargs
@@ -272,8 +273,9 @@ class _PlanMaker:
         self._dynamic = collections.OrderedDict()
 
     def _make(self, seq_len, pinned=False):
-        plan = self._cls.scaled(self._info.rotary_dim, self._info.base, self._scaling,
-                                seq_len=seq_len or 0, **self._kwargs)
+        make = self._cls.hf_f32 if self._f32 else self._cls.scaled
+        plan = make(self._info.rotary_dim, self._info.base, self._scaling,
+                    seq_len=seq_len or 0, **self._kwargs)
         plan.hf = replace(self._info, seq_len=seq_len, pinned=pinned, _maker=self)
         return plan
 
@@ -520,7 +522,7 @@ def _count_or_zero(name, value):
 
 # --- public functions ---------------------------------------------------------------------
 
-def plan_from_hf_config(cls, config, seq_len=None):
+def plan_from_hf_config(cls, config, seq_len=None, f32=False):
     """The RopePlan (of class ``cls``) for a HuggingFace transformers model config.
 
     config: a transformers PretrainedConfig, or a dict of its keys (``config.to_dict()``,
@@ -551,8 +553,12 @@ def plan_from_hf_config(cls, config, seq_len=None):
     frequencies HF uses for that max(position_ids) + 1, and is marked pinned, so that
     resolve_plan keeps it for every call.
 
-    Returns a plan made by ``cls.scaled`` (double-precision frequencies) carrying ``.hf``, an
-    HfRope. Raises ValueError naming the key for a key the rope type does not read, a
+    f32: False (the default) for a plan made by ``cls.scaled`` (double-precision
+    frequencies); True for one made by ``cls.hf_f32``: HF's own float32 inv_freq of
+    ``ROPE_INIT_FUNCTIONS[rope_type]`` bit for bit, as the imported torch computes it on this
+    CPU (for "dynamic", as ROPE_INIT_FUNCTIONS computes it for an integer seq_len).
+
+    Returns the plan, carrying ``.hf``, an HfRope. Raises ValueError naming the key for a key the rope type does not read, a
     required key missing, a value given twice differently (rope_type and type,
     rope_theta / partial_rotary_factor / original_max_position_embeddings in the dict and the
     config, rope_scaling and rope_parameters), a value of the wrong kind, and a rotary_dim
@@ -561,7 +567,7 @@ def plan_from_hf_config(cls, config, seq_len=None):
     neither a config object nor a dict.
     """
     info, scaling, kwargs = _parse(config)
-    maker = _PlanMaker(cls, info, scaling, kwargs)
+    maker = _PlanMaker(cls, info, scaling, kwargs, f32)
     return maker.plan(None) if seq_len is None else maker.pinned(seq_len)
 
 

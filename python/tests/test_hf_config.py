@@ -33,10 +33,8 @@ import posenc
 from posenc import _hfconfig
 
 
-def from_hf(config, seq_len=None):
-    if hasattr(posenc.RopePlan, "from_hf_config"):
-        return posenc.RopePlan.from_hf_config(config, seq_len)
-    return _hfconfig.plan_from_hf_config(posenc.RopePlan, config, seq_len)
+def from_hf(config, seq_len=None, f32=False):
+    return posenc.RopePlan.from_hf_config(config, seq_len, f32)
 
 
 # --- transformers, and HF's code in float64 -------------------------------------------------
@@ -104,6 +102,9 @@ def check_config(hf, config, rope_type, seq_lens=(None,)):
                      base.hf.for_seq_len(seq_len)):
             assert plan.hf.rope_type == rope_type
             assert_matches_hf(plan, inv32, inv64, att)
+        plan32 = from_hf(config, seq_len, f32=True)
+        np.testing.assert_array_equal(plan32.freqs, inv32.astype(np.float64))
+        assert plan32.attention_factor == att
         if seq_len is not None:  # what the kernels use for a call reaching seq_len - 1
             assert_matches_hf(_hfconfig.resolve_plan(base, seq_len - 1), inv32, inv64, att)
 
