@@ -1,11 +1,15 @@
-"""posenc: SIMD kernels for transformer positional encodings, on NumPy arrays.
+"""posenc: SIMD kernels for transformer positional encodings, on NumPy arrays and PyTorch
+CPU tensors.
 
-A thin ctypes layer over the C library (include/posenc.h is the contract). Data arrays are
-never copied: every function works on the caller's float32 memory, in place, or writes into
-a new (or given) float32 array; the runtime-shaped RoPE functions (rope_out, mrope_out,
-rope_apply) also read and write float16 and bfloat16 arrays (bfloat16 as uint16 bits, or an
-extension's bfloat16 dtype). Small parameter arrays (positions, timesteps, slopes,
-frequencies) are converted to the C types when needed. Sizes and strides are taken from the
+A thin ctypes layer over the C library (include/posenc.h is the contract); every C entry
+point has a binding. Data arrays are never copied: every function works on the caller's
+memory, in place, or writes into a new (or given) array, in float32, float16 or bfloat16
+(as uint16 bits, an extension's bfloat16 dtype such as ml_dtypes', or a torch bfloat16
+tensor) where the C library has that form (learned_add: float32 only). torch CPU tensors
+are taken wherever arrays are, as views of the same memory, and a function given one
+returns tensors (python/posenc/_torch.py); torch is never imported by posenc itself.
+posenc.hf runs HF transformers models on posenc. Small parameter arrays (positions,
+timesteps, slopes, frequencies) are converted to the C types when needed. Sizes and strides are taken from the
 arrays; the C functions get strides in elements, so every stride must be a whole number of
 elements and the last axis must be contiguous.
 
