@@ -9,9 +9,9 @@ tensor) where the C library has that form (learned_add: float32 only). torch CPU
 are taken wherever arrays are, as views of the same memory, and a function given one
 returns tensors (python/posenc/_torch.py); torch is never imported by posenc itself.
 posenc.hf runs HF transformers models on posenc. Small parameter arrays (positions,
-timesteps, slopes, frequencies) are converted to the C types when needed. Sizes and strides are taken from the
-arrays; the C functions get strides in elements, so every stride must be a whole number of
-elements and the last axis must be contiguous.
+timesteps, slopes, frequencies) are converted to the C types when needed. Sizes and strides
+are taken from the arrays; the C functions get strides in elements, so every stride must be
+a whole number of elements and the last axis must be contiguous.
 
 Errors: TypeError for a wrong type or dtype, ValueError for bad shapes, strides, non-writeable
 or misaligned arrays and out-of-range arguments, and PosencError (a ValueError) carrying the
@@ -436,9 +436,10 @@ class RopePlan(_Plan):
         own "ntk_alpha" (key "alpha") and "pair_factors" (key "pair_factors"); "truncate":
         False sets no_truncate; a "rope_theta" must equal base and a "partial_rotary_factor"
         be 1 (ValueError otherwise: pass base and rotary_dim, or use from_hf_config, which
-        reads a whole config); any other key is a ValueError. The keyword arguments come from the model config rather than
-        the dict (Phi-3 keeps original_max_position_embeddings outside it) or from the
-        sequence: seq_len = largest position + 1 for "dynamic" and "longrope"."""
+        reads a whole config); any other key is a ValueError. The keyword arguments come
+        from the model config rather than the dict (Phi-3 keeps
+        original_max_position_embeddings outside it) or from the sequence: seq_len =
+        largest position + 1 for "dynamic" and "longrope"."""
         c, keep = _scaling_struct(rope_scaling, base, max_position_embeddings,
                                   original_max_position_embeddings, seq_len)
         plan = cls.__new__(cls)

@@ -558,11 +558,11 @@ def plan_from_hf_config(cls, config, seq_len=None, f32=False):
     ``ROPE_INIT_FUNCTIONS[rope_type]`` bit for bit, as the imported torch computes it on this
     CPU (for "dynamic", as ROPE_INIT_FUNCTIONS computes it for an integer seq_len).
 
-    Returns the plan, carrying ``.hf``, an HfRope. Raises ValueError naming the key for a key the rope type does not read, a
-    required key missing, a value given twice differently (rope_type and type,
-    rope_theta / partial_rotary_factor / original_max_position_embeddings in the dict and the
-    config, rope_scaling and rope_parameters), a value of the wrong kind, and a rotary_dim
-    that is odd or 0; PosencError (a ValueError) for what posenc_rope_plan_create_scaled
+    Returns the plan, carrying ``.hf``, an HfRope. Raises ValueError naming the key for a key
+    the rope type does not read, a required key missing, a value given twice differently
+    (rope_type and type, rope_theta / partial_rotary_factor / original_max_position_embeddings
+    in the dict and the config, rope_scaling and rope_parameters), a value of the wrong kind,
+    and a rotary_dim that is odd or 0; PosencError (a ValueError) for what posenc_rope_plan_create_scaled
     refuses (a factor <= 0, factor arrays of the wrong length, ...); TypeError when config is
     neither a config object nor a dict.
     """
