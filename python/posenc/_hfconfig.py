@@ -562,9 +562,9 @@ def plan_from_hf_config(cls, config, seq_len=None, f32=False):
     the rope type does not read, a required key missing, a value given twice differently
     (rope_type and type, rope_theta / partial_rotary_factor / original_max_position_embeddings
     in the dict and the config, rope_scaling and rope_parameters), a value of the wrong kind,
-    and a rotary_dim that is odd or 0; PosencError (a ValueError) for what posenc_rope_plan_create_scaled
-    refuses (a factor <= 0, factor arrays of the wrong length, ...); TypeError when config is
-    neither a config object nor a dict.
+    and a rotary_dim that is odd or 0; PosencError (a ValueError) for what
+    posenc_rope_plan_create_scaled refuses (a factor <= 0, factor arrays of the wrong length,
+    ...); TypeError when config is neither a config object nor a dict.
     """
     info, scaling, kwargs = _parse(config)
     maker = _PlanMaker(cls, info, scaling, kwargs, f32)
