@@ -44,9 +44,9 @@ part "packages (one apt-get run for every part)"
 if [ "$native_only" = 1 ]; then
   scripts/install-deps.sh --format
 elif [ "$(uname -m)" = x86_64 ]; then
-  scripts/install-deps.sh --format --sanitizers --aarch64 --emulation
+  scripts/install-deps.sh --format --sanitizers --aarch64 --emulation --python
 else
-  scripts/install-deps.sh --format --sanitizers
+  scripts/install-deps.sh --format --sanitizers --python
 fi
 part "source format (clang-format --dry-run -Werror)"
 git ls-files -z '*.c' '*.h' '*.cc' | xargs -0 clang-format --dry-run -Werror
