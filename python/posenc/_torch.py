@@ -55,7 +55,7 @@ def as_tensor(array):
 def accepts_tensors(function):
     """Wraps a posenc function so that it takes torch CPU tensors wherever it takes NumPy
     arrays, and returns tensors when it was given any (see the module's docstring)."""
-    signature = inspect.signature(function)
+    names = list(inspect.signature(function).parameters)  # for messages: argument names
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
@@ -63,14 +63,19 @@ def accepts_tensors(function):
         if tensor is None or not any(isinstance(value, tensor)
                                      for value in (*args, *kwargs.values())):
             return function(*args, **kwargs)
-        bound = signature.bind(*args, **kwargs)
         given = {}  # id(view) -> (view, the caller's tensor)
-        for name, value in bound.arguments.items():
-            if isinstance(value, tensor):
-                view = as_array(name, value)
-                given[id(view)] = (view, value)
-                bound.arguments[name] = view
-        result = function(*bound.args, **bound.kwargs)
+
+        def view(name, value):
+            if not isinstance(value, tensor):
+                return value
+            array = as_array(name, value)
+            given[id(array)] = (array, value)
+            return array
+
+        args = [view(names[i] if i < len(names) else f"argument {i}", value)
+                for i, value in enumerate(args)]
+        kwargs = {name: view(name, value) for name, value in kwargs.items()}
+        result = function(*args, **kwargs)
         if isinstance(result, np.ndarray):
             mine = given.get(id(result))
             return mine[1] if mine is not None and mine[0] is result else as_tensor(result)
