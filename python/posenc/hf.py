@@ -34,11 +34,12 @@ the backward pass is posenc's inverse rotation with the same factors.
 """
 
 import contextlib
+import ctypes
 import importlib
 
 import torch
 
-from . import RopePlan, mrope_factors, rope_apply, rope_factors
+from . import RopePlan, _check, _lib, mrope_factors, rope_apply, rope_factors
 
 __all__ = [
     "RotaryEmbedding", "apply_rotary_pos_emb", "apply_multimodal_rotary_pos_emb", "patch",
@@ -141,12 +142,52 @@ class _RopeApply(torch.autograd.Function):
         return out, None, None, None
 
 
+_DTYPE_CODES = {torch.float32: _lib.DTYPE_F32, torch.bfloat16: _lib.DTYPE_BF16,
+                torch.float16: _lib.DTYPE_F16}
+
+
+def _view_of(x, axes):
+    """The posenc_rope_view of a 4-D CPU tensor whose axis order `axes` names ("BHLD" or
+    "BLHD"), with the strides of its length-1 axes replaced by C-order ones (never used), as
+    the generic binding does."""
+    strides = list(x.stride())
+    inner = 1
+    for axis in (3, 2, 1, 0):
+        if x.shape[axis] == 1:
+            strides[axis] = inner
+        inner = strides[axis] * x.shape[axis]
+    b, h, t = axes.index("B"), axes.index("H"), axes.index("L")
+    return _lib.RopeView(x.data_ptr(), _DTYPE_CODES[x.dtype], x.shape[h], strides[t],
+                         strides[h], strides[b])
+
+
+def _apply_direct(factors, x, axes, row_batch_stride, dst=None):
+    """posenc.rope_apply(factors, x, axes=axes, row_batch_stride=row_batch_stride), bitwise
+    the same C call, on a 4-D CPU tensor of a kernel dtype: the attention's per-layer path,
+    without the generic binding's conversions (they cost more than the kernel itself when
+    decoding one token). dst: None for a new tensor of x's shape and dtype, or a CPU tensor
+    of x's shape whose dtype the C library accepts for x's. Anything unusual (an empty
+    tensor, a last axis that is not contiguous) takes the generic binding."""
+    if x.numel() == 0 or (x.shape[3] > 1 and x.stride(3) != 1) or \
+            (dst is not None and dst.shape[3] > 1 and dst.stride(3) != 1):
+        return rope_apply(factors, x, dst, axes=axes, row_batch_stride=row_batch_stride)
+    if dst is None:
+        dst = torch.empty(x.shape, dtype=x.dtype)
+    src_view, dst_view = _view_of(x, axes), _view_of(dst, axes)
+    status = _lib.lib.posenc_rope_apply(
+        ctypes.byref(factors._struct), 0, row_batch_stride, x.shape[3],
+        x.shape[axes.index("B")], x.shape[axes.index("L")], ctypes.byref(src_view),
+        ctypes.byref(dst_view), factors._struct.flags)
+    _check(status, "posenc_rope_apply")
+    return dst
+
+
 def _rotate(rotation, x, axes):
     """x rotated by the rotation's factors with posenc: a new tensor of x's shape and dtype."""
     stride = 0 if rotation.n_batch == 1 else rotation.n_tokens
     if x.requires_grad and torch.is_grad_enabled():
         return _RopeApply.apply(x, rotation.factors, axes, stride)
-    return rope_apply(rotation.factors, x, axes=axes, row_batch_stride=stride)
+    return _apply_direct(rotation.factors, x, axes, stride)
 
 
 def _kernel_axes(rotation, q, k, unsqueeze_dim):
@@ -432,11 +473,12 @@ class RotaryEmbedding(torch.nn.Module):
         to the unit vectors (1, 0) of every pair: u' = att cos, v' = att sin."""
         half = self.rotary_dim // 2
         out_dtype = dtype if dtype in _KERNEL_DTYPES else torch.float32
-        unit = torch.zeros(self.rotary_dim, dtype=torch.float32)
-        unit[:half] = 1.0
-        src = unit.view(1, 1, 1, -1).expand(n_rows_batch, n_tokens, 1, self.rotary_dim)
+        if getattr(self, "_unit", None) is None:
+            self._unit = torch.zeros(self.rotary_dim, dtype=torch.float32)
+            self._unit[:half] = 1.0
+        src = self._unit.view(1, 1, 1, -1).expand(n_rows_batch, n_tokens, 1, self.rotary_dim)
         dst = torch.empty((n_rows_batch, n_tokens, 1, self.rotary_dim), dtype=out_dtype)
-        rope_apply(factors, src, dst=dst, axes="BLHD")
+        _apply_direct(factors, src, "BLHD", n_tokens, dst)
         c, s = dst[:, :, 0, :half], dst[:, :, 0, half:]
         cos, sin = torch.cat((c, c), dim=-1), torch.cat((s, s), dim=-1)
         if out_dtype != dtype:

@@ -188,8 +188,9 @@ def reference_model(model):
 def test_compat_logits_match_hf(name, monkeypatch):
     model = model_of(name)
     calls = []
-    real = phf.rope_apply
-    monkeypatch.setattr(phf, "rope_apply", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    real = phf._apply_direct  # posenc's C rotation, as the attention and the tables call it
+    monkeypatch.setattr(phf, "_apply_direct",
+                        lambda *a, **kw: calls.append(1) or real(*a, **kw))
     ids1, ids2 = ids_of(1), ids_of(2, seed=8)
     given = positions_of(name, [5, 300], offsets=(0, 3, 5))
     cases = [(ids1, None), (ids2, None), (ids2, given)]
@@ -372,8 +373,9 @@ def test_apply_multimodal_vs_hf(dtype, on_isa):
 def test_apply_fallback_is_hf_bit_for_bit(monkeypatch):
     model = model_of("llama")
     calls = []
-    real = phf.rope_apply
-    monkeypatch.setattr(phf, "rope_apply", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    real = phf._apply_direct  # posenc's rotation of q and k (and of the tables)
+    monkeypatch.setattr(phf, "_apply_direct",
+                        lambda *a, **kw: calls.append(1) or real(*a, **kw))
     pos = positions_of("llama", [0, 77])
     q, k = _qk(2, 4, 2, 16, torch.float32)
     cos, sin = rotary_of(model)(q, pos)  # HF's own tables: no factors
@@ -620,3 +622,30 @@ def test_unknown_model_type_is_refused():
     with pytest.raises(ValueError, match="mode"):
         phf.patch(model_of("llama"), "fast")
     assert phf.patch_mode(model_of("llama")) is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_direct_path_is_the_generic_binding(dtype):
+    """The attention's per-layer call (_apply_direct: the C function on the tensors'
+    strides) is bitwise posenc.rope_apply: [B, H, L, D] views, [B, L, H, D], one token,
+    one head, a batch sharing its rows, and the float32 -> 16-bit tables."""
+    plan = posenc.RopePlan(16, 10000.0)
+    positions = torch.tensor([[3, 4, 5], [70000, 70001, 70002]])
+    factors = posenc.rope_factors(plan, positions)
+    gen = torch.Generator().manual_seed(3)
+    cases = []
+    for shape, rows in (((2, 3, 4, 16), 3), ((2, 1, 1, 16), 3), ((1, 3, 4, 16), 0)):
+        storage = torch.randn(shape, generator=gen).to(dtype)  # [B, L, H, D]
+        cases += [(storage, "BLHD", rows), (storage.transpose(1, 2), "BHLD", rows),
+                  (storage.transpose(1, 2).contiguous(), "BHLD", rows)]
+    for x, order, rows in cases:
+        got = phf._apply_direct(factors, x, order, rows)
+        want = posenc.rope_apply(factors, x, axes=order, row_batch_stride=rows)
+        assert torch.equal(got, want), (tuple(x.shape), order)
+    unit = torch.zeros(16)
+    unit[:8] = 1
+    src = unit.view(1, 1, 1, -1).expand(2, 3, 1, 16)
+    for out in (torch.float32, torch.bfloat16, torch.float16):
+        got = phf._apply_direct(factors, src, "BLHD", 3, torch.empty((2, 3, 1, 16), dtype=out))
+        want = posenc.rope_apply(factors, src, axes="BLHD", dst_dtype=str(out)[6:])
+        assert torch.equal(got, want)
