@@ -20,7 +20,9 @@ Sequence-dependent types. HF's rotary module recomputes its frequencies in ``for
   - "dynamic": a length above ``max_position_embeddings`` recomputes with that length
     (dynamic NTK); a length at or below it uses the initial frequencies (the default plan).
   - "longrope": a length above ``original_max_position_embeddings`` uses ``long_factor``, one
-    at or below it ``short_factor``; the attention factor is the same for both.
+    at or below it ``short_factor``; the attention factor is the same for both, except with
+    Phi-3-small's ``short_mscale`` / ``long_mscale`` (read as its own modeling code, vLLM and
+    MLX read them: each set's attention factor; HF's Phi3 code does not know them).
 The plan returned carries ``plan.hf`` (HfRope), whose ``for_seq_len(seq_len)`` gives the plan
 for one such call, and ``resolve_plan(plan, max_position)`` picks it for a kernel call.
 (HF's dynamic module is also stateful: after growing to a length it keeps those frequencies
@@ -65,7 +67,8 @@ _TYPE_KEYS = {
                         "original_max_position_embeddings", "mscale", "mscale_all_dim",
                         "truncate"})),
     "longrope": (frozenset({"short_factor", "long_factor"}),
-                 frozenset({"attention_factor", "factor", "original_max_position_embeddings"})),
+                 frozenset({"attention_factor", "factor", "original_max_position_embeddings",
+                            "short_mscale", "long_mscale"})),
     "llama3": (frozenset({"factor", "low_freq_factor", "high_freq_factor"}),
                frozenset({"original_max_position_embeddings"})),
 }
@@ -274,7 +277,16 @@ class _PlanMaker:
 
     def _make(self, seq_len, pinned=False):
         make = self._cls.hf_f32 if self._f32 else self._cls.scaled
-        plan = make(self._info.rotary_dim, self._info.base, self._scaling,
+        scaling = self._scaling
+        mscales = scaling.get("mscales")  # longrope (short, long): Phi-3-small's keys
+        if mscales is not None:
+            scaling = {k: v for k, v in scaling.items() if k != "mscales"}
+            threshold = self._info.seq_len_threshold
+            mscale = mscales[1] if threshold is not None and (seq_len or 0) > threshold \
+                else mscales[0]
+            if mscale is not None:
+                scaling["attention_factor"] = mscale
+        plan = make(self._info.rotary_dim, self._info.base, scaling,
                     seq_len=seq_len or 0, **self._kwargs)
         plan.hf = replace(self._info, seq_len=seq_len, pinned=pinned, _maker=self)
         return plan
@@ -357,6 +369,14 @@ def _parse(config):
     # base, rotary_dim
     theta = _one_value("rope_theta", opt("rope_theta"), where, src.get("rope_theta"),
                        f"{src.where}'s rope_theta")
+    # Phi-3-small's config (its own modeling code) names the base rope_embedding_base and
+    # has a rope_position_scale, which posenc reads only as 1
+    theta = _one_value("rope_theta", theta, "the rope_theta", src.get("rope_embedding_base"),
+                       f"{src.where}'s rope_embedding_base")
+    position_scale = src.get("rope_position_scale")
+    if position_scale is not _MISSING and _number("rope_position_scale", position_scale) != 1.0:
+        raise ValueError(f"rope_position_scale {position_scale} (Phi-3-small's positions "
+                         "multiplier) is not supported: only 1")
     base = 10000.0 if theta is _MISSING else _number("rope_theta", theta)
     prf = _one_value("partial_rotary_factor", opt("partial_rotary_factor"), where,
                      src.get("partial_rotary_factor"), f"{src.where}'s partial_rotary_factor")
@@ -497,7 +517,21 @@ def _parse(config):
                 raise ValueError(f"{key} must be a list of numbers, not {value!r}")
             factors[key] = [_number(key, v) for v in value]
             scaling[key] = factors[key]
-        seq_dependent = factors["short_factor"] != factors["long_factor"]
+        # Phi-3-small (its own modeling code, as vLLM and MLX read it): the attention
+        # factor of the short factors is short_mscale, of the long ones long_mscale, each
+        # defaulting to the type's own
+        mscales = tuple(None if opt(key) is _MISSING else num(key)
+                        for key in ("short_mscale", "long_mscale"))
+        if mscales != (None, None):
+            if "attention_factor" in scaling:
+                raise ValueError(f"{where} has attention_factor and short_mscale / long_mscale, "
+                                 "which give the attention factor twice; keep one")
+            for key, value in zip(("short_mscale", "long_mscale"), mscales):
+                if value is not None and value <= 0:
+                    raise ValueError(f"{key} must be > 0, not {value}")
+            scaling["mscales"] = mscales
+        seq_dependent = (factors["short_factor"] != factors["long_factor"]
+                         or (mscales != (None, None) and mscales[0] != mscales[1]))
         threshold = orig if seq_dependent else None
     if scaling.get("attention_factor", 1.0) <= 0:
         raise ValueError(f"attention_factor must be > 0, not {scaling['attention_factor']}")
@@ -537,7 +571,9 @@ def plan_from_hf_config(cls, config, seq_len=None, f32=False):
         ``mrope_section``), "linear" {factor}, "dynamic" {factor}, "yarn" {factor,
         attention_factor, beta_fast, beta_slow, mscale, mscale_all_dim,
         original_max_position_embeddings, truncate}, "longrope" ("su") {short_factor,
-        long_factor, factor, attention_factor, original_max_position_embeddings}, "llama3"
+        long_factor, factor, attention_factor, original_max_position_embeddings, and
+        Phi-3-small's short_mscale and long_mscale: the attention factor of each factor
+        set}, "llama3"
         {factor, low_freq_factor, high_freq_factor, original_max_position_embeddings}; any
         type may carry ``mrope_section`` (three pair counts) and ``mrope_interleaved``.
     rotary_dim = int(head_dim * partial_rotary_factor), base = rope_theta. Where transformers

@@ -822,3 +822,49 @@ def test_hf_record():
         hf.rope_type = "default"  # frozen
     assert hf == from_hf(config_with({"rope_type": "linear", "factor": 2.0}, head_dim=96,
                                      partial_rotary_factor=0.5, rope_theta=500000.0)).hf
+
+
+def test_phi3_small_config_dict():
+    """Phi-3-small's config.json (its own modeling code, not transformers'): the base as
+    rope_embedding_base, "su" factors and the attention factor of each set as short_mscale
+    and long_mscale (read as that code, vLLM and MLX read them)."""
+    short, long = phi3_factors(64, 9)  # head_dim 128: 64 pairs
+    config = {"model_type": "phi3small", "hidden_size": 4096, "num_attention_heads": 32,
+              "max_position_embeddings": 131072, "rope_embedding_base": 1000000,
+              "rope_position_scale": 1.0,
+              "rope_scaling": {"type": "su", "short_factor": short, "long_factor": long,
+                               "short_mscale": 1.0, "long_mscale": 1.1902380714238083,
+                               "original_max_position_embeddings": 8192}}
+    plan = from_hf(config)
+    assert plan.hf.rope_type == "longrope" and plan.hf.base == 1e6
+    assert plan.hf.seq_dependent and plan.hf.seq_len_threshold == 8192
+    long_plan = plan.hf.for_seq_len(8193)
+    assert plan.attention_factor == 1.0 and long_plan.attention_factor == 1.1902380714238083
+    assert _hfconfig.resolve_plan(plan, 8192) is long_plan
+    w = 1e6 ** (-np.arange(64) * 2 / 128)
+    np.testing.assert_allclose(plan.freqs, w / np.array(short), rtol=1e-14)
+    np.testing.assert_allclose(long_plan.freqs, w / np.array(long), rtol=1e-14)
+    # without the mscales: the same frequencies, the type's own attention factor for both
+    plain = copy.deepcopy(config)
+    del plain["rope_scaling"]["short_mscale"], plain["rope_scaling"]["long_mscale"]
+    default = math.sqrt(1 + math.log(131072 / 8192) / math.log(8192))
+    assert from_hf(plain).attention_factor == default
+    np.testing.assert_array_equal(from_hf(plain).freqs, plan.freqs)
+    # equal mscales and equal factors: nothing depends on the length
+    same = copy.deepcopy(config)
+    same["rope_scaling"].update(long_factor=short, long_mscale=1.0)
+    assert not from_hf(same).hf.seq_dependent
+    # refused
+    both = copy.deepcopy(config)
+    both["rope_scaling"]["attention_factor"] = 1.1
+    with pytest.raises(ValueError, match="attention factor twice"):
+        from_hf(both)
+    with pytest.raises(ValueError, match="rope_embedding_base"):
+        from_hf(dict(config, rope_theta=10000.0))
+    with pytest.raises(ValueError, match="rope_position_scale"):
+        from_hf(dict(config, rope_position_scale=2.0))
+    bad = copy.deepcopy(config)
+    bad["rope_scaling"]["long_mscale"] = -1.0
+    with pytest.raises(ValueError, match="long_mscale"):
+        from_hf(bad)
+
