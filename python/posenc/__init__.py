@@ -340,7 +340,8 @@ def _scaling_struct(rope_scaling, base, max_position_embeddings, original_max_po
     scaling = dict(rope_scaling or {})
     kind = scaling.pop("rope_type", scaling.pop("type", "default"))
     if kind not in _lib.ROPE_SCALING_TYPES:
-        raise ValueError(f"unknown rope_type {kind!r}")
+        raise ValueError(f"unknown rope_type {kind!r} (RopePlan.from_hf_config reads whole HF "
+                         "configs, Qwen2-VL's \"mrope\" among them)")
     c = _lib.RopeScaling(type=_lib.ROPE_SCALING_TYPES[kind])
     c.max_position_embeddings = _size("max_position_embeddings", max_position_embeddings)
     c.original_max_position_embeddings = _size("original_max_position_embeddings",
@@ -370,7 +371,8 @@ def _scaling_struct(rope_scaling, base, max_position_embeddings, original_max_po
                      "mscale_all_dim", "low_freq_factor", "high_freq_factor", "alpha"):
             setattr(c, key, 0.0 if value is None else _float(key, value))
         else:
-            raise ValueError(f"unknown rope_scaling key {key!r}")
+            raise ValueError(f"unknown rope_scaling key {key!r} (RopePlan.from_hf_config reads "
+                             "whole HF configs, with mrope_section and Phi-3-small's mscales)")
     return c, keep
 
 
