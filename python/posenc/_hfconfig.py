@@ -108,16 +108,17 @@ def _number(name, value):
     return value
 
 
-def _count(name, value):
-    """A positive integer given in a config."""
+def _count(name, value, minimum=1):
+    """An integer >= minimum given in a config (a positive one by default)."""
+    what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
     if isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        raise ValueError(f"{name} must be {what}, not {value!r}")
     try:
         value = operator.index(value)
     except TypeError:
-        raise ValueError(f"{name} must be a positive integer, not {value!r}") from None
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive integer, not {value}")
+        raise ValueError(f"{name} must be {what}, not {value!r}") from None
+    if value < minimum:
+        raise ValueError(f"{name} must be {what}, not {value}")
     return value
 
 
@@ -405,7 +406,7 @@ def _parse(config):
     else:
         if isinstance(section, (str, bytes, Mapping)) or not hasattr(section, "__len__"):
             raise ValueError(f"mrope_section must be three pair counts, not {section!r}")
-        section = tuple(_count_or_zero("mrope_section", s) for s in section)
+        section = tuple(_count("mrope_section entries", s, 0) for s in section)
         if len(section) != 3 or sum(section) != rotary_dim // 2:
             raise ValueError(f"mrope_section {list(section)} must be three pair counts summing "
                              f"to rotary_dim / 2 = {rotary_dim // 2}")
@@ -540,18 +541,6 @@ def _parse(config):
                   mrope_section=section, mrope_interleaved=interleaved,
                   seq_dependent=seq_dependent, seq_len_threshold=threshold)
     return info, scaling, kwargs
-
-
-def _count_or_zero(name, value):
-    if isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} entries must be integers >= 0, not {value!r}")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise ValueError(f"{name} entries must be integers >= 0, not {value!r}") from None
-    if value < 0:
-        raise ValueError(f"{name} entries must be integers >= 0, not {value}")
-    return value
 
 
 # --- public functions ---------------------------------------------------------------------

@@ -263,18 +263,13 @@ def test_longrope_without_config_level_original(hf):
 
 
 def test_llama3(hf):
-    config = llama(hf, hidden_size=4096, num_attention_heads=32, rope_theta=500000.0,
-                   max_position_embeddings=131072,
-                   rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                                 "high_freq_factor": 4.0,
-                                 "original_max_position_embeddings": 8192})
-    check_config(hf, config, "llama3")
-    config = llama(hf, hidden_size=3072, num_attention_heads=24, rope_theta=500000.0,
-                   max_position_embeddings=131072,
-                   rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
-                                 "high_freq_factor": 4.0,
-                                 "original_max_position_embeddings": 8192})
-    check_config(hf, config, "llama3")
+    for hidden, heads, factor in ((4096, 32, 8.0), (3072, 24, 32.0)):
+        config = llama(hf, hidden_size=hidden, num_attention_heads=heads, rope_theta=500000.0,
+                       max_position_embeddings=131072,
+                       rope_scaling={"rope_type": "llama3", "factor": factor,
+                                     "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                     "original_max_position_embeddings": 8192})
+        check_config(hf, config, "llama3")
 
 
 def test_qwen2_vl_mrope(hf):
