@@ -22,6 +22,7 @@ disjoint arrays.
 
 import ctypes
 import operator
+import sys
 
 import numpy as np
 
@@ -93,40 +94,6 @@ def _float(name, value):
         return float(value)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a real number, not {type(value).__name__}") from None
-
-
-def _array(name, array, ndim, writeable):
-    """Checks a float32 data array (never copied) and returns its strides in elements, with
-    the stride of an axis of length 1 (or of an empty array) replaced by the one a C-order
-    layout would have: such a stride is never used, and the C checks must not trip on it."""
-    if not isinstance(array, np.ndarray):
-        raise TypeError(f"{name} must be a numpy.ndarray of float32, not {type(array).__name__}")
-    if array.dtype != _F32:
-        raise TypeError(f"{name} must have dtype float32 (native byte order), not {array.dtype}")
-    if array.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D, got shape {array.shape}")
-    if writeable and not array.flags.writeable:
-        raise ValueError(f"{name} is read-only; posenc writes into it in place")
-    strides = [0] * ndim
-    inner = 1  # the C-order stride of axis i + 1 times its length
-    for axis in reversed(range(ndim)):
-        length, stride = array.shape[axis], array.strides[axis]
-        if array.size == 0 or length == 1:
-            strides[axis] = inner
-        elif stride <= 0 or stride % _F32.itemsize:
-            raise ValueError(
-                f"{name}: stride {stride} bytes on axis {axis} is not a positive whole number "
-                "of float32 elements (negative, zero/broadcast and byte strides are not "
-                "supported); pass a copy")
-        else:
-            strides[axis] = stride // _F32.itemsize
-        inner = strides[axis] * array.shape[axis]
-    if array.size and ndim and array.shape[-1] > 1 and strides[-1] != 1:
-        raise ValueError(f"{name}: the last axis must be contiguous (element stride 1), got "
-                         f"{strides[-1]}")
-    if array.size and not array.flags.aligned:
-        raise ValueError(f"{name} is not aligned to float32 elements")
-    return strides
 
 
 def _address(array):
@@ -378,7 +345,6 @@ def _scaling_struct(rope_scaling, base, max_position_embeddings, original_max_po
 
 def _torch_vector_floats():
     """The floats per vector of the CPU kernels the imported torch uses (RopePlan.hf_f32)."""
-    import sys
     torch = sys.modules.get("torch")
     if torch is None:
         raise ValueError("torch_vector_floats: torch is not imported; pass 16 (AVX512), 8 "
@@ -592,9 +558,15 @@ def _data(name, array, ndim, writeable, dtype=None, types=None):
     says) and returns (its posenc_dtype, its strides in elements). types: the codes the
     function takes (default all three)."""
     declared = None if dtype is None else _storage_type("dtype", dtype)
-    code = _array_type(name, array, declared)
+    names = None if types is None else " or ".join(_DTYPE_LABELS[t] for t in types)
+    try:
+        code = _array_type(name, array, declared)
+    except TypeError:
+        if names is None or not isinstance(array, np.ndarray):
+            raise
+        raise TypeError(f"{name} must have dtype {names} (native byte order), not "
+                        f"{array.dtype}") from None
     if types is not None and code not in types:
-        names = " or ".join(_DTYPE_LABELS[t] for t in types)
         raise TypeError(f"{name} holds {_DTYPE_LABELS[code]}; this function takes {names}")
     if array.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {array.shape}")
@@ -1588,8 +1560,8 @@ def learned_add(table, x, positions=None, start_pos=0):
     [0, max_pos), or None for start_pos + t (seed 003's apply_learned is start_pos=0); every
     position is checked before anything is written.
     """
-    table_stride, _ = _array("table", table, 2, writeable=False)
-    x_stride, _ = _array("x", x, 2, writeable=True)
+    _, (table_stride, _) = _data("table", table, 2, False, types=(_lib.DTYPE_F32,))
+    _, (x_stride, _) = _data("x", x, 2, True, types=(_lib.DTYPE_F32,))
     if x.shape[1] != table.shape[1]:
         raise ValueError(f"x {x.shape} and table {table.shape} must have the same width")
     positions, start_pos = _positions(positions, x.shape[0], start_pos)

@@ -17,9 +17,9 @@ import sys
 
 import numpy as np
 
-# torch dtype name -> the NumPy dtype of its view (bfloat16: its bits)
-_VIEWS = {"float32": None, "float16": None, "float64": None, "int64": None, "int32": None,
-          "int16": None, "int8": None, "uint8": None, "bool": None, "bfloat16": np.uint16}
+# the torch dtypes taken (bfloat16 as uint16 bits: NumPy has no bfloat16)
+_TAKEN = frozenset({"float32", "float16", "float64", "int64", "int32", "int16", "int8", "uint8",
+                    "bool", "bfloat16"})
 
 
 def _tensor_type():
@@ -33,7 +33,7 @@ def as_array(name, tensor):
         raise TypeError(f"{name} is a tensor on {tensor.device}; posenc runs on the CPU: pass a "
                         "CPU tensor")
     kind = str(tensor.dtype).replace("torch.", "")
-    if kind not in _VIEWS:
+    if kind not in _TAKEN:
         raise TypeError(f"{name} has dtype {tensor.dtype}; posenc takes float32, bfloat16 and "
                         "float16 tensors (integer tensors for positions, bool for masks)")
     tensor = tensor.detach()  # the same memory; posenc's writes are not recorded by autograd

@@ -422,6 +422,9 @@ class RotaryEmbedding(torch.nn.Module):
         else:
             self._plan = RopePlan.from_hf_config(config)
             self.rotary_dim = self._plan.rotary_dim
+        # the unit vectors (1, 0) of every pair, which _tables rotates into cos and sin
+        self._unit = torch.zeros(self.rotary_dim, dtype=torch.float32)
+        self._unit[:self.rotary_dim // 2] = 1.0
         if self.sections is not None and sum(self.sections) != self.rotary_dim // 2:
             raise ValueError(f"mrope_section {list(self.sections)} must sum to rotary_dim / 2 = "
                              f"{self.rotary_dim // 2}")
@@ -473,9 +476,6 @@ class RotaryEmbedding(torch.nn.Module):
         to the unit vectors (1, 0) of every pair: u' = att cos, v' = att sin."""
         half = self.rotary_dim // 2
         out_dtype = dtype if dtype in _KERNEL_DTYPES else torch.float32
-        if getattr(self, "_unit", None) is None:
-            self._unit = torch.zeros(self.rotary_dim, dtype=torch.float32)
-            self._unit[:half] = 1.0
         src = self._unit.view(1, 1, 1, -1).expand(n_rows_batch, n_tokens, 1, self.rotary_dim)
         dst = torch.empty((n_rows_batch, n_tokens, 1, self.rotary_dim), dtype=out_dtype)
         _apply_direct(factors, src, "BLHD", n_tokens, dst)
