@@ -1,0 +1,288 @@
+"""RoPE on [L, H, D] views in place (rope, mrope, rope_rerotate) and on batches out of
+place (rope_out, mrope_out)."""
+
+import ctypes
+
+import numpy as np
+
+from . import _lib
+from ._lib import lib
+from ._core import (_DTYPE_LABELS, _NUMPY_STORAGE, _address, _array_type, _c_function, _check,
+                    _data, _element_strides, _layout, _plan_handle, _pointer, _positions,
+                    _storage_type)
+from ._plans import RopePlan, _resolve
+
+
+_ROPE_LAYOUTS = {"neox": 0, "gptj": _lib.ROPE_GPTJ}
+
+
+def _rope_flags(layout, inverse=False, f32_angles=False, interleaved=False):
+    flags = _layout(layout, _ROPE_LAYOUTS)
+    flags |= _lib.ROPE_INVERSE if inverse else 0
+    flags |= _lib.ROPE_F32_ANGLES if f32_angles else 0
+    flags |= _lib.ROPE_MROPE_INTERLEAVED if interleaved else 0
+    return flags
+
+
+def _sections(sections):
+    sec = [int(x) for x in sections]
+    if len(sec) != 3 or min(sec) < 0:
+        raise ValueError(f"sections must be three pair counts >= 0, got {sections!r}")
+    return (ctypes.c_size_t * 3)(*sec)
+
+
+def _rope_view(name, array, dtype):
+    code, (token_stride, head_stride, _) = _data(name, array, 3, True, dtype)
+    return code, _lib.RopeTensor(_address(array), array.shape[1], token_stride, head_stride)
+
+
+def _qk_views(q, k, dtype):
+    """The storage type of q (and k, which must match it) and their RopeTensor views (None
+    when k is None); k must match q's tokens and head_dim."""
+    code, q_view = _rope_view("q", q, dtype)
+    if k is None:
+        return code, q_view, None
+    k_code, k_view = _rope_view("k", k, dtype)
+    if k_code != code:
+        raise TypeError(f"k holds {_DTYPE_LABELS[k_code]} and q {_DTYPE_LABELS[code]}; they "
+                        "must have one storage type")
+    if k.shape[0] != q.shape[0] or k.shape[2] != q.shape[2]:
+        raise ValueError(f"k {k.shape} must have the tokens and head_dim of q {q.shape}")
+    return code, q_view, k_view
+
+
+def _is_batched(q, axes):
+    return axes is not None or (isinstance(q, np.ndarray) and q.ndim == 4)
+
+
+def rope(plan, q, k=None, positions=None, start_pos=0, layout="neox", inverse=False,
+         f32_angles=False, axes=None, dtype=None):
+    """Rotates q (and k) in place: posenc_rope_f32, _bf16 or _f16 by q's storage type.
+
+    q, k: arrays [L, H, D] (k may have its own head count, GQA/MQA), or any 3-D view indexed
+    [token, head, element] whose strides are whole elements with the last axis contiguous
+    ([H, L, D] storage as x.transpose(1, 0, 2), rows of a packed QKV buffer); or 4-D with a
+    batch axis, in the order `axes` names ("BLHD", default for 4-D, or "BHLD" as HF passes
+    q and k), then rotated by rope_out(plan, x, x, ...) each (in place, bitwise the same).
+    Storage: float32, float16, bfloat16 (an ml_dtypes-style array, a torch tensor, or
+    uint16 bits: bfloat16 unless dtype="float16"); q and k of one type.
+    The first plan.rotary_dim elements of each head vector are rotated; the rest is kept.
+    positions: L integer positions (converted to int32 after a range check), or None for
+    start_pos + t; with a batch axis also [B, L] (HF's position_ids). layout: "neox" (pairs
+    (x[i], x[i + R/2])) or "gptj" (pairs (x[2i], x[2i+1])). inverse: rotate by -angle
+    (POSENC_ROPE_INVERSE). f32_angles: the float32 angle recipe of most reference code
+    (POSENC_ROPE_F32_ANGLES). Returns None.
+    """
+    if _is_batched(q, axes):
+        for x in (q, k):
+            if x is not None:
+                rope_out(plan, x, x, positions, start_pos, axes, layout, inverse, f32_angles,
+                         dtype, dtype)
+        return None
+    code, q_view, k_view = _qk_views(q, k, dtype)
+    n_tokens, _, head_dim = q.shape
+    positions, start_pos = _positions(positions, n_tokens, start_pos)
+    plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
+    handle = plan_used._ptr()
+    function, name = _c_function("posenc_rope", code)
+    _check(function(handle, head_dim, n_tokens, _pointer(positions), start_pos,
+                    ctypes.byref(q_view), None if k_view is None else ctypes.byref(k_view),
+                    _rope_flags(layout, inverse, f32_angles)),
+           name)
+
+
+def mrope(plan, sections, q, k=None, positions=None, layout="neox", interleaved=False,
+          inverse=False, f32_angles=False, axes=None, dtype=None):
+    """Multimodal RoPE (Qwen2-VL; Qwen3-VL with interleaved=True) in place:
+    posenc_mrope_f32, _bf16 or _f16 by q's storage type.
+
+    q, k, axes, dtype: as for rope() (4-D: mrope_out in place, positions (3, B, L)).
+    positions: integers of shape (3, L), HF's position_ids (3, batch, seq) for one sequence:
+    rows temporal, height, width. sections: HF's mrope_section, three pair counts summing to
+    plan.rotary_dim / 2. Pair i takes its angle from the row its section says (contiguous
+    sections, or interleaved: height if i % 3 == 1 and i < 3 * sections[1], width if
+    i % 3 == 2 and i < 3 * sections[2], else temporal); the rest is rope(). Returns None.
+    """
+    if _is_batched(q, axes):
+        for x in (q, k):
+            if x is not None:
+                mrope_out(plan, sections, x, x, positions, axes, layout, interleaved, inverse,
+                          f32_angles, dtype, dtype)
+        return None
+    code, q_view, k_view = _qk_views(q, k, dtype)
+    n_tokens, _, head_dim = q.shape
+    rows = np.asarray(positions if positions is not None else np.zeros((3, 0), np.int32))
+    if rows.ndim != 2 or rows.shape != (3, n_tokens):
+        raise ValueError(f"positions must have shape (3, {n_tokens}), got {rows.shape}")
+    flat, _ = _positions(rows.reshape(-1), 3 * n_tokens, 0)
+    plan_used = _resolve(plan, flat, 0, n_tokens)  # alive through the call
+    handle = plan_used._ptr()
+    function, name = _c_function("posenc_mrope", code)
+    _check(function(handle, _sections(sections), head_dim, n_tokens, _pointer(flat),
+                    ctypes.byref(q_view), None if k_view is None else ctypes.byref(k_view),
+                    _rope_flags(layout, inverse, f32_angles, interleaved)),
+           name)
+
+
+def rope_rerotate(from_plan, to_plan, k, from_positions=None, from_start=0, to_positions=None,
+                  to_start=0, layout="neox", f32_angles=False, dtype=None):
+    """Re-rotates cached keys in place in one pass: posenc_rope_rerotate_f32, _bf16 or _f16
+    by k's storage type.
+
+    k: [L, H, D] (as for rope(); float32, float16 or bfloat16) holding keys rotated by
+    (from_plan, position p_t); afterwards they are rotated by (to_plan, p'_t): each pair by
+    p'_t w'_i - p_t w_i, scaled by to_plan.attention_factor / from_plan.attention_factor.
+    Positions: L integers, or None for a run from *_start. Returns None.
+    """
+    code, k_view = _rope_view("k", k, dtype)
+    n_tokens, _, head_dim = k.shape
+    from_pos, from_start = _positions(from_positions, n_tokens, from_start)
+    to_pos, to_start = _positions(to_positions, n_tokens, to_start)
+    from_plan_used = _resolve(from_plan, from_pos, from_start, n_tokens)  # alive in the call
+    from_handle = from_plan_used._ptr()
+    to_plan_used = _resolve(to_plan, to_pos, to_start, n_tokens)
+    to_handle = to_plan_used._ptr()
+    function, name = _c_function("posenc_rope_rerotate", code)
+    _check(function(from_handle, _pointer(from_pos), from_start, to_handle, _pointer(to_pos),
+                    to_start, head_dim, n_tokens, ctypes.byref(k_view),
+                    _rope_flags(layout, f32_angles=f32_angles)),
+           name)
+
+
+def _axes(axes, ndim):
+    """The axis order of a 4-D ([B, L, H, D] ...) or 3-D ([L, H, D] ...) array: a string of
+    B (batch), L (tokens), H (heads) and D (the head vector, last)."""
+    if ndim not in (3, 4):
+        raise ValueError(f"src must be 4-D (batch, tokens, heads, head_dim in the order axes "
+                         f"names) or 3-D (no batch), got {ndim}-D")
+    letters = "BLHD" if ndim == 4 else "LHD"
+    if axes is None:
+        return letters
+    if not isinstance(axes, str):
+        raise TypeError(f"axes must be a str such as 'BLHD' or 'BHLD', not {type(axes).__name__}")
+    order = axes.upper()
+    if sorted(order) != sorted(letters) or order[-1] != "D":
+        raise ValueError(f"axes {axes!r} must order the letters of {letters!r} with D last, for "
+                         f"a {ndim}-D array")
+    return order
+
+
+def _view(name, array, code, axes, source):
+    """A posenc_rope_view of array (axes: its axis order) and its (n_batch, n_tokens,
+    n_heads, head_dim)."""
+    strides = _element_strides(name, array, source)
+    where = {letter: i for i, letter in enumerate(axes)}
+    n_batch = array.shape[where["B"]] if "B" in where else 1
+    batch_stride = strides[where["B"]] if "B" in where else 0
+    view = _lib.RopeView(_address(array), code, array.shape[where["H"]],
+                         strides[where["L"]], strides[where["H"]], batch_stride)
+    return view, (n_batch, array.shape[where["L"]], array.shape[where["H"]], array.shape[-1])
+
+
+def _src_dst(src, dst, axes, src_dtype, dst_dtype):
+    """Checks src and dst (allocated when None: src's shape, C order) and returns (dst,
+    src view, dst view, (n_batch, n_tokens, n_heads, head_dim)). The type pair itself is
+    the C function's to accept."""
+    declared = None if src_dtype is None else _storage_type("src_dtype", src_dtype)
+    src_code = _array_type("src", src, declared)
+    axes = _axes(axes, src.ndim)
+    wanted = None if dst_dtype is None else _storage_type("dst_dtype", dst_dtype)
+    if dst is None:
+        dst_code = src_code if wanted is None else wanted
+        dst = np.empty(src.shape, src.dtype if dst_code == src_code else _NUMPY_STORAGE[dst_code])
+    else:
+        dst_code = _array_type("dst", dst, wanted, prefer=src_code)
+        if dst.shape != src.shape:
+            raise ValueError(f"dst {dst.shape} must have the shape of src {src.shape}")
+        if not dst.flags.writeable:
+            raise ValueError("dst is read-only; posenc writes into it")
+    src_view, dims = _view("src", src, src_code, axes, source=True)
+    dst_view, _ = _view("dst", dst, dst_code, axes, source=False)
+    return dst, src_view, dst_view, dims
+
+
+def _batch_positions(positions, n_batch, n_tokens, start_pos):
+    """Positions of n_batch x n_tokens tokens: None (start_pos + t in every batch), [B, L]
+    (HF's position_ids) or [L] (the same in every batch). Returns (int32 array of B * L
+    entries, row-major, or None; start_pos)."""
+    if positions is None:
+        return _positions(None, n_tokens, start_pos)
+    array = np.asarray(positions)
+    if array.ndim == 1 and array.shape[0] == n_tokens:
+        array = np.broadcast_to(array, (n_batch, n_tokens))
+    elif array.shape != (n_batch, n_tokens):
+        raise ValueError(f"positions must have shape ({n_batch}, {n_tokens}) or ({n_tokens},), "
+                         f"got {array.shape}")
+    return _positions(array.reshape(-1), n_batch * n_tokens, start_pos)
+
+
+def _mrope_positions(positions, n_batch, n_tokens):
+    """M-RoPE positions of n_batch x n_tokens tokens: (3, B, L) (HF's position_ids) or
+    (3, L) (the same in every batch). Returns the int32 array of 3 * B * L entries."""
+    array = np.asarray(positions if positions is not None else np.zeros((3, 0), np.int32))
+    if array.ndim == 2 and array.shape == (3, n_tokens):
+        array = np.broadcast_to(array[:, None, :], (3, n_batch, n_tokens))
+    elif array.shape != (3, n_batch, n_tokens):
+        raise ValueError(f"positions must have shape (3, {n_batch}, {n_tokens}) or "
+                         f"(3, {n_tokens}), got {array.shape}")
+    flat, _ = _positions(array.reshape(-1), 3 * n_batch * n_tokens, 0)
+    return flat
+
+
+def rope_out(plan, src, dst=None, positions=None, start_pos=0, axes=None, layout="neox",
+             inverse=False, f32_angles=False, src_dtype=None, dst_dtype=None):
+    """Out-of-place RoPE over a batch, dst = rope(src): posenc_rope_out. Returns dst.
+
+    src: a 4-D array whose axis order `axes` names with the letters B (batch), L (tokens),
+    H (heads) and D (head_dim, last): "BLHD" (default; llama.cpp, vLLM) or "BHLD" (HF
+    transformers), or any other order; or a 3-D array, "LHD" (default) or "HLD". Strides are
+    taken from the array (whole elements; the last axis contiguous); src is only read and
+    may broadcast (zero strides, e.g. one tensor for every batch).
+    Storage types: float32, float16, bfloat16 (an ml_dtypes-style bfloat16 array, or uint16
+    holding its bits: NumPy has no bfloat16) and uint16 holding float16 bits with
+    src_dtype="float16". Pairs (src -> dst): float32 -> float32 / bfloat16 / float16
+    (rounded once, to nearest even), bfloat16 -> bfloat16, float16 -> float16; any other is
+    refused by the C library (PosencError).
+    dst: None for a new C-order array of src's shape, of type dst_dtype ("float32", "bf16",
+    "f16", ...; default src's; bfloat16 as uint16 bits), or a writeable array of src's shape
+    (a uint16 dst holds src's 16-bit type, else bfloat16, unless dst_dtype says). dst is src
+    (the same view) rotates in place; any other overlap of the two is refused.
+    positions: None (start_pos + t in every batch), [B, L] integers (HF's position_ids: token
+    t of batch b at positions[b, t]), or [L] for every batch. layout, inverse, f32_angles:
+    as for rope(). Each rotated element is bitwise what rope() (or the C library's in-place
+    bf16/f16 form for 16-bit sources) gives at the same position, rounded to dst's type.
+    """
+    _plan_handle(plan, RopePlan)
+    dst, src_view, dst_view, (n_batch, n_tokens, _, head_dim) = _src_dst(
+        src, dst, axes, src_dtype, dst_dtype)
+    positions, start_pos = _batch_positions(positions, n_batch, n_tokens, start_pos)
+    plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
+    handle = plan_used._ptr()
+    flags = _rope_flags(layout, inverse, f32_angles)
+    _check(lib.posenc_rope_out(handle, head_dim, n_batch, n_tokens, _pointer(positions),
+                               start_pos, ctypes.byref(src_view), ctypes.byref(dst_view), flags),
+           "posenc_rope_out")
+    return dst
+
+
+def mrope_out(plan, sections, src, dst=None, positions=None, axes=None, layout="neox",
+              interleaved=False, inverse=False, f32_angles=False, src_dtype=None,
+              dst_dtype=None):
+    """Out-of-place M-RoPE over a batch: posenc_mrope_out. Returns dst.
+
+    src, dst, axes, src_dtype, dst_dtype: as for rope_out(). sections, interleaved, layout,
+    inverse, f32_angles: as for mrope(). positions: integers of shape (3, B, L), HF's
+    position_ids (rows temporal, height, width), or (3, L) for every batch.
+    """
+    _plan_handle(plan, RopePlan)
+    dst, src_view, dst_view, (n_batch, n_tokens, _, head_dim) = _src_dst(
+        src, dst, axes, src_dtype, dst_dtype)
+    flat = _mrope_positions(positions, n_batch, n_tokens)
+    plan_used = _resolve(plan, flat, 0, n_tokens)  # alive through the call
+    handle = plan_used._ptr()
+    sec_array = _sections(sections)
+    flags = _rope_flags(layout, inverse, f32_angles, interleaved)
+    _check(lib.posenc_mrope_out(handle, sec_array, head_dim, n_batch, n_tokens, _pointer(flat),
+                                ctypes.byref(src_view), ctypes.byref(dst_view), flags),
+           "posenc_mrope_out")
+    return dst
