@@ -1,0 +1,499 @@
+/* fuzz_softmax's decoder: the input format (fuzz_softmax.c describes what the bytes pick)
+ * read into a softmax_call, with what posenc.h says of the decoded arguments (must_fail,
+ * must_pass). The corpus fuzz/corpus/fuzz_softmax is in this format (fuzz/make_corpus.py). */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "softmax_call.h"
+
+#pragma STDC FP_CONTRACT OFF /* as in fuzz_softmax.c */
+
+static size_t round4(size_t b) { return (b + 3) & ~(size_t)3; }
+
+/* The elements from the first to one past the last of an [na, nb] grid of rows of w, if
+ * its bytes fit in PTRDIFF_MAX (every count >= 1). */
+static int extent_of(size_t na, size_t sa, size_t nb, size_t sb, size_t w, size_t esz,
+                     size_t *ext) {
+  const unsigned __int128 e =
+      (unsigned __int128)(na - 1) * sa + (unsigned __int128)(nb - 1) * sb + w;
+  if (e * esz > (unsigned __int128)PTRDIFF_MAX) return 0;
+  *ext = (size_t)e;
+  return 1;
+}
+
+static int bytes_meet(size_t a, size_t na, size_t b, size_t nb) {
+  return na && nb && a < b + nb && b < a + na;
+}
+
+/* ---------------------------------------------------------------------- decoding */
+
+/* A view's strides; *odd for common.h's arbitrary ones (maybe overlapping or not nested). */
+static void decode_layout(reader *r, const softmax_call *c, size_t *hs, size_t *rs, int *odd) {
+  const size_t nk = c->n_k < HUGE_BASE ? c->n_k : 1, nq = c->n_q < HUGE_BASE ? c->n_q : 1;
+  const size_t nh = c->n_heads < HUGE_BASE ? c->n_heads : 1;
+  int huge = 0;
+  const uint8_t b = u8(r);
+  switch (b % 8) {
+    case 0:
+    case 1: /* [H, n_q, n_k] */
+      *rs = nk;
+      *hs = nq * nk;
+      break;
+    case 2: /* the same, row stride 0 */
+      *rs = 0;
+      *hs = nq * nk;
+      break;
+    case 3:
+    case 4: /* [n_q, H, n_k] */
+      *hs = nk;
+      *rs = nh * nk;
+      break;
+    case 5: /* [H, n_q, n_k], padded */
+      *rs = nk + 1 + u8(r) % 9;
+      *hs = nq * *rs + u8(r) % 5;
+      break;
+    case 6: /* [n_q, H, n_k], padded */
+      *hs = nk + u8(r) % 5;
+      *rs = nh * *hs + u8(r) % 3;
+      break;
+    default:
+      *rs = stride(r, nk, &huge);
+      *hs = stride(r, nq * nk, &huge);
+      *odd = 1;
+  }
+}
+
+/* Positions of n keys or queries: NULL, or an array (runs, gaps, repeats, any order, or
+ * common.h's special values). */
+static int32_t *decode_positions(reader *r, size_t n) {
+  const uint8_t mode = u8(r);
+  if (mode % 8 < 4 || n > 4096) return NULL;
+  int32_t *p = malloc((n ? n : 1) * sizeof *p);
+  if (!p) abort();
+  if (!n) {
+    p[0] = -1; /* never read */
+    return p;
+  }
+  const uint8_t sb = u8(r);
+  int64_t next = sb & 1 ? (int64_t)INT32_MAX - (int64_t)(n - 1) - sb % 8 : sb % 32;
+  uint64_t s = (uint64_t)u32(r) << 1 | 1u;
+  for (size_t t = 0; t < n; ++t) {
+    switch (mode % 8) {
+      case 4: /* a run */
+        p[t] = (int32_t)next;
+        ++next;
+        break;
+      case 5: /* gaps and repeats */
+        p[t] = (int32_t)next;
+        next += xorshift(&s) % 4;
+        if (next > INT32_MAX) next = INT32_MAX;
+        break;
+      case 6: /* any order in [0, 2n + 8) */
+        p[t] = (int32_t)(xorshift(&s) % (2 * n + 8));
+        break;
+      default: /* a run broken by special values (negative too) */
+        p[t] = (xorshift(&s) % 8 == 7) ? special_position(r) : (int32_t)next;
+        if (next < INT32_MAX) ++next;
+    }
+  }
+  return p;
+}
+
+static void set_heap(aux_array *a, const void *values, size_t bytes, size_t mis) {
+  a->present = 1;
+  a->bytes = bytes;
+  a->mis = mis;
+  a->heap = malloc(bytes + mis ? bytes + mis : 1);
+  if (!a->heap) abort();
+  memset(a->heap, 0xA5, mis);
+  if (bytes) memcpy(a->heap + mis, values, bytes);
+}
+
+/* Slopes (NULL, posenc_alibi_slopes', or given, 1/16 special) or sinks. */
+static float *decode_head_values(reader *r, size_t n_heads, int sinks) {
+  const uint8_t mode = u8(r) % 4;
+  if (mode == 0 || (sinks && mode == 1) || n_heads > MAX_HEADS) return NULL;
+  float *v = malloc((n_heads + 1) * sizeof *v);
+  if (!v) abort();
+  if (!sinks && mode == 1 && n_heads &&
+      posenc_alibi_slopes(n_heads, u8(r) % 2 ? 8.0 : 0.5 + u8(r) % 16, v) == POSENC_OK)
+    return v;
+  for (size_t h = 0; h < n_heads; ++h) {
+    const uint8_t b = u8(r);
+    if (b < 16)
+      v[h] = special_float(b, u32(r));
+    else
+      v[h] = sinks ? (float)((int)b - 136) / (mode == 3 ? 2.0f : 16.0f)
+                   : (float)((int)b - 136) / 64.0f;
+  }
+  return v;
+}
+
+/* A mask value of one pattern for key j of query row i (positions qp, kp). */
+static float mask_value(int pattern, uint64_t *s, int64_t qp, int64_t kp, int row_all_hidden,
+                        int32_t w2) {
+  const uint32_t x = xorshift(s);
+  switch (pattern) {
+    case 0:
+      return 0.0f;
+    case 1: /* causal */
+      return kp > qp ? -INFINITY : 0.0f;
+    case 2: /* random -inf */
+      return x % 4 == 0 ? -INFINITY : (float)(int8_t)(x >> 8) / 16.0f;
+    case 3: /* ggml's ALiBi mask, causal */
+      return kp > qp ? -INFINITY : -(float)(qp > kp ? qp - kp : kp - qp);
+    case 4: /* a sliding window, causal */
+      return kp > qp || qp - kp >= w2 ? -INFINITY : 0.0f;
+    case 5: /* rows all -inf, else random */
+      return row_all_hidden || x % 2 ? -INFINITY : (float)(int8_t)(x >> 8) / 8.0f;
+    case 6: { /* special values */
+      static const float sp[8] = {NAN, INFINITY, -INFINITY, 1e30f, -FLT_MAX, 1e-40f, -0.0f, 0.0f};
+      return x % 4 ? 0.0f : sp[(x >> 4) % 8];
+    }
+    default: /* large magnitudes (HF's finfo.min) */
+      return x % 3 == 0 ? -FLT_MAX : x % 3 == 1 ? -(float)(x >> 20) * 100.0f : (float)(x >> 24);
+  }
+}
+
+call *softmax_decode(reader *r) {
+  softmax_call *c = calloc(1, sizeof *c);
+  if (!c) abort();
+  call *base = &c->base;
+  decode_header(r, base, 0);
+  const uint8_t which = u8(r);
+  c->null_y = which & 1;
+  const int mis_target = (which >> 1) % 7;
+  c->null_struct = which >= 0xFC ? 1 + which % 3 : 0;
+  const size_t mis = base->misalign;
+
+  c->n_heads = count(r, MAX_HEADS, 1);
+  c->n_q = count(r, MAX_Q, 1);
+  const uint8_t kb = u8(r);
+  c->n_k = kb == 0xFF ? HUGE_BASE + u8(r) : kb < 0xC0 ? kb % 70 : 70 + u16(r) % (MAX_K - 69);
+  c->work = c->n_heads && c->n_q && c->n_k;
+  const int small = c->n_heads <= MAX_HEADS && c->n_q <= MAX_Q && c->n_k <= MAX_K;
+
+  /* Types, in place or not. */
+  const uint8_t tb = u8(r);
+  c->xdt = (posenc_dtype)(tb % 3);
+  c->ydt = (posenc_dtype)((tb / 3) % 3);
+  c->in_place = (tb / 9) % 3 == 0;
+  if (c->in_place) c->ydt = c->xdt;
+  if (tb >= 0xFA) *(tb & 1 ? &c->xdt : &c->ydt) = (posenc_dtype)(3 + (tb & 4));
+  c->xsz = dtype_size(c->xdt);
+  c->ysz = dtype_size(c->ydt);
+  base->halves = c->ysz == 2;
+  base->bf16 = c->ydt == POSENC_DTYPE_BF16;
+
+  /* Layouts. */
+  int x_odd = 0, y_odd = 0;
+  decode_layout(r, c, &c->x_hs, &c->x_rs, &x_odd);
+  if (!c->in_place || u8(r) % 16 == 0) {
+    decode_layout(r, c, &c->y_hs, &c->y_rs, &y_odd);
+  } else {
+    c->y_hs = c->x_hs;
+    c->y_rs = c->x_rs;
+    y_odd = x_odd;
+  }
+  c->x_rse = c->x_rs ? c->x_rs : c->n_k;
+  c->y_rse = c->y_rs ? c->y_rs : c->n_k;
+  size_t x_ext = 0, y_ext = 0;
+  const int x_ok =
+      c->work && extent_of(c->n_heads, c->x_hs, c->n_q, c->x_rse, c->n_k, c->xsz, &x_ext);
+  const int y_ok =
+      c->work && extent_of(c->n_heads, c->y_hs, c->n_q, c->y_rse, c->n_k, c->ysz, &y_ext);
+  c->x_bytes = x_ok && small ? x_ext * c->xsz : 0;
+  c->y_bytes = y_ok && small ? y_ext * c->ysz : 0;
+  int y_overlap = 0; /* two rows of y share an element */
+  if (y_ok && small)
+    for (size_t a = 0; a < c->n_heads * c->n_q; ++a)
+      for (size_t b = a + 1; b < c->n_heads * c->n_q; ++b) {
+        const size_t oa = a / c->n_q * c->y_hs + a % c->n_q * c->y_rse;
+        const size_t ob = b / c->n_q * c->y_hs + b % c->n_q * c->y_rse;
+        if ((oa > ob ? oa - ob : ob - oa) < c->n_k) y_overlap = 1;
+      }
+
+  /* Placement: y, then x after it, or x then y, or x inside y / at y. */
+  const uint8_t pb = u8(r);
+  const size_t start = 4 * (size_t)(u8(r) % 4);
+  const size_t y_mis = mis_target == MIS_Y ? mis : 0, x_mis = mis_target == MIS_X ? mis : 0;
+  int placement = c->in_place ? -1 : pb % 8;
+  switch (placement) {
+    case -1:
+      c->y_byte = start + y_mis;
+      c->x_byte = start + x_mis;
+      break;
+    case 4:
+    case 5:
+      c->x_byte = start + x_mis;
+      c->y_byte = round4(c->x_byte + c->x_bytes) + 4 * (pb / 8 % 4) + y_mis;
+      break;
+    case 6: {
+      c->y_byte = start + y_mis;
+      const size_t into = c->y_bytes ? (size_t)u16(r) % c->y_bytes : 0;
+      c->x_byte = c->y_byte - y_mis + (into - into % 4) + x_mis;
+      break;
+    }
+    case 7:
+      c->y_byte = start + y_mis;
+      c->x_byte = start + x_mis;
+      break;
+    default:
+      c->y_byte = start + y_mis;
+      c->x_byte = round4(c->y_byte + c->y_bytes) + 4 * (pb / 8 % 4) + x_mis;
+  }
+
+  /* Scalars. */
+  posenc_softmax_params *p = &c->p;
+  *p = (posenc_softmax_params)POSENC_SOFTMAX_PARAMS_INIT;
+  {
+    const uint8_t qb = u8(r);
+    const int64_t nq = c->n_q < HUGE_BASE ? (int64_t)c->n_q : 0;
+    int64_t q;
+    switch (qb % 8) {
+      case 0:
+        q = 0;
+        break;
+      case 1: /* decode style */
+        q = c->n_k <= MAX_K && (int64_t)c->n_k >= nq ? (int64_t)c->n_k - nq : 0;
+        break;
+      case 2: /* the last run that fits */
+        q = (int64_t)INT32_MAX - (nq ? nq - 1 : 0);
+        break;
+      case 3: /* one past */
+        q = (int64_t)INT32_MAX - nq + 2;
+        break;
+      case 4:
+        q = -1 - (int64_t)u8(r);
+        break;
+      case 5:
+        q = u16(r) % 2000;
+        break;
+      default:
+        q = u8(r) % (c->n_k <= MAX_K ? c->n_k + 8 : 64);
+    }
+    p->q_offset = (int32_t)(q > INT32_MAX ? INT32_MAX : q);
+  }
+  p->flags = flags_of(r, KNOWN_FLAGS);
+  {
+    const uint8_t wb = u8(r);
+    switch (wb % 8) {
+      case 7:
+        p->window = 0;
+        break;
+      case 6:
+        p->window = -1 - (int32_t)u8(r);
+        break;
+      case 5:
+        p->window = INT32_MAX;
+        break;
+      case 4:
+        p->window = 1;
+        break;
+      default:
+        p->window = 1 + (int32_t)(u16(r) % (c->n_k <= MAX_K ? c->n_k + 16 : 64));
+    }
+  }
+  {
+    static const float caps[10] = {30.0f, 50.0f, 1.0f,  0.01f, 1e6f,
+                                   5.0f,  0.0f,  -1.0f, NAN,   INFINITY};
+    const uint8_t cb = u8(r);
+    p->softcap = cb % 16 < 10 ? caps[cb % 16] : (float)(1 + u8(r) % 64) / 2.0f;
+  }
+  {
+    static const double scales[] = {1.0, 0.125, 0.08838834764831845, 2.0, -1.0};
+    const uint8_t sb = u8(r);
+    p->scale = sb % 4 < 3 ? (float)scales[sb % 4] : (float)param(r, scales, 5);
+  }
+
+  /* Slopes, sinks, positions: malloc'd to the byte (and misaligned where misc says). */
+  float *slopes = decode_head_values(r, c->n_heads, 0);
+  float *sinks = decode_head_values(r, c->n_heads, 1);
+  int32_t *kpos = c->n_k <= MAX_K ? decode_positions(r, c->n_k) : NULL;
+  int32_t *qpos = c->n_q <= MAX_Q ? decode_positions(r, c->n_q) : NULL;
+  const size_t amis[AUX_COUNT] = {
+      mis_target == MIS_AUX + AUX_MASK ? mis : 0, mis_target == MIS_AUX + AUX_SLOPES ? mis : 0,
+      mis_target == MIS_AUX + AUX_SINKS ? mis : 0, mis_target == MIS_AUX + AUX_KPOS ? mis : 0,
+      mis_target == MIS_AUX + AUX_QPOS ? mis : 0};
+  if (slopes) set_heap(&c->aux[AUX_SLOPES], slopes, c->n_heads * 4, amis[AUX_SLOPES]);
+  if (sinks) set_heap(&c->aux[AUX_SINKS], sinks, c->n_heads * 4, amis[AUX_SINKS]);
+  if (kpos) set_heap(&c->aux[AUX_KPOS], kpos, c->n_k * 4, amis[AUX_KPOS]);
+  if (qpos) set_heap(&c->aux[AUX_QPOS], qpos, c->n_q * 4, amis[AUX_QPOS]);
+
+  /* The mask. */
+  int mask_ok = 1;
+  {
+    const uint8_t mb = u8(r);
+    if (mb % 8 >= 3) {
+      p->mask_dtype = (mb >> 3) & 1 ? POSENC_DTYPE_F16 : POSENC_DTYPE_F32;
+      if (mb >= 0xF8) p->mask_dtype = (posenc_dtype)(mb & 1 ? 1 : 5); /* bf16 / unknown */
+      c->msz = dtype_size(p->mask_dtype);
+      const size_t nk = c->n_k <= MAX_K ? c->n_k : 1, nq = c->n_q <= MAX_Q ? c->n_q : 1;
+      int huge = 0;
+      const uint8_t rb = u8(r);
+      switch (rb % 8) {
+        case 0:
+          p->mask_row_stride = 0;
+          break;
+        case 4:
+          p->mask_row_stride = nk + 1 + u8(r) % 7;
+          break;
+        case 5: /* below n_k (0: valid) */
+          p->mask_row_stride = nk ? nk - 1 - u8(r) % nk : 0;
+          break;
+        case 6:
+          p->mask_row_stride = stride(r, nk, &huge);
+          break;
+        case 7:
+          p->mask_row_stride = 2 * nk;
+          break;
+        default:
+          p->mask_row_stride = nk;
+      }
+      const size_t mrs = p->mask_row_stride ? p->mask_row_stride : nk;
+      const uint8_t hb = u8(r);
+      switch (hb % 4) {
+        case 0:
+          p->mask_head_stride = 0;
+          break;
+        case 1:
+          p->mask_head_stride = nq * mrs;
+          break;
+        case 2:
+          p->mask_head_stride = stride(r, nq * mrs, &huge);
+          break;
+        default:
+          p->mask_head_stride = mrs;
+      }
+      const int pattern = u8(r) % 8;
+      const int32_t w2 = 1 + u8(r) % 64;
+      uint64_t s = (uint64_t)u32(r) << 1 | 1u;
+      size_t m_ext = 0;
+      if (c->work)
+        mask_ok =
+            extent_of(c->n_heads, p->mask_head_stride, c->n_q,
+                      p->mask_row_stride ? p->mask_row_stride : c->n_k, c->n_k, c->msz, &m_ext);
+      if (c->work && mask_ok && small && dtype_ok(p->mask_dtype)) {
+        /* Every element NaN, then the rows' values (overlapping rows: the last). */
+        unsigned char *m = malloc(m_ext * c->msz);
+        if (!m) abort();
+        for (size_t e = 0; e < m_ext; ++e) store(m, e, NAN, p->mask_dtype);
+        for (size_t h = 0; h < c->n_heads; ++h)
+          for (size_t i = 0; i < c->n_q; ++i) {
+            const int64_t qp = qpos ? qpos[i] : (int64_t)p->q_offset + (int64_t)i;
+            const int row_hidden = xorshift(&s) % 2;
+            for (size_t j = 0; j < c->n_k; ++j) {
+              const int64_t kp = kpos ? kpos[j] : (int64_t)j;
+              const size_t e = h * p->mask_head_stride + i * mrs + j;
+              store(m, e, mask_value(pattern, &s, qp, kp, row_hidden, w2), p->mask_dtype);
+            }
+          }
+        set_heap(&c->aux[AUX_MASK], m, m_ext * c->msz, amis[AUX_MASK]);
+        free(m);
+      } else {
+        const uint32_t nan = 0x7fc00000u; /* never read */
+        set_heap(&c->aux[AUX_MASK], &nan, 4, amis[AUX_MASK]);
+      }
+    }
+  }
+  free(slopes);
+  free(sinks);
+  free(kpos);
+  free(qpos);
+
+  /* Sometimes one array in the arena: inside y (must fail), inside x, just after y, or
+   * after everything. */
+  size_t end = max_size(c->y_byte + c->y_bytes, c->x_byte + c->x_bytes);
+  const uint8_t ab = u8(r);
+  if (ab % 8 == 7 && c->work && small) {
+    aux_array *a = &c->aux[u8(r) % AUX_COUNT];
+    if (a->present && a->bytes) {
+      const uint8_t where = u8(r) % 4;
+      const size_t amis_here = a->mis;
+      size_t at;
+      if (where == 0 && c->y_bytes) {
+        const size_t into = (size_t)u16(r) % c->y_bytes;
+        at = c->y_byte - (c->y_byte % 4) + into - into % 4;
+      } else if (where == 1) {
+        at = round4(c->y_byte + c->y_bytes);
+      } else if (where == 2 && !c->in_place && c->x_bytes) {
+        const size_t into = (size_t)u16(r) % c->x_bytes;
+        at = c->x_byte - (c->x_byte % 4) + into - into % 4;
+      } else {
+        at = round4(end) + 4 * (u8(r) % 4);
+      }
+      a->in_arena = 1;
+      a->arena_byte = at + amis_here;
+      end = max_size(end, a->arena_byte + a->bytes);
+    }
+  }
+  base->len = (end + 3) / 4 + 1;
+
+  c->split_check = u8(r) % 4 == 0;
+  c->poison = u8(r) % 2;
+
+  /* What posenc.h says of these arguments. */
+  const unsigned flags = p->flags;
+  int fail = c->null_struct != 0 || !dtype_ok(c->xdt) || !dtype_ok(c->ydt) ||
+             (flags & ~(unsigned)KNOWN_FLAGS) || !isfinite(p->scale) ||
+             ((flags & POSENC_SOFTMAX_SOFTCAP) && !(isfinite(p->softcap) && p->softcap > 0)) ||
+             ((flags & POSENC_SOFTMAX_WINDOW) && p->window < 1);
+  const int has_mask = c->aux[AUX_MASK].present;
+  if (has_mask && !(p->mask_dtype == POSENC_DTYPE_F32 || p->mask_dtype == POSENC_DTYPE_F16))
+    fail = 1;
+  if ((flags & POSENC_SOFTMAX_MASK_SLOPE) && !(has_mask && c->aux[AUX_SLOPES].present)) fail = 1;
+  if (!c->aux[AUX_QPOS].present &&
+      (p->q_offset < 0 ||
+       (c->n_q > 0 &&
+        (c->n_q >= HUGE_BASE || (int64_t)p->q_offset + (int64_t)c->n_q - 1 > (int64_t)INT32_MAX))))
+    fail = 1;
+  if (!c->aux[AUX_KPOS].present && c->n_k > (size_t)INT32_MAX + 1) fail = 1;
+  if (has_mask && p->mask_row_stride != 0 && p->mask_row_stride < c->n_k) fail = 1;
+  int doubt = 0;
+  if (c->work) {
+    const size_t yb = y_ok ? y_ext * c->ysz : 0, xb = x_ok ? x_ext * c->xsz : 0;
+    if (base->null_data || c->x_byte % c->xsz || c->y_byte % c->ysz || !x_ok || !y_ok ||
+        y_overlap || !mask_ok)
+      fail = 1;
+    if (bytes_meet(c->x_byte, xb, c->y_byte, yb)) {
+      /* The same view is in place; the same but for a stride that is never used is
+       * either; any other overlap is an error. */
+      const int loosely = c->x_byte == c->y_byte && c->xdt == c->ydt &&
+                          (c->x_hs == c->y_hs || c->n_heads == 1) &&
+                          (c->x_rse == c->y_rse || c->n_q == 1);
+      const int same =
+          c->x_byte == c->y_byte && c->xdt == c->ydt && c->x_hs == c->y_hs && c->x_rse == c->y_rse;
+      if (!same) {
+        if (loosely)
+          doubt = 1;
+        else
+          fail = 1;
+      }
+    }
+    const size_t align[AUX_COUNT] = {c->msz, 4, 4, 4, 4};
+    for (int k = 0; k < AUX_COUNT; ++k) {
+      const aux_array *a = &c->aux[k];
+      if (!a->present) continue;
+      const size_t at = a->in_arena ? a->arena_byte : a->mis; /* heap: malloc-aligned */
+      if (align[k] && at % align[k]) fail = 1;
+      if (a->in_arena && bytes_meet(a->arena_byte, a->bytes, c->y_byte, yb)) fail = 1;
+    }
+    /* (An array copied into the arena holds these same values.) */
+    const aux_array *sl = &c->aux[AUX_SLOPES], *sk = &c->aux[AUX_SINKS];
+    const aux_array *kp = &c->aux[AUX_KPOS], *qp = &c->aux[AUX_QPOS];
+    for (size_t h = 0; h < c->n_heads && c->n_heads <= MAX_HEADS; ++h) {
+      if (sl->present && !isfinite(read_f32(sl->heap + sl->mis, h))) fail = 1;
+      if (sk->present && !isfinite(read_f32(sk->heap + sk->mis, h))) fail = 1;
+    }
+    for (size_t j = 0; kp->present && j < c->n_k; ++j)
+      if (read_i32(kp->heap + kp->mis, j) < 0) fail = 1;
+    for (size_t i = 0; qp->present && i < c->n_q; ++i)
+      if (read_i32(qp->heap + qp->mis, i) < 0) fail = 1;
+    if (x_odd || y_odd || (c->n_q > 1 && c->x_rse < c->n_k)) doubt = 1;
+  }
+  base->must_fail = fail;
+  c->must_pass = !fail && !doubt;
+  return base;
+}
