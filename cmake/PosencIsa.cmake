@@ -35,21 +35,64 @@ function(posenc_check_isa isa)
   set(POSENC_HAVE_${isa} "${POSENC_HAVE_${isa}}" PARENT_SCOPE)
 endfunction()
 
-# posenc_isa_names(<out>): every ISA name in the order of include/posenc.h's posenc_isa enum
-# (POSENC_ISA_<NAME> = <n>, lower-cased as posenc_isa_name() spells it), the one ISA list.
-function(posenc_isa_names out)
-  file(STRINGS ${PROJECT_SOURCE_DIR}/include/posenc.h lines
-       REGEX "^ *POSENC_ISA_[A-Z0-9]+ = [0-9]+,?$")
-  set(names)
+# posenc_read_variants(): reads the one list of tiers and variants, kernels/variants.h
+# (POSENC_ISAS: X(ISA, name, BELOW, ARCH); POSENC_VARIANTS: X(kernel, ISA, function)), and
+# sets in the caller's scope:
+#   POSENC_LIST_ISAS          every tier, upper case, in the list's order (best first)
+#   POSENC_ISA_NAME_<ISA>     its lower-case name (posenc_isa_name, kernels/<op>_<name>.c)
+#   POSENC_ISA_BELOW_<ISA>    the tier below it
+#   POSENC_ISA_ARCH_<ISA>     X86_64, AARCH64, RISCV64 or ANY
+#   POSENC_ISA_OPS_<ISA>      the operations it has variants of (rope, sinusoid, ...: the
+#                             part of a kernel's name before the first '_')
+#   POSENC_ISA_KERNELS_<ISA>  the kernels it has variants of (rope_f32, rope_bf16, ...)
+function(posenc_read_variants)
+  # Entries are the lines that start with X( (a line's continuation backslash is dropped
+  # first: in a CMake list it would escape the separator).
+  file(READ ${PROJECT_SOURCE_DIR}/kernels/variants.h text)
+  string(REPLACE "\\\n" "\n" text "${text}")
+  string(REGEX MATCHALL "\n *X\\([^)\n]*\\)" lines "${text}")
+  set(isas)
   foreach(line IN LISTS lines)
-    string(REGEX REPLACE "^ *POSENC_ISA_([A-Z0-9]+) = .*" "\\1" name "${line}")
-    if(NOT name STREQUAL "COUNT")
-      string(TOLOWER ${name} name)
-      list(APPEND names ${name})
+    if(line MATCHES "^\n *X\\(([A-Z0-9]+), ([a-z0-9]+), ([A-Z0-9]+), ([A-Z0-9_]+)\\)")
+      list(APPEND isas ${CMAKE_MATCH_1})
+      set(POSENC_ISA_NAME_${CMAKE_MATCH_1} ${CMAKE_MATCH_2} PARENT_SCOPE)
+      set(POSENC_ISA_BELOW_${CMAKE_MATCH_1} ${CMAKE_MATCH_3} PARENT_SCOPE)
+      set(POSENC_ISA_ARCH_${CMAKE_MATCH_1} ${CMAKE_MATCH_4} PARENT_SCOPE)
+    elseif(line MATCHES "^\n *X\\((([a-z0-9]+)_[a-z0-9_]*), ([A-Z0-9]+), posenc_[a-z0-9_]+\\)")
+      list(APPEND kernels_${CMAKE_MATCH_3} ${CMAKE_MATCH_1})
+      list(APPEND ops_${CMAKE_MATCH_3} ${CMAKE_MATCH_2})
     endif()
   endforeach()
-  if(NOT names)
-    message(FATAL_ERROR "posenc: no POSENC_ISA_<NAME> = <n> entries in include/posenc.h")
+  if(NOT isas)
+    message(FATAL_ERROR "posenc: no tiers read from kernels/variants.h (POSENC_ISAS)")
   endif()
+  foreach(isa IN LISTS isas)
+    if(ops_${isa})
+      list(REMOVE_DUPLICATES ops_${isa})
+    endif()
+    set(POSENC_ISA_OPS_${isa} ${ops_${isa}} PARENT_SCOPE)
+    set(POSENC_ISA_KERNELS_${isa} ${kernels_${isa}} PARENT_SCOPE)
+  endforeach()
+  set(POSENC_LIST_ISAS ${isas} PARENT_SCOPE)
+endfunction()
+
+# posenc_isa_names(<out> [<partial-out>]): every tier's lower-case name, in the list's
+# order; <partial-out>: those of the tiers with variants of only some kernels (the tier
+# below serves the others).
+function(posenc_isa_names out)
+  posenc_read_variants()
+  set(names)
+  set(partial)
+  list(LENGTH POSENC_ISA_KERNELS_SCALAR all)
+  foreach(isa IN LISTS POSENC_LIST_ISAS)
+    list(APPEND names ${POSENC_ISA_NAME_${isa}})
+    list(LENGTH POSENC_ISA_KERNELS_${isa} n)
+    if(n LESS all)
+      list(APPEND partial ${POSENC_ISA_NAME_${isa}})
+    endif()
+  endforeach()
   set(${out} ${names} PARENT_SCOPE)
+  if(ARGC GREATER 1)
+    set(${ARGV1} ${partial} PARENT_SCOPE)
+  endif()
 endfunction()

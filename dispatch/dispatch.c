@@ -13,172 +13,56 @@
 
 #include "../kernels/variants.h"
 
+/* The lists of kernels/variants.h against the public enums (include/posenc.h): each entry
+ * names an enum value (or does not compile), the designated initializers below take each
+ * value once (-Woverride-init), and the counts agree. */
+#define POSENC_ONE(...) +1
+_Static_assert(0 POSENC_ISAS(POSENC_ONE) == POSENC_ISA_COUNT,
+               "every posenc_isa value is one tier of POSENC_ISAS (kernels/variants.h)");
+_Static_assert(0 POSENC_KERNELS(POSENC_ONE) == POSENC_KERNEL_COUNT,
+               "every posenc_kernel value is one kernel of POSENC_KERNELS (kernels/variants.h)");
+#undef POSENC_ONE
+
+/* Each tier's row: its variants where the build compiled the tier (POSENC_HAVE_<ISA>), NULL
+ * for the kernels it leaves to the tier below. */
 static const posenc_kernel_table tables[POSENC_ISA_COUNT] = {
-    [POSENC_ISA_SCALAR] =
-        {
-            .rope_f32 = posenc_rope_f32_scalar,
-            .rope_bf16 = posenc_rope_bf16_scalar,
-            .rope_f16 = posenc_rope_f16_scalar,
-            .rope_f32_bf16 = posenc_rope_f32_bf16_scalar,
-            .rope_f32_f16 = posenc_rope_f32_f16_scalar,
-            .sinusoid_f32 = posenc_sinusoid_f32_scalar,
-            .sinusoid_bf16 = posenc_sinusoid_bf16_scalar,
-            .sinusoid_f16 = posenc_sinusoid_f16_scalar,
-            .alibi_f32 = posenc_alibi_f32_scalar,
-            .alibi_bf16 = posenc_alibi_bf16_scalar,
-            .alibi_f16 = posenc_alibi_f16_scalar,
-            .softmax_f32 = posenc_softmax_f32_scalar,
-            .softmax_16 = posenc_softmax_16_scalar,
-            .learned_add_f32 = posenc_learned_add_f32_scalar,
-        },
-#ifdef POSENC_HAVE_SSE4
-    [POSENC_ISA_SSE4] =
-        {
-            .rope_f32 = posenc_rope_f32_sse4,
-            .rope_bf16 = posenc_rope_bf16_sse4,
-            .rope_f16 = posenc_rope_f16_sse4,
-            .rope_f32_bf16 = posenc_rope_f32_bf16_sse4,
-            .rope_f32_f16 = posenc_rope_f32_f16_sse4,
-            .sinusoid_f32 = posenc_sinusoid_f32_sse4,
-            .sinusoid_bf16 = posenc_sinusoid_bf16_sse4,
-            .sinusoid_f16 = posenc_sinusoid_f16_sse4,
-            .alibi_f32 = posenc_alibi_f32_sse4,
-            .alibi_bf16 = posenc_alibi_bf16_sse4,
-            .alibi_f16 = posenc_alibi_f16_sse4,
-            .softmax_f32 = posenc_softmax_f32_sse4,
-            .softmax_16 = posenc_softmax_16_sse4,
-            .learned_add_f32 = posenc_learned_add_f32_sse4,
-        },
-#endif
-#ifdef POSENC_HAVE_AVX2
-    [POSENC_ISA_AVX2] =
-        {
-            .rope_f32 = posenc_rope_f32_avx2,
-            .rope_bf16 = posenc_rope_bf16_avx2,
-            .rope_f16 = posenc_rope_f16_avx2,
-            .rope_f32_bf16 = posenc_rope_f32_bf16_avx2,
-            .rope_f32_f16 = posenc_rope_f32_f16_avx2,
-            .sinusoid_f32 = posenc_sinusoid_f32_avx2,
-            .sinusoid_bf16 = posenc_sinusoid_bf16_avx2,
-            .sinusoid_f16 = posenc_sinusoid_f16_avx2,
-            .alibi_f32 = posenc_alibi_f32_avx2,
-            .alibi_bf16 = posenc_alibi_bf16_avx2,
-            .alibi_f16 = posenc_alibi_f16_avx2,
-            .softmax_f32 = posenc_softmax_f32_avx2,
-            .softmax_16 = posenc_softmax_16_avx2,
-            .learned_add_f32 = posenc_learned_add_f32_avx2,
-        },
-#endif
-#ifdef POSENC_HAVE_AVX512
-    [POSENC_ISA_AVX512] =
-        {
-            .rope_f32 = posenc_rope_f32_avx512,
-            .rope_bf16 = posenc_rope_bf16_avx512,
-            .rope_f16 = posenc_rope_f16_avx512,
-            .rope_f32_bf16 = posenc_rope_f32_bf16_avx512,
-            .rope_f32_f16 = posenc_rope_f32_f16_avx512,
-            .sinusoid_f32 = posenc_sinusoid_f32_avx512,
-            .sinusoid_bf16 = posenc_sinusoid_bf16_avx512,
-            .sinusoid_f16 = posenc_sinusoid_f16_avx512,
-            .alibi_f32 = posenc_alibi_f32_avx512,
-            .alibi_bf16 = posenc_alibi_bf16_avx512,
-            .alibi_f16 = posenc_alibi_f16_avx512,
-            .softmax_f32 = posenc_softmax_f32_avx512,
-            .softmax_16 = posenc_softmax_16_avx512,
-            .learned_add_f32 = posenc_learned_add_f32_avx512,
-        },
-#endif
-#ifdef POSENC_HAVE_AVX512BF16
-    /* Only what differs from avx512 (bf16 RoPE); the rest is avx512's. The tier's sinusoid,
-     * ALiBi and softmax bf16 variants measured no faster than avx512's (0.88-1.04x) and were
-     * dropped. */
-    [POSENC_ISA_AVX512BF16] =
-        {
-            .rope_bf16 = posenc_rope_bf16_avx512bf16,
-            .rope_f32_bf16 = posenc_rope_f32_bf16_avx512bf16,
-        },
-#endif
-#ifdef POSENC_HAVE_NEON
-    [POSENC_ISA_NEON] =
-        {
-            .rope_f32 = posenc_rope_f32_neon,
-            .rope_bf16 = posenc_rope_bf16_neon,
-            .rope_f16 = posenc_rope_f16_neon,
-            .rope_f32_bf16 = posenc_rope_f32_bf16_neon,
-            .rope_f32_f16 = posenc_rope_f32_f16_neon,
-            .sinusoid_f32 = posenc_sinusoid_f32_neon,
-            .sinusoid_bf16 = posenc_sinusoid_bf16_neon,
-            .sinusoid_f16 = posenc_sinusoid_f16_neon,
-            .alibi_f32 = posenc_alibi_f32_neon,
-            .alibi_bf16 = posenc_alibi_bf16_neon,
-            .alibi_f16 = posenc_alibi_f16_neon,
-            .softmax_f32 = posenc_softmax_f32_neon,
-            .softmax_16 = posenc_softmax_16_neon,
-            .learned_add_f32 = posenc_learned_add_f32_neon,
-        },
-#endif
+#define POSENC_ROW_ENTRY(kernel, ISA, function) \
+  [POSENC_ISA_##ISA].kernel = POSENC_HAVE_##ISA ? function : NULL,
+    POSENC_VARIANTS(POSENC_ROW_ENTRY)
+#undef POSENC_ROW_ENTRY
 };
 
-static const char *const isa_names[POSENC_ISA_COUNT] = {"scalar", "sse4", "avx2",
-                                                        "avx512", "neon", "avx512bf16"};
+static const char *const isa_names[POSENC_ISA_COUNT] = {
+#define POSENC_ISA_NAME(ISA, name, BELOW, ARCH) [POSENC_ISA_##ISA] = #name,
+    POSENC_ISAS(POSENC_ISA_NAME)
+#undef POSENC_ISA_NAME
+};
 
 /* Which tiers this build compiled (a row may be partly NULL, so not read from the rows). */
 static const unsigned char compiled[POSENC_ISA_COUNT] = {
-    [POSENC_ISA_SCALAR] = 1,
-#ifdef POSENC_HAVE_SSE4
-    [POSENC_ISA_SSE4] = 1,
-#endif
-#ifdef POSENC_HAVE_AVX2
-    [POSENC_ISA_AVX2] = 1,
-#endif
-#ifdef POSENC_HAVE_AVX512
-    [POSENC_ISA_AVX512] = 1,
-#endif
-#ifdef POSENC_HAVE_AVX512BF16
-    [POSENC_ISA_AVX512BF16] = 1,
-#endif
-#ifdef POSENC_HAVE_NEON
-    [POSENC_ISA_NEON] = 1,
-#endif
+#define POSENC_ISA_COMPILED(ISA, name, BELOW, ARCH) [POSENC_ISA_##ISA] = POSENC_HAVE_##ISA,
+    POSENC_ISAS(POSENC_ISA_COMPILED)
+#undef POSENC_ISA_COMPILED
 };
 
 /* The tiers from best to worst, as the automatic choice tries them. */
-static const posenc_isa preference[] = {POSENC_ISA_AVX512BF16, POSENC_ISA_AVX512, POSENC_ISA_AVX2,
-                                        POSENC_ISA_SSE4, POSENC_ISA_NEON};
+static const posenc_isa preference[] = {
+#define POSENC_ISA_PREFERENCE(ISA, name, BELOW, ARCH) POSENC_ISA_##ISA,
+    POSENC_ISAS(POSENC_ISA_PREFERENCE)
+#undef POSENC_ISA_PREFERENCE
+};
 
 /* The tier whose variant a row's NULL member falls back to. */
-static posenc_isa tier_below(posenc_isa isa) {
-  switch (isa) {
-    case POSENC_ISA_AVX512BF16:
-      return POSENC_ISA_AVX512;
-    case POSENC_ISA_AVX512:
-      return POSENC_ISA_AVX2;
-    case POSENC_ISA_AVX2:
-      return POSENC_ISA_SSE4;
-    default:
-      return POSENC_ISA_SCALAR;
-  }
-}
+static const posenc_isa below[POSENC_ISA_COUNT] = {
+#define POSENC_ISA_BELOW(ISA, name, BELOW, ARCH) [POSENC_ISA_##ISA] = POSENC_ISA_##BELOW,
+    POSENC_ISAS(POSENC_ISA_BELOW)
+#undef POSENC_ISA_BELOW
+};
 
-/* Every kernel: its enum value and its member of posenc_kernel_table. */
-#define POSENC_KERNELS(X)         \
-  X(ROPE_F32, rope_f32)           \
-  X(ROPE_BF16, rope_bf16)         \
-  X(ROPE_F16, rope_f16)           \
-  X(ROPE_F32_BF16, rope_f32_bf16) \
-  X(ROPE_F32_F16, rope_f32_f16)   \
-  X(SINUSOID_F32, sinusoid_f32)   \
-  X(SINUSOID_BF16, sinusoid_bf16) \
-  X(SINUSOID_F16, sinusoid_f16)   \
-  X(ALIBI_F32, alibi_f32)         \
-  X(ALIBI_BF16, alibi_bf16)       \
-  X(ALIBI_F16, alibi_f16)         \
-  X(SOFTMAX_F32, softmax_f32)     \
-  X(SOFTMAX_16, softmax_16)       \
-  X(LEARNED_ADD_F32, learned_add_f32)
+static posenc_isa tier_below(posenc_isa isa) { return below[isa]; }
 
 static const char *const kernel_names[POSENC_KERNEL_COUNT] = {
-#define POSENC_KERNEL_NAME(kernel, member) [POSENC_KERNEL_##kernel] = #member,
+#define POSENC_KERNEL_NAME(KERNEL, kernel, args) [POSENC_KERNEL_##KERNEL] = #kernel,
     POSENC_KERNELS(POSENC_KERNEL_NAME)
 #undef POSENC_KERNEL_NAME
 };
@@ -201,9 +85,9 @@ posenc_isa posenc_kernel_tier(posenc_kernel kernel, posenc_isa tier, int automat
 
 static int row_has(posenc_isa t, posenc_kernel kernel) {
   switch (kernel) {
-#define POSENC_ROW_HAS(kernel, member) \
-  case POSENC_KERNEL_##kernel:         \
-    return tables[t].member != NULL;
+#define POSENC_ROW_HAS(KERNEL, kernel, args) \
+  case POSENC_KERNEL_##KERNEL:               \
+    return tables[t].kernel != NULL;
     POSENC_KERNELS(POSENC_ROW_HAS)
 #undef POSENC_ROW_HAS
     default:
@@ -229,12 +113,12 @@ static const composed_table *active; /* atomic */
 
 static void compose(composed_table *out, posenc_isa tier, int automatic) {
   const posenc_cpu_flags *cpu = posenc_cpu();
-#define POSENC_COMPOSE(kernel, member)                                               \
+#define POSENC_COMPOSE(KERNEL, kernel, args)                                         \
   {                                                                                  \
-    posenc_isa t = posenc_kernel_tier(POSENC_KERNEL_##kernel, tier, automatic, cpu); \
-    t = serving_tier(POSENC_KERNEL_##kernel, compiled[t] ? t : tier);                \
-    out->table.member = tables[t].member;                                            \
-    out->served[POSENC_KERNEL_##kernel] = (unsigned char)t;                          \
+    posenc_isa t = posenc_kernel_tier(POSENC_KERNEL_##KERNEL, tier, automatic, cpu); \
+    t = serving_tier(POSENC_KERNEL_##KERNEL, compiled[t] ? t : tier);                \
+    out->table.kernel = tables[t].kernel;                                            \
+    out->served[POSENC_KERNEL_##KERNEL] = (unsigned char)t;                          \
   }
   POSENC_KERNELS(POSENC_COMPOSE)
 #undef POSENC_COMPOSE

@@ -2,23 +2,15 @@
 #ifndef POSENC_DISPATCH_H
 #define POSENC_DISPATCH_H
 
-#include "../kernels/alibi.h"
-#include "../kernels/softmax.h"
-#include "../kernels/learned.h"
-#include "../kernels/rope.h"
-#include "../kernels/sinusoid.h"
+#include "../kernels/variants.h"
 #include "posenc.h"
 
-/* One entry per kernel family. Each ISA's row (dispatch/dispatch.c) names the variants
- * that kernels/variants.h declares. */
+/* One member per kernel (kernels/variants.h's POSENC_KERNELS), pointing to one of its
+ * variants. */
 typedef struct posenc_kernel_table {
-  rope_fn rope_f32, rope_bf16, rope_f16; /* in place or out of place, same type */
-  rope_fn rope_f32_bf16, rope_f32_f16;   /* f32 rows rotated into 16-bit ones */
-  sinusoid_fn sinusoid_f32, sinusoid_bf16, sinusoid_f16;
-  alibi_fn alibi_f32, alibi_bf16, alibi_f16;
-  softmax_fn softmax_f32; /* x and y f32 */
-  softmax_fn softmax_16;  /* any other pair of x and y types */
-  learned_f32_fn learned_add_f32;
+#define POSENC_TABLE_MEMBER(KERNEL, kernel, args) posenc_kernel_fn_##kernel *kernel;
+  POSENC_KERNELS(POSENC_TABLE_MEMBER)
+#undef POSENC_TABLE_MEMBER
 } posenc_kernel_table;
 
 /* The active table (one variant per kernel, include/posenc.h's rules); chooses it first if

@@ -1,120 +1,165 @@
-/* The declarations of every compiled kernel variant, posenc_<kernel>_<type>_<isa>, one
- * block per ISA (POSENC_HAVE_<ISA> is defined by the build for each ISA whose sources it
- * compiles). Each is defined, literally, in kernels/<op>_<isa>.c (the scalar reference in
- * kernels/<op>_scalar.c; a SIMD file wraps the static inline body that the op's shared
- * kernels/<op>_simd.h provides), and placed in its ISA's row of the dispatch table in
- * dispatch/dispatch.c, through which the public calls, the tests and the bench reach it.
+/* The one list of posenc's ISA tiers, kernels and kernel variants. Everything that names a
+ * tier or a variant follows from the three X-macro lists below:
+ *  - the variants' declarations (here) and the dispatch table's member per kernel
+ *    (dispatch/dispatch.h), each tier's row of variants, the tier names, which tiers the
+ *    build compiled, the automatic choice's order and the fallback from a tier to the one
+ *    below it (dispatch/dispatch.c);
+ *  - the build: which kernels/<op>_<isa>.c sources are compiled, for which architecture,
+ *    and the POSENC_HAVE_<ISA> definitions (CMakeLists.txt reads this file);
+ *  - ctest's per-ISA runs of every suite (tests/CMakeLists.txt reads this file; the suites,
+ *    the bench, the report and the Python package iterate the tiers through the public
+ *    posenc_isa_name()), and scripts/check-names.sh, which checks that every variant listed
+ *    here is defined literally in a .c source.
+ * The public enums (posenc_isa, posenc_kernel in include/posenc.h) keep their documented
+ * numbers; dispatch/dispatch.c checks them against these lists at compile time.
  *
- * Adding a kernel (a new type or operation) for every ISA takes: a member of
- * posenc_kernel_table (dispatch/dispatch.h); its declaration in each block here; its
- * definition in kernels/<op>_<isa>.c for every ISA (and its body in kernels/<op>_simd.h);
- * its entry in every row in dispatch/dispatch.c; the public entry point that checks the
- * arguments and calls it through the table (dispatch/api_*.c, include/posenc.h); a new
- * operation's sources also go into POSENC_KERNEL_OPS in CMakeLists.txt. Then its tests and
- * bench cases (tests/, bench/), which run it on every ISA.
- *
- * Adding an ISA takes: a vector layer kernels/simd/vec_<isa>.h (VF_W dividing
- * POSENC_MAX_LANES, kernels/common.h); a kernels/<op>_<isa>.c per operation with the
- * literal wrappers; a block of declarations here and a row in dispatch/dispatch.c; the
- * enum value and name (include/posenc.h, isa_names in dispatch/dispatch.c); its detection
- * in dispatch/cpu.c (posenc_cpu_supports); its compile flags and compile check in
- * CMakeLists.txt and cmake/. */
+ * Each variant is defined, literally, in kernels/<op>_<isa>.c (the scalar reference in
+ * kernels/<op>_scalar.c; a SIMD file wraps the static inline body of the op's shared
+ * kernels/<op>_simd.h), where <op> is the part of the kernel's name before the first '_',
+ * so `git grep posenc_rope_f32_avx512` finds its line here and its definition there.
+ * CONTRIBUTING.md has the checklists for adding a kernel or a tier. */
 #ifndef POSENC_KERNELS_VARIANTS_H
 #define POSENC_KERNELS_VARIANTS_H
 
 #include "alibi.h"
-#include "softmax.h"
 #include "learned.h"
 #include "rope.h"
 #include "sinusoid.h"
+#include "softmax.h"
 
-/* scalar: the reference, always compiled */
-void posenc_rope_f32_scalar(const rope_args *args);
-void posenc_rope_bf16_scalar(const rope_args *args);
-void posenc_rope_f16_scalar(const rope_args *args);
-void posenc_rope_f32_bf16_scalar(const rope_args *args);
-void posenc_rope_f32_f16_scalar(const rope_args *args);
-void posenc_sinusoid_f32_scalar(const sinusoid_args *args);
-void posenc_sinusoid_bf16_scalar(const sinusoid_args *args);
-void posenc_sinusoid_f16_scalar(const sinusoid_args *args);
-void posenc_alibi_f32_scalar(const alibi_args *args);
-void posenc_alibi_bf16_scalar(const alibi_args *args);
-void posenc_alibi_f16_scalar(const alibi_args *args);
-void posenc_softmax_f32_scalar(const softmax_args *args);
-void posenc_softmax_16_scalar(const softmax_args *args);
-void posenc_learned_add_f32_scalar(const learned_f32_args *args);
+/* The tiers, best first: X(ISA, name, BELOW, ARCH).
+ *  - ISA: POSENC_ISA_<ISA> (include/posenc.h) and the build's POSENC_HAVE_<ISA> (1 when its
+ *    sources are compiled, else 0); name: posenc_isa_name(), POSENC_ISA=<name>, the sources'
+ *    suffix kernels/<op>_<name>.c;
+ *  - BELOW: the tier that serves a kernel this tier has no variant of (and which this tier
+ *    needs compiled: the build drops a tier whose BELOW it could not compile);
+ *  - ARCH: the architecture whose build compiles it (X86_64, AARCH64, RISCV64, or ANY).
+ * The automatic choice takes the first available tier in this order (include/posenc.h
+ * documents the rules that may then move single kernels to a lower tier). */
+#define POSENC_ISAS(X)                      \
+  X(AVX512BF16, avx512bf16, AVX512, X86_64) \
+  X(AVX512, avx512, AVX2, X86_64)           \
+  X(AVX2, avx2, SSE4, X86_64)               \
+  X(SSE4, sse4, SCALAR, X86_64)             \
+  X(NEON, neon, SCALAR, AARCH64)            \
+  X(SCALAR, scalar, SCALAR, ANY)
 
-#ifdef POSENC_HAVE_SSE4
-void posenc_rope_f32_sse4(const rope_args *args);
-void posenc_rope_bf16_sse4(const rope_args *args);
-void posenc_rope_f16_sse4(const rope_args *args);
-void posenc_rope_f32_bf16_sse4(const rope_args *args);
-void posenc_rope_f32_f16_sse4(const rope_args *args);
-void posenc_sinusoid_f32_sse4(const sinusoid_args *args);
-void posenc_sinusoid_bf16_sse4(const sinusoid_args *args);
-void posenc_sinusoid_f16_sse4(const sinusoid_args *args);
-void posenc_alibi_f32_sse4(const alibi_args *args);
-void posenc_alibi_bf16_sse4(const alibi_args *args);
-void posenc_alibi_f16_sse4(const alibi_args *args);
-void posenc_softmax_f32_sse4(const softmax_args *args);
-void posenc_softmax_16_sse4(const softmax_args *args);
-void posenc_learned_add_f32_sse4(const learned_f32_args *args);
-#endif /* POSENC_HAVE_SSE4 */
+/* The kernels, in the order of the posenc_kernel enum: X(KERNEL, kernel, args). KERNEL:
+ * POSENC_KERNEL_<KERNEL>; kernel: posenc_kernel_name() and the dispatch table's member;
+ * args: the argument block its variants take, void posenc_<kernel>_<isa>(const args *). */
+#define POSENC_KERNELS(X)                        \
+  X(ROPE_F32, rope_f32, rope_args)               \
+  X(ROPE_BF16, rope_bf16, rope_args)             \
+  X(ROPE_F16, rope_f16, rope_args)               \
+  X(ROPE_F32_BF16, rope_f32_bf16, rope_args)     \
+  X(ROPE_F32_F16, rope_f32_f16, rope_args)       \
+  X(SINUSOID_F32, sinusoid_f32, sinusoid_args)   \
+  X(SINUSOID_BF16, sinusoid_bf16, sinusoid_args) \
+  X(SINUSOID_F16, sinusoid_f16, sinusoid_args)   \
+  X(ALIBI_F32, alibi_f32, alibi_args)            \
+  X(ALIBI_BF16, alibi_bf16, alibi_args)          \
+  X(ALIBI_F16, alibi_f16, alibi_args)            \
+  X(SOFTMAX_F32, softmax_f32, softmax_args)      \
+  X(SOFTMAX_16, softmax_16, softmax_args)        \
+  X(LEARNED_ADD_F32, learned_add_f32, learned_f32_args)
 
-#ifdef POSENC_HAVE_AVX2
-void posenc_rope_f32_avx2(const rope_args *args);
-void posenc_rope_bf16_avx2(const rope_args *args);
-void posenc_rope_f16_avx2(const rope_args *args);
-void posenc_rope_f32_bf16_avx2(const rope_args *args);
-void posenc_rope_f32_f16_avx2(const rope_args *args);
-void posenc_sinusoid_f32_avx2(const sinusoid_args *args);
-void posenc_sinusoid_bf16_avx2(const sinusoid_args *args);
-void posenc_sinusoid_f16_avx2(const sinusoid_args *args);
-void posenc_alibi_f32_avx2(const alibi_args *args);
-void posenc_alibi_bf16_avx2(const alibi_args *args);
-void posenc_alibi_f16_avx2(const alibi_args *args);
-void posenc_softmax_f32_avx2(const softmax_args *args);
-void posenc_softmax_16_avx2(const softmax_args *args);
-void posenc_learned_add_f32_avx2(const learned_f32_args *args);
-#endif /* POSENC_HAVE_AVX2 */
+/* The variants, one line per kernel and tier: X(kernel, ISA, function). The scalar tier has
+ * every kernel; another tier may leave a kernel out (its BELOW serves it). */
+#define POSENC_VARIANTS(X)                                          \
+  X(rope_f32, SCALAR, posenc_rope_f32_scalar)                       \
+  X(rope_bf16, SCALAR, posenc_rope_bf16_scalar)                     \
+  X(rope_f16, SCALAR, posenc_rope_f16_scalar)                       \
+  X(rope_f32_bf16, SCALAR, posenc_rope_f32_bf16_scalar)             \
+  X(rope_f32_f16, SCALAR, posenc_rope_f32_f16_scalar)               \
+  X(sinusoid_f32, SCALAR, posenc_sinusoid_f32_scalar)               \
+  X(sinusoid_bf16, SCALAR, posenc_sinusoid_bf16_scalar)             \
+  X(sinusoid_f16, SCALAR, posenc_sinusoid_f16_scalar)               \
+  X(alibi_f32, SCALAR, posenc_alibi_f32_scalar)                     \
+  X(alibi_bf16, SCALAR, posenc_alibi_bf16_scalar)                   \
+  X(alibi_f16, SCALAR, posenc_alibi_f16_scalar)                     \
+  X(softmax_f32, SCALAR, posenc_softmax_f32_scalar)                 \
+  X(softmax_16, SCALAR, posenc_softmax_16_scalar)                   \
+  X(learned_add_f32, SCALAR, posenc_learned_add_f32_scalar)         \
+                                                                    \
+  X(rope_f32, SSE4, posenc_rope_f32_sse4)                           \
+  X(rope_bf16, SSE4, posenc_rope_bf16_sse4)                         \
+  X(rope_f16, SSE4, posenc_rope_f16_sse4)                           \
+  X(rope_f32_bf16, SSE4, posenc_rope_f32_bf16_sse4)                 \
+  X(rope_f32_f16, SSE4, posenc_rope_f32_f16_sse4)                   \
+  X(sinusoid_f32, SSE4, posenc_sinusoid_f32_sse4)                   \
+  X(sinusoid_bf16, SSE4, posenc_sinusoid_bf16_sse4)                 \
+  X(sinusoid_f16, SSE4, posenc_sinusoid_f16_sse4)                   \
+  X(alibi_f32, SSE4, posenc_alibi_f32_sse4)                         \
+  X(alibi_bf16, SSE4, posenc_alibi_bf16_sse4)                       \
+  X(alibi_f16, SSE4, posenc_alibi_f16_sse4)                         \
+  X(softmax_f32, SSE4, posenc_softmax_f32_sse4)                     \
+  X(softmax_16, SSE4, posenc_softmax_16_sse4)                       \
+  X(learned_add_f32, SSE4, posenc_learned_add_f32_sse4)             \
+                                                                    \
+  X(rope_f32, AVX2, posenc_rope_f32_avx2)                           \
+  X(rope_bf16, AVX2, posenc_rope_bf16_avx2)                         \
+  X(rope_f16, AVX2, posenc_rope_f16_avx2)                           \
+  X(rope_f32_bf16, AVX2, posenc_rope_f32_bf16_avx2)                 \
+  X(rope_f32_f16, AVX2, posenc_rope_f32_f16_avx2)                   \
+  X(sinusoid_f32, AVX2, posenc_sinusoid_f32_avx2)                   \
+  X(sinusoid_bf16, AVX2, posenc_sinusoid_bf16_avx2)                 \
+  X(sinusoid_f16, AVX2, posenc_sinusoid_f16_avx2)                   \
+  X(alibi_f32, AVX2, posenc_alibi_f32_avx2)                         \
+  X(alibi_bf16, AVX2, posenc_alibi_bf16_avx2)                       \
+  X(alibi_f16, AVX2, posenc_alibi_f16_avx2)                         \
+  X(softmax_f32, AVX2, posenc_softmax_f32_avx2)                     \
+  X(softmax_16, AVX2, posenc_softmax_16_avx2)                       \
+  X(learned_add_f32, AVX2, posenc_learned_add_f32_avx2)             \
+                                                                    \
+  X(rope_f32, AVX512, posenc_rope_f32_avx512)                       \
+  X(rope_bf16, AVX512, posenc_rope_bf16_avx512)                     \
+  X(rope_f16, AVX512, posenc_rope_f16_avx512)                       \
+  X(rope_f32_bf16, AVX512, posenc_rope_f32_bf16_avx512)             \
+  X(rope_f32_f16, AVX512, posenc_rope_f32_f16_avx512)               \
+  X(sinusoid_f32, AVX512, posenc_sinusoid_f32_avx512)               \
+  X(sinusoid_bf16, AVX512, posenc_sinusoid_bf16_avx512)             \
+  X(sinusoid_f16, AVX512, posenc_sinusoid_f16_avx512)               \
+  X(alibi_f32, AVX512, posenc_alibi_f32_avx512)                     \
+  X(alibi_bf16, AVX512, posenc_alibi_bf16_avx512)                   \
+  X(alibi_f16, AVX512, posenc_alibi_f16_avx512)                     \
+  X(softmax_f32, AVX512, posenc_softmax_f32_avx512)                 \
+  X(softmax_16, AVX512, posenc_softmax_16_avx512)                   \
+  X(learned_add_f32, AVX512, posenc_learned_add_f32_avx512)         \
+                                                                    \
+  /* Only bf16 RoPE: the tier's sinusoid, ALiBi and softmax bf16 */ \
+  /* variants measured 0.88-1.04x avx512's and were dropped. */     \
+  X(rope_bf16, AVX512BF16, posenc_rope_bf16_avx512bf16)             \
+  X(rope_f32_bf16, AVX512BF16, posenc_rope_f32_bf16_avx512bf16)     \
+                                                                    \
+  X(rope_f32, NEON, posenc_rope_f32_neon)                           \
+  X(rope_bf16, NEON, posenc_rope_bf16_neon)                         \
+  X(rope_f16, NEON, posenc_rope_f16_neon)                           \
+  X(rope_f32_bf16, NEON, posenc_rope_f32_bf16_neon)                 \
+  X(rope_f32_f16, NEON, posenc_rope_f32_f16_neon)                   \
+  X(sinusoid_f32, NEON, posenc_sinusoid_f32_neon)                   \
+  X(sinusoid_bf16, NEON, posenc_sinusoid_bf16_neon)                 \
+  X(sinusoid_f16, NEON, posenc_sinusoid_f16_neon)                   \
+  X(alibi_f32, NEON, posenc_alibi_f32_neon)                         \
+  X(alibi_bf16, NEON, posenc_alibi_bf16_neon)                       \
+  X(alibi_f16, NEON, posenc_alibi_f16_neon)                         \
+  X(softmax_f32, NEON, posenc_softmax_f32_neon)                     \
+  X(softmax_16, NEON, posenc_softmax_16_neon)                       \
+  X(learned_add_f32, NEON, posenc_learned_add_f32_neon)
 
-#ifdef POSENC_HAVE_AVX512
-void posenc_rope_f32_avx512(const rope_args *args);
-void posenc_rope_bf16_avx512(const rope_args *args);
-void posenc_rope_f16_avx512(const rope_args *args);
-void posenc_rope_f32_bf16_avx512(const rope_args *args);
-void posenc_rope_f32_f16_avx512(const rope_args *args);
-void posenc_sinusoid_f32_avx512(const sinusoid_args *args);
-void posenc_sinusoid_bf16_avx512(const sinusoid_args *args);
-void posenc_sinusoid_f16_avx512(const sinusoid_args *args);
-void posenc_alibi_f32_avx512(const alibi_args *args);
-void posenc_alibi_bf16_avx512(const alibi_args *args);
-void posenc_alibi_f16_avx512(const alibi_args *args);
-void posenc_softmax_f32_avx512(const softmax_args *args);
-void posenc_softmax_16_avx512(const softmax_args *args);
-void posenc_learned_add_f32_avx512(const learned_f32_args *args);
-#endif /* POSENC_HAVE_AVX512 */
+/* The function type of each kernel's variants: posenc_kernel_fn_<kernel>. */
+#define POSENC_KERNEL_FN_TYPEDEF(KERNEL, kernel, args) \
+  typedef void posenc_kernel_fn_##kernel(const args *);
+POSENC_KERNELS(POSENC_KERNEL_FN_TYPEDEF)
+#undef POSENC_KERNEL_FN_TYPEDEF
 
-#ifdef POSENC_HAVE_AVX512BF16 /* only bf16 RoPE; avx512 serves the rest */
-void posenc_rope_bf16_avx512bf16(const rope_args *args);
-void posenc_rope_f32_bf16_avx512bf16(const rope_args *args);
-#endif /* POSENC_HAVE_AVX512BF16 */
+/* Every variant's declaration (a tier the build did not compile is declared, never
+ * referenced: dispatch/dispatch.c names a variant only where POSENC_HAVE_<ISA> is 1). */
+#define POSENC_VARIANT_DECLARE(kernel, ISA, function) posenc_kernel_fn_##kernel function;
+POSENC_VARIANTS(POSENC_VARIANT_DECLARE)
+#undef POSENC_VARIANT_DECLARE
 
-#ifdef POSENC_HAVE_NEON
-void posenc_rope_f32_neon(const rope_args *args);
-void posenc_rope_bf16_neon(const rope_args *args);
-void posenc_rope_f16_neon(const rope_args *args);
-void posenc_rope_f32_bf16_neon(const rope_args *args);
-void posenc_rope_f32_f16_neon(const rope_args *args);
-void posenc_sinusoid_f32_neon(const sinusoid_args *args);
-void posenc_sinusoid_bf16_neon(const sinusoid_args *args);
-void posenc_sinusoid_f16_neon(const sinusoid_args *args);
-void posenc_alibi_f32_neon(const alibi_args *args);
-void posenc_alibi_bf16_neon(const alibi_args *args);
-void posenc_alibi_f16_neon(const alibi_args *args);
-void posenc_softmax_f32_neon(const softmax_args *args);
-void posenc_softmax_16_neon(const softmax_args *args);
-void posenc_learned_add_f32_neon(const learned_f32_args *args);
-#endif /* POSENC_HAVE_NEON */
+/* POSENC_HAVE_<ISA>: 1 where the build compiled the tier's sources (CMakeLists.txt defines
+ * it for every tier of the list, 1 or 0); the scalar tier always. */
+#define POSENC_HAVE_SCALAR 1
 
 #endif /* POSENC_KERNELS_VARIANTS_H */

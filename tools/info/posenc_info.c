@@ -1,5 +1,5 @@
 /* posenc-info: what posenc sees on this machine and which variant its kernels run.
- * Usage: posenc-info   (set POSENC_ISA=scalar|sse4|avx2|avx512|neon to force one) */
+ * Usage: posenc-info   (POSENC_ISA=<name> forces a tier: any name of the "compiled" line) */
 #include <stdio.h>
 
 #include "isa_summary.h"
