@@ -8,7 +8,8 @@
 //    bases and consecutive positions: each ISA's result is bit for bit posenc_rope_f32's
 //    result of the same ISA on the widened input, rounded (the header's contract), within
 //    the bound of the scalar variant, and nothing outside the pairs changes (NaN sentinels
-//    between rows and around the data);
+//    between rows and around the data); the shape lists are rope_harness.h's (rope_shapes),
+//    shared with rope_variants_test.cc;
 //  - forward then inverse, NaN/Inf inputs, and views next to inaccessible pages.
 // The argument checks are those of rope_errors_test.cc, which runs them for all three types.
 #include <posenc.h>
@@ -301,109 +302,6 @@ testing::AssertionResult PairsWithin16(const Problem16& p, const Buffer16& got,
          << failures << " element(s) out of bound; first " << first.str();
 }
 
-// --- shapes -------------------------------------------------------------------------------
-
-RopeShape Square(size_t rotary_dim) {
-  RopeShape s;
-  s.rotary_dim = s.head_dim = rotary_dim;
-  return s;
-}
-
-// R/2 = 1..17 covers every tail of 4, 8 and 16 lanes; the rest cross 2 and 4 vectors and
-// the 256-pair chunk.
-std::vector<RopeShape> RotarySizesAroundVectorWidths() {
-  std::vector<RopeShape> shapes;
-  for (size_t half = 1; half <= 17; ++half) shapes.push_back(Square(2 * half));
-  for (size_t half : {31, 32, 33, 63, 64, 65, 128, 257}) shapes.push_back(Square(2 * half));
-  return WithEveryFlagCombination(shapes);
-}
-
-// R < D, odd D: elements [R, D) must stay as they are.
-std::vector<RopeShape> PartialRotaryShapes() {
-  const std::pair<size_t, size_t> dims[] = {{2, 3},   {14, 15},  {16, 17},  {30, 33},
-                                            {62, 63}, {32, 128}, {96, 127}, {126, 131}};
-  std::vector<RopeShape> shapes;
-  for (auto [rotary_dim, head_dim] : dims) {
-    RopeShape s;
-    s.rotary_dim = rotary_dim;
-    s.head_dim = head_dim;
-    s.n_tokens = 3;
-    shapes.push_back(s);
-  }
-  return WithEveryFlagCombination(shapes);
-}
-
-// Every layout with strides equal to and larger than D, with and without K; GQA as in
-// Llama-3-8B (32 Q, 8 K heads), Q alone and K alone.
-std::vector<RopeShape> LayoutsStridesAndHeads() {
-  std::vector<RopeShape> shapes;
-  for (TensorLayout layout :
-       {TensorLayout::kTokenMajor, TensorLayout::kHeadMajor, TensorLayout::kPackedQkv}) {
-    for (size_t pad : {0, 1, 5})
-      for (auto [rotary_dim, head_dim] : {std::pair<size_t, size_t>{16, 16}, {34, 40}, {128, 128}})
-        for (size_t k_heads : {0, 2}) {
-          RopeShape s;
-          s.rotary_dim = rotary_dim;
-          s.head_dim = head_dim;
-          s.layout = layout;
-          s.stride_pad = pad;
-          s.n_tokens = 3;
-          s.q_heads = 4;
-          s.k_heads = k_heads;
-          s.flags = (pad % 2) ? POSENC_ROPE_GPTJ : POSENC_ROPE_NEOX;
-          shapes.push_back(s);
-        }
-    for (auto [q_heads, k_heads] : {std::pair<size_t, size_t>{32, 8}, {32, 0}, {0, 8}})
-      for (unsigned flags : {0u, unsigned{POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE}}) {
-        RopeShape s = Square(128);
-        s.layout = layout;
-        s.q_heads = q_heads;
-        s.k_heads = k_heads;
-        s.n_tokens = 4;
-        s.flags = flags;
-        shapes.push_back(s);
-      }
-  }
-  return shapes;
-}
-
-// Base pointers one element past a 64-byte boundary, odd head_dim for some.
-std::vector<RopeShape> MisalignedBases() {
-  std::vector<RopeShape> shapes;
-  for (size_t half : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33}) {
-    RopeShape s = Square(2 * half);
-    s.head_dim += half % 2;
-    s.layout = half % 3 == 0 ? TensorLayout::kPackedQkv : TensorLayout::kTokenMajor;
-    s.misalign = 1;
-    s.q_heads = 3;
-    s.k_heads = 2;
-    shapes.push_back(s);
-  }
-  return WithEveryFlagCombination(shapes);
-}
-
-// Consecutive positions (stepped by the SIMD variants), through zero and up to INT32_MAX,
-// and attention factors other than 1.
-std::vector<RopeShape> PositionRunsAndAttentionFactors() {
-  std::vector<RopeShape> shapes;
-  for (int32_t start : {-300, INT32_MAX - 299}) {
-    RopeShape s = Square(128);
-    s.explicit_positions = false;
-    s.start_pos = start;
-    s.n_tokens = 300;
-    s.q_heads = 2;
-    s.k_heads = 1;
-    for (const RopeShape& each : WithEveryFlagCombination({s})) shapes.push_back(each);
-  }
-  for (double att : {0.25, 1.5, 3.75}) {
-    RopeShape s = Square(64);
-    s.attention_factor = att;
-    s.n_tokens = 5;
-    for (const RopeShape& each : WithEveryFlagCombination({s})) shapes.push_back(each);
-  }
-  return shapes;
-}
-
 // --- every ISA ------------------------------------------------------------------------------
 
 class RopeHalfTest : public EveryIsaTest {};
@@ -435,27 +333,31 @@ void ExpectContract(posenc_isa isa, const std::vector<RopeShape>& shapes) {
 }
 
 TEST_P(RopeHalfTest, RotarySizesAroundVectorWidths) {
-  ExpectContract(isa(), RotarySizesAroundVectorWidths());
+  ExpectContract(isa(), rope_shapes::RotarySizesAroundVectorWidths());
 }
 
 TEST_P(RopeHalfTest, PartialRotaryLeavesTheRestUntouched) {
-  ExpectContract(isa(), PartialRotaryShapes());
+  ExpectContract(isa(), rope_shapes::PartialRotaryShapes());
 }
 
 TEST_P(RopeHalfTest, LayoutsStridesAndGroupedQueryAttention) {
-  ExpectContract(isa(), LayoutsStridesAndHeads());
+  ExpectContract(isa(), rope_shapes::Concat(rope_shapes::LayoutsAndStrides(),
+                                            rope_shapes::GroupedQueryAttention()));
 }
 
-TEST_P(RopeHalfTest, MisalignedBasePointers) { ExpectContract(isa(), MisalignedBases()); }
+TEST_P(RopeHalfTest, MisalignedBasePointers) {
+  ExpectContract(isa(), rope_shapes::MisalignedBases());
+}
 
 TEST_P(RopeHalfTest, PositionRunsAndAttentionFactors) {
-  ExpectContract(isa(), PositionRunsAndAttentionFactors());
+  ExpectContract(isa(), rope_shapes::Concat(rope_shapes::ConsecutivePositionRuns(),
+                                            rope_shapes::AttentionFactors()));
 }
 
 // NaN and infinities in the data: the contract holds, and they stay in their pair.
 TEST_P(RopeHalfTest, NonFiniteInputsStayInTheirPair) {
   for (unsigned flags : AllFlagCombinations()) {
-    RopeShape shape = Square(34);
+    RopeShape shape = rope_shapes::Square(34);
     shape.flags = flags;
     shape.n_tokens = 3;
     const PlanPtr plan = MakePlan(shape);
@@ -492,7 +394,7 @@ TEST_P(RopeHalfTest, NonFiniteInputsStayInTheirPair) {
 TEST_P(RopeHalfTest, ForwardThenInverseReturns) {
   for (unsigned layout : {POSENC_ROPE_NEOX, POSENC_ROPE_GPTJ})
     for (unsigned angles : {POSENC_ROPE_ACCURATE, POSENC_ROPE_F32_ANGLES}) {
-      RopeShape shape = Square(128);
+      RopeShape shape = rope_shapes::Square(128);
       shape.n_tokens = 40;
       shape.q_heads = 4;
       shape.k_heads = 2;

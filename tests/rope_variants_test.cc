@@ -1,6 +1,7 @@
 // Every RoPE variant against the scalar variant (the documented bound
 // POSENC_ROPE_SIMD_TOLERANCE * att * (|u| + |v|)) and against a long double reference, on
-// shapes sized around every vector width, with guards around every buffer.
+// shapes sized around every vector width, with guards around every buffer. The shape lists
+// are rope_harness.h's (rope_shapes), shared with rope_half_test.cc.
 #include <posenc.h>
 
 #include <cmath>
@@ -46,249 +47,57 @@ void ExpectVariantMatchesScalar(posenc_isa isa, const std::vector<RopeShape>& sh
   }
 }
 
-RopeShape Square(size_t rotary_dim) {
-  RopeShape s;
-  s.rotary_dim = s.head_dim = rotary_dim;
-  return s;
-}
-
-// Every shape with random positions and with consecutive ones from `start` (which a kernel
-// may compute by stepping from token to token).
-std::vector<RopeShape> WithBothPositionModes(const std::vector<RopeShape>& shapes, int32_t start) {
-  std::vector<RopeShape> out = shapes;
-  for (RopeShape s : shapes) {
-    s.explicit_positions = false;
-    s.start_pos = start;
-    out.push_back(s);
-  }
-  return out;
-}
-
-// R/2 = 1..17 covers every tail of 4, 8 and 16 lanes; the rest cross 2 and 4 vectors, and
-// 257, 320 (a 64-pair second chunk) and 600 pairs cross the 256-pair chunk of cos/sin.
-std::vector<RopeShape> RotarySizesAroundVectorWidths() {
-  std::vector<size_t> halves;
-  for (size_t h = 1; h <= 17; ++h) halves.push_back(h);
-  for (size_t h : {31, 32, 33, 63, 64, 65, 100, 128, 257, 320, 600}) halves.push_back(h);
-  std::vector<RopeShape> shapes;
-  for (size_t half : halves) shapes.push_back(Square(2 * half));
-  return WithEveryFlagCombination(shapes);
-}
-
-// Odd head_dim and R < D: elements [R, D) must be left alone.
-std::vector<RopeShape> PartialRotaryShapes() {
-  const std::pair<size_t, size_t> dims[] = {{2, 3},    {4, 5},     {14, 15},   {16, 17},  {30, 33},
-                                            {32, 33},  {62, 63},   {64, 65},   {8, 128},  {32, 128},
-                                            {96, 127}, {128, 129}, {126, 131}, {514, 515}};
-  std::vector<RopeShape> shapes;
-  for (auto [rotary_dim, head_dim] : dims) {
-    RopeShape s;
-    s.rotary_dim = rotary_dim;
-    s.head_dim = head_dim;
-    s.n_tokens = 3;
-    shapes.push_back(s);
-  }
-  return WithEveryFlagCombination(shapes);
-}
-
-std::vector<RopeShape> HeadAndTokenCounts() {
-  std::vector<RopeShape> shapes;
-  for (size_t heads : {1, 3, 7, 32})
-    for (size_t tokens : {1, 2, 5, 16})
-      for (unsigned flags : {0u, unsigned{POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE}}) {
-        RopeShape s = Square(heads == 32 ? 128 : 40);
-        s.q_heads = heads;
-        s.k_heads = heads == 32 ? 8 : (heads + 1) / 2;
-        s.n_tokens = tokens;
-        s.flags = flags;
-        shapes.push_back(s);
-      }
-  return shapes;
-}
-
-// Every layout, with strides equal to and larger than D, with and without K.
-std::vector<RopeShape> LayoutsAndStrides() {
-  std::vector<RopeShape> shapes;
-  for (TensorLayout layout :
-       {TensorLayout::kTokenMajor, TensorLayout::kHeadMajor, TensorLayout::kPackedQkv})
-    for (size_t pad : {0, 1, 5, 16})
-      for (auto [rotary_dim, head_dim] : {std::pair<size_t, size_t>{16, 16}, {34, 40}, {128, 128}})
-        for (size_t k_heads : {0, 2}) {
-          RopeShape s;
-          s.rotary_dim = rotary_dim;
-          s.head_dim = head_dim;
-          s.layout = layout;
-          s.stride_pad = pad;
-          s.n_tokens = 3;
-          s.q_heads = 4;
-          s.k_heads = k_heads;
-          s.flags = (pad % 2) ? POSENC_ROPE_GPTJ : POSENC_ROPE_NEOX;
-          shapes.push_back(s);
-        }
-  return shapes;
-}
-
-// GQA as in Llama-3-8B: 32 Q heads and 8 K heads, Q alone (k = NULL), and a Q view
-// without heads next to a K view (only K is rotated).
-std::vector<RopeShape> GroupedQueryAttention() {
-  std::vector<RopeShape> shapes;
-  for (TensorLayout layout :
-       {TensorLayout::kTokenMajor, TensorLayout::kHeadMajor, TensorLayout::kPackedQkv})
-    for (auto [q_heads, k_heads] : {std::pair<size_t, size_t>{32, 8}, {32, 0}, {0, 8}}) {
-      RopeShape s = Square(128);
-      s.layout = layout;
-      s.q_heads = q_heads;
-      s.k_heads = k_heads;
-      s.n_tokens = 4;
-      shapes.push_back(s);
-    }
-  return WithEveryFlagCombination(shapes);
-}
-
-// Base pointers one element past a 64-byte boundary, for sizes around the vector widths.
-std::vector<RopeShape> MisalignedBases() {
-  std::vector<RopeShape> shapes;
-  for (TensorLayout layout :
-       {TensorLayout::kTokenMajor, TensorLayout::kHeadMajor, TensorLayout::kPackedQkv})
-    for (size_t half : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33}) {
-      RopeShape s = Square(2 * half);
-      s.head_dim += half % 2;  // some odd head_dim, so later heads shift alignment too
-      s.layout = layout;
-      s.misalign = 1;
-      s.q_heads = 3;
-      s.k_heads = 2;
-      shapes.push_back(s);
-    }
-  return WithEveryFlagCombination(shapes);
-}
-
-// Consecutive positions from start_pos, including the last valid one, both bases, and one
-// rotary size that needs two 256-pair chunks.
-std::vector<RopeShape> StartPositions() {
-  std::vector<RopeShape> shapes;
-  for (int32_t start : {0, 1, -7, 131072, -(INT32_MAX), INT32_MAX - 15, INT32_MIN})
-    for (auto [base, rotary_dim] :
-         {std::pair<double, size_t>{10000.0, 128}, {500000.0, 128}, {10000.0, 514}}) {
-      RopeShape s = Square(rotary_dim);
-      s.explicit_positions = false;
-      s.start_pos = start;
-      s.n_tokens = 16;
-      s.base = base;
-      shapes.push_back(s);
-    }
-  return WithEveryFlagCombination(shapes);
-}
-
-std::vector<RopeShape> AttentionFactors() {
-  std::vector<RopeShape> shapes;
-  for (double att : {0.25, 1.5, 3.75})
-    for (size_t rotary_dim : {10, 64}) {
-      RopeShape s = Square(rotary_dim);
-      s.attention_factor = att;
-      s.n_tokens = 5;
-      shapes.push_back(s);
-    }
-  return WithBothPositionModes(WithEveryFlagCombination(shapes), 4093);
-}
-
-// Long runs of consecutive positions, where a kernel may step cos/sin from one token to
-// the next instead of computing them afresh: runs longer than any plausible re-anchoring
-// interval, one crossing zero and one ending at INT32_MAX; rotary sizes inside and at the
-// edge of one 256-pair chunk (the large one in two modes only, to keep the test fast).
-std::vector<RopeShape> ConsecutivePositionRuns() {
-  std::vector<RopeShape> shapes;
-  for (int32_t start : {-300, INT32_MAX - 519}) {
-    RopeShape s = Square(128);
-    s.explicit_positions = false;
-    s.start_pos = start;
-    s.n_tokens = 520;
-    for (const RopeShape& each_mode : WithEveryFlagCombination({s})) shapes.push_back(each_mode);
-    s.rotary_dim = s.head_dim = 512;
-    for (unsigned flags : {0u, unsigned{POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE}}) {
-      s.flags = flags;
-      shapes.push_back(s);
-    }
-  }
-  return shapes;
-}
-
-// Packed sequences (continuous batching): runs that restart, repeat a position, and jump
-// from INT32_MAX to INT32_MIN.
-std::vector<RopeShape> PackedSequencePositions() {
-  std::vector<int32_t> positions;
-  for (int32_t p = 1000; p < 1200; ++p) positions.push_back(p);
-  for (int32_t p = 0; p < 150; ++p) positions.push_back(p);
-  for (int32_t p : {7, 7, 7, 8, 8}) positions.push_back(p);
-  for (int32_t p = INT32_MAX - 46; p < INT32_MAX; ++p) positions.push_back(p);
-  for (int32_t p : {INT32_MAX, INT32_MIN, INT32_MIN + 1, INT32_MIN + 2}) positions.push_back(p);
-  RopeShape s = Square(64);
-  s.given_positions = positions;
-  s.n_tokens = positions.size();
-  return WithEveryFlagCombination({s});
-}
-
-// User frequencies (posenc_rope_plan_create_from_freqs): zero, negative, tiny and up to 4
-// rad per position, which moves the position where the kernels change angle formulas.
-std::vector<RopeShape> UserFrequencies() {
-  const double values[] = {0.0, -1.0, 3.7, -4.0, 1e-7, -0.031, 2.5, 1.0, 1e-300};
-  std::vector<RopeShape> shapes;
-  for (size_t half : {1, 5, 9, 16, 64}) {
-    RopeShape s = Square(2 * half);
-    s.n_tokens = 7;
-    for (size_t i = 0; i < half; ++i)
-      s.freqs.push_back(values[(i + half) % 9] * (1.0 + 1e-3 * static_cast<double>(i)));
-    shapes.push_back(s);
-  }
-  return WithBothPositionModes(WithEveryFlagCombination(shapes), -3);
-}
-
 class RopeVariantTest : public EveryIsaTest {};
 
 TEST_P(RopeVariantTest, RotarySizesAroundVectorWidths) {
-  ExpectVariantMatchesScalar(isa(), RotarySizesAroundVectorWidths());
+  ExpectVariantMatchesScalar(isa(), rope_shapes::RotarySizesAroundVectorWidths());
 }
 
 TEST_P(RopeVariantTest, PartialRotaryLeavesTheRestUntouched) {
-  ExpectVariantMatchesScalar(isa(), PartialRotaryShapes());
+  ExpectVariantMatchesScalar(isa(), rope_shapes::PartialRotaryShapes());
 }
 
 TEST_P(RopeVariantTest, HeadAndTokenCounts) {
-  ExpectVariantMatchesScalar(isa(), HeadAndTokenCounts());
+  ExpectVariantMatchesScalar(isa(), rope_shapes::HeadAndTokenCounts());
 }
 
 TEST_P(RopeVariantTest, LayoutsAndStridesLargerThanHeadDim) {
-  ExpectVariantMatchesScalar(isa(), LayoutsAndStrides());
+  ExpectVariantMatchesScalar(isa(), rope_shapes::LayoutsAndStrides());
 }
 
 TEST_P(RopeVariantTest, GroupedQueryAttentionAndQueriesAlone) {
-  ExpectVariantMatchesScalar(isa(), GroupedQueryAttention());
+  ExpectVariantMatchesScalar(isa(), rope_shapes::GroupedQueryAttention());
 }
 
 TEST_P(RopeVariantTest, MisalignedBasePointers) {
-  ExpectVariantMatchesScalar(isa(), MisalignedBases());
+  ExpectVariantMatchesScalar(isa(), rope_shapes::MisalignedBases());
 }
 
-TEST_P(RopeVariantTest, StartPositionMode) { ExpectVariantMatchesScalar(isa(), StartPositions()); }
+TEST_P(RopeVariantTest, StartPositionMode) {
+  ExpectVariantMatchesScalar(isa(), rope_shapes::StartPositions());
+}
 
 TEST_P(RopeVariantTest, ConsecutivePositionRuns) {
-  ExpectVariantMatchesScalar(isa(), ConsecutivePositionRuns());
+  ExpectVariantMatchesScalar(isa(), rope_shapes::ConsecutivePositionRuns());
 }
 
 TEST_P(RopeVariantTest, PackedSequencePositions) {
-  ExpectVariantMatchesScalar(isa(), PackedSequencePositions());
+  ExpectVariantMatchesScalar(isa(), rope_shapes::PackedSequencePositions());
 }
 
-TEST_P(RopeVariantTest, UserFrequencies) { ExpectVariantMatchesScalar(isa(), UserFrequencies()); }
+TEST_P(RopeVariantTest, UserFrequencies) {
+  ExpectVariantMatchesScalar(isa(), rope_shapes::UserFrequencies());
+}
 
 TEST_P(RopeVariantTest, AttentionFactorOtherThanOne) {
-  ExpectVariantMatchesScalar(isa(), AttentionFactors());
+  ExpectVariantMatchesScalar(isa(), rope_shapes::AttentionFactors());
 }
 
 // NaN and infinity in the data propagate as they do in the scalar variant, and only into
 // the pair that holds them.
 TEST_P(RopeVariantTest, NonFiniteInputsStayInTheirPair) {
   for (unsigned flags : AllFlagCombinations()) {
-    RopeShape shape = Square(34);
+    RopeShape shape = rope_shapes::Square(34);
     shape.flags = flags;
     shape.n_tokens = 3;
     RopeProblem problem(shape, kSeed);

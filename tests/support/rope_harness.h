@@ -115,6 +115,59 @@ testing::AssertionResult UntouchedOutsidePairs(const RopeProblem& problem,
 testing::AssertionResult PairsWithin(const RopeProblem& problem, const AlignedFloats& out,
                                      const std::vector<double>& expected, double scale);
 
+// --- the shared shape lists ------------------------------------------------------------------
+//
+// The shapes every RoPE variant is checked on, in one place: rope_variants_test.cc (f32,
+// against the scalar variant and long double) and rope_half_test.cc (bf16 and f16, against
+// the same ISA's f32 result rounded) take their lists from here. Each list is the union of
+// what the two suites defined before (the f32 suite's was the larger one everywhere but in
+// ConsecutivePositionRuns). The edges they reach (kernels/rope_simd.h, rope.h, rope_driver.h;
+// VF_W floats to a vector: 4 for sse4 and neon, 8 for avx2, 16 for avx512):
+//  - NEOX rotates the R/2 pairs a vector of VF_W pairs at a time (a tail of R/2 mod VF_W
+//    pairs), GPTJ the R interleaved elements VF_W at a time (a tail of R mod VF_W):
+//    RotarySizesAroundVectorWidths' R/2 = 1..17 is every tail of every width, 31/32/33 and
+//    63/64/65 one pair below, at and above 2 and 4 vectors of 16 lanes (4 and 8 vectors of
+//    8, 8 and 16 of 4), MisalignedBases has the sizes around the widths again with the data
+//    one float past a 64-byte boundary;
+//  - R = 128, the 64-pair block (ROPE_BLOCK_PAIRS) rotated in one pass with cos/sin kept in
+//    registers: HeadAndTokenCounts (32 heads), LayoutsAndStrides, GroupedQueryAttention,
+//    StartPositions, ConsecutivePositionRuns;
+//  - the 256-pair chunk of cos/sin (POSENC_ROPE_CHUNK; one chunk is anchored, more are
+//    computed afresh): R/2 = 257, 320 (a 64-pair second chunk) and 600 (three chunks) in
+//    RotarySizesAroundVectorWidths, 257 in PartialRotaryShapes (R = 514), 256 in
+//    ConsecutivePositionRuns (R = 512, at the edge of one chunk);
+//  - elements [R, D) copied or left alone, D odd: PartialRotaryShapes, MisalignedBases;
+//  - head, token and batch strides that are no multiple of any vector (pads 1, 5, 16), the
+//    three tensor layouts, K absent or Q absent: LayoutsAndStrides, GroupedQueryAttention;
+//  - positions: anchors every 64 (POSENC_ROPE_ANCHOR) and the step table in runs of 300 and
+//    520 tokens through 0 and up to INT32_MAX (ConsecutivePositionRuns), start_pos runs up to
+//    the int32 limits (StartPositions), restarts and repeats (PackedSequencePositions),
+//    user frequencies up to 4 rad per position (UserFrequencies), att != 1
+//    (AttentionFactors).
+namespace rope_shapes {
+
+// rotary_dim = head_dim = r, the other fields as RopeShape's defaults.
+RopeShape Square(size_t rotary_dim);
+// Every shape with random positions and with consecutive ones from `start` (which a kernel
+// may compute by stepping from token to token).
+std::vector<RopeShape> WithBothPositionModes(const std::vector<RopeShape>& shapes, int32_t start);
+// a, then b.
+std::vector<RopeShape> Concat(std::vector<RopeShape> a, const std::vector<RopeShape>& b);
+
+std::vector<RopeShape> RotarySizesAroundVectorWidths();
+std::vector<RopeShape> PartialRotaryShapes();
+std::vector<RopeShape> HeadAndTokenCounts();
+std::vector<RopeShape> LayoutsAndStrides();
+std::vector<RopeShape> GroupedQueryAttention();
+std::vector<RopeShape> MisalignedBases();
+std::vector<RopeShape> StartPositions();
+std::vector<RopeShape> ConsecutivePositionRuns();
+std::vector<RopeShape> PackedSequencePositions();
+std::vector<RopeShape> UserFrequencies();
+std::vector<RopeShape> AttentionFactors();
+
+}  // namespace rope_shapes
+
 }  // namespace posenc_test
 
 #endif  // POSENC_TESTS_SUPPORT_ROPE_HARNESS_H
