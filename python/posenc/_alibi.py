@@ -7,7 +7,7 @@ from ._lib import lib
 from ._core import _address, _c_function, _check, _data, _float, _new_or_given, _real_vector, _size
 
 
-def alibi_slopes(n_heads, max_bias=8.0):
+def alibi_slopes(n_heads, *, max_bias=8.0):
     """A new float32 array of the n_heads ALiBi slopes (posenc_alibi_slopes; seed 000's
     _get_slopes with max_bias for its 8). n_heads >= 1; max_bias finite, > 0."""
     n_heads = _size("n_heads", n_heads)
@@ -40,7 +40,7 @@ def _alibi_in_place(stem, scores, slopes, q_offset, scale, causal, dtype, types=
            name)
 
 
-def alibi_add(scores, slopes, q_offset=0, scale=1.0, causal=False, dtype=None):
+def alibi_add(scores, slopes, *, q_offset=0, scale=1.0, causal=False, dtype=None):
     """Adds the ALiBi bias into attention scores in place: posenc_alibi_add_f32, _bf16 or
     _f16 by the scores' storage type.
 
@@ -54,7 +54,7 @@ def alibi_add(scores, slopes, q_offset=0, scale=1.0, causal=False, dtype=None):
     _alibi_in_place("posenc_alibi_add", scores, slopes, q_offset, scale, causal, dtype)
 
 
-def alibi_bias(slopes, n_q, n_k, q_offset=0, causal=False, out=None, dtype=None):
+def alibi_bias(slopes, n_q, n_k, *, q_offset=0, causal=False, out=None, dtype=None):
     """The ALiBi bias itself, -(slope_h * |q_offset + i - j|) (-inf above the diagonal if
     causal): posenc_alibi_bias_f32, _bf16 or _f16. Seed 000's get_bias(L)[0] is
     alibi_bias(slopes, L, L), bit for bit. out: None for a new [H, n_q, n_k] array of type
@@ -73,7 +73,7 @@ def alibi_bias(slopes, n_q, n_k, q_offset=0, causal=False, out=None, dtype=None)
     return out
 
 
-def alibi_softmax(scores, slopes, q_offset=0, scale=1.0, causal=False, dtype=None):
+def alibi_softmax(scores, slopes, *, q_offset=0, scale=1.0, causal=False, dtype=None):
     """The fused row kernel of an ALiBi attention layer, in place: posenc_alibi_softmax_f32
     or _bf16 by the scores' storage type (float32, or bfloat16: an ml_dtypes-style array,
     a torch tensor or uint16 bits). Each row becomes the attention probabilities of

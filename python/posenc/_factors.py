@@ -105,7 +105,7 @@ class RopeFactors:
                 f"layout={self.layout!r}, f32_angles={self.f32_angles})")
 
 
-def rope_factors(plan, positions=None, start_pos=0, n_rows=None, layout="neox",
+def rope_factors(plan, *, positions=None, start_pos=0, n_rows=None, layout="neox",
                  f32_angles=False, storage=None):
     """Computes the rotation factors of n_rows positions: posenc_rope_factors_compute.
     Returns a RopeFactors.
@@ -142,7 +142,7 @@ def rope_factors(plan, positions=None, start_pos=0, n_rows=None, layout="neox",
     return RopeFactors._make(struct, storage, bool(f32_angles))
 
 
-def mrope_factors(plan, sections, positions, layout="neox", interleaved=False,
+def mrope_factors(plan, sections, *, positions, layout="neox", interleaved=False,
                   f32_angles=False, storage=None):
     """The M-RoPE rotation factors: posenc_mrope_factors_compute. Returns a RopeFactors.
 
@@ -169,7 +169,7 @@ def mrope_factors(plan, sections, positions, layout="neox", interleaved=False,
     return RopeFactors._make(struct, storage, bool(f32_angles))
 
 
-def rope_apply(factors, src, dst=None, first_row=0, row_batch_stride=None, axes=None,
+def rope_apply(factors, src, *, dst=None, first_row=0, row_batch_stride=None, axes=None,
                inverse=False, src_dtype=None, dst_dtype=None):
     """Applies rotation factors to a batch, out of place or in place (dst is src):
     posenc_rope_apply. Returns dst. Also available as posenc.apply.

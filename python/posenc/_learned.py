@@ -5,7 +5,7 @@ from ._lib import lib
 from ._core import _address, _check, _data, _pointer, _positions
 
 
-def learned_add(table, x, positions=None, start_pos=0):
+def learned_add(table, x, *, positions=None, start_pos=0):
     """Adds learned position embeddings in place, x[t] += table[position of t]:
     posenc_learned_add_f32. Returns None.
 

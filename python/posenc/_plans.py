@@ -78,7 +78,7 @@ def _torch_vector_floats():
 class RopePlan(_Plan):
     """A RoPE frequency plan: rotary_dim / 2 frequencies (double) and an attention factor.
 
-    RopePlan(rotary_dim, base=10000.0, attention_factor=1.0) is posenc_rope_plan_create:
+    RopePlan(rotary_dim, base=10000.0, *, attention_factor=1.0) is posenc_rope_plan_create:
     w_i = base^(-2i/rotary_dim), i in [0, rotary_dim/2). rotary_dim: even, 2 .. 2^20;
     base: finite, > 0, != 1; attention_factor: finite, > 0 (multiplies cos and sin).
     Immutable and shareable between threads.
@@ -86,14 +86,14 @@ class RopePlan(_Plan):
 
     _destroy = staticmethod(lib.posenc_rope_plan_destroy)
 
-    def __init__(self, rotary_dim, base=10000.0, attention_factor=1.0):
+    def __init__(self, rotary_dim, base=10000.0, *, attention_factor=1.0):
         super().__init__()
         self._adopt(lib.posenc_rope_plan_create, "posenc_rope_plan_create",
                     _size("rotary_dim", rotary_dim), _float("base", base),
                     _float("attention_factor", attention_factor))
 
     @classmethod
-    def from_freqs(cls, freqs, attention_factor=1.0):
+    def from_freqs(cls, freqs, *, attention_factor=1.0):
         """A plan from rotary_dim / 2 given frequencies in radians per position (finite; 0
         and negative allowed): posenc_rope_plan_create_from_freqs. Every RoPE scaling type
         (linear, NTK, YaRN, Llama 3, LongRoPE) reduces to this."""
@@ -128,7 +128,7 @@ class RopePlan(_Plan):
         return plan
 
     @classmethod
-    def from_hf_config(cls, config, seq_len=None, f32=False):
+    def from_hf_config(cls, config, *, seq_len=None, f32=False):
         """The plan of a HuggingFace transformers model config: a PretrainedConfig object
         (a composite one such as Qwen2-VL's is read where its text model keeps the keys)
         or its dict. Reads every key HF reads: rope_theta, rope_scaling (4.x, "type" or
@@ -149,7 +149,7 @@ class RopePlan(_Plan):
         return _hfconfig.plan_from_hf_config(cls, config, seq_len, f32)
 
     @classmethod
-    def from_freqs_f32(cls, freqs, attention_factor=1.0):
+    def from_freqs_f32(cls, freqs, *, attention_factor=1.0):
         """A plan whose frequencies are, bit for bit, the given float32 ones (a model's own
         `inv_freq` buffer, a runtime's table): posenc_rope_plan_create_from_freqs_f32. With
         f32_angles=True every angle is (float)p * freqs[i] rounded to float, that code's
@@ -163,7 +163,7 @@ class RopePlan(_Plan):
         return plan
 
     @classmethod
-    def powf(cls, rotary_dim, base=10000.0, attention_factor=1.0):
+    def powf(cls, rotary_dim, base=10000.0, *, attention_factor=1.0):
         """w_i = 1.0f / powf(base, (float)(2i) / (float)R) in float with the C library's
         powf, as llama2.c and its kin compute it: posenc_rope_plan_create_powf (base is
         used as a float)."""
@@ -195,7 +195,7 @@ class RopePlan(_Plan):
         return plan
 
     @classmethod
-    def from_ggml(cls, n_dims, freq_base, freq_scale=1.0, ext_factor=0.0, attn_factor=1.0,
+    def from_ggml(cls, n_dims, freq_base, *, freq_scale=1.0, ext_factor=0.0, attn_factor=1.0,
                   beta_fast=32.0, beta_slow=1.0, n_ctx_orig=0, freq_factors=None):
         """The plan that rotates as llama.cpp / ggml's ggml_rope_ext does with these
         arguments (its YaRN recipe, in double): posenc_rope_plan_create_ggml.
@@ -251,12 +251,13 @@ class RopePlan(_Plan):
         return f"RopePlan(rotary_dim={self.rotary_dim}, attention_factor={self.attention_factor})"
 
 
-def plan_from_ggml(n_dims, freq_base, freq_scale=1.0, ext_factor=0.0, attn_factor=1.0,
+def plan_from_ggml(n_dims, freq_base, *, freq_scale=1.0, ext_factor=0.0, attn_factor=1.0,
                    beta_fast=32.0, beta_slow=1.0, n_ctx_orig=0, freq_factors=None):
     """RopePlan.from_ggml: the plan of llama.cpp / ggml's rope arguments
     (posenc_rope_plan_create_ggml)."""
-    return RopePlan.from_ggml(n_dims, freq_base, freq_scale, ext_factor, attn_factor,
-                              beta_fast, beta_slow, n_ctx_orig, freq_factors)
+    return RopePlan.from_ggml(n_dims, freq_base, freq_scale=freq_scale, ext_factor=ext_factor,
+                              attn_factor=attn_factor, beta_fast=beta_fast, beta_slow=beta_slow,
+                              n_ctx_orig=n_ctx_orig, freq_factors=freq_factors)
 
 
 def _resolve(plan, positions, start_pos, n_tokens):

@@ -55,7 +55,7 @@ def _is_batched(q, axes):
     return axes is not None or (isinstance(q, np.ndarray) and q.ndim == 4)
 
 
-def rope(plan, q, k=None, positions=None, start_pos=0, layout="neox", inverse=False,
+def rope(plan, q, k=None, *, positions=None, start_pos=0, layout="neox", inverse=False,
          f32_angles=False, axes=None, dtype=None):
     """Rotates q (and k) in place: posenc_rope_f32, _bf16 or _f16 by q's storage type.
 
@@ -63,7 +63,7 @@ def rope(plan, q, k=None, positions=None, start_pos=0, layout="neox", inverse=Fa
     [token, head, element] whose strides are whole elements with the last axis contiguous
     ([H, L, D] storage as x.transpose(1, 0, 2), rows of a packed QKV buffer); or 4-D with a
     batch axis, in the order `axes` names ("BLHD", default for 4-D, or "BHLD" as HF passes
-    q and k), then rotated by rope_out(plan, x, x, ...) each (in place, bitwise the same).
+    q and k), then rotated by rope_out(plan, x, dst=x, ...) each (in place, bitwise the same).
     Storage: float32, float16, bfloat16 (an ml_dtypes-style array, a torch tensor, or
     uint16 bits: bfloat16 unless dtype="float16"); q and k of one type.
     The first plan.rotary_dim elements of each head vector are rotated; the rest is kept.
@@ -76,8 +76,9 @@ def rope(plan, q, k=None, positions=None, start_pos=0, layout="neox", inverse=Fa
     if _is_batched(q, axes):
         for x in (q, k):
             if x is not None:
-                rope_out(plan, x, x, positions, start_pos, axes, layout, inverse, f32_angles,
-                         dtype, dtype)
+                rope_out(plan, x, dst=x, positions=positions, start_pos=start_pos, axes=axes,
+                         layout=layout, inverse=inverse, f32_angles=f32_angles, src_dtype=dtype,
+                         dst_dtype=dtype)
         return None
     code, q_view, k_view = _qk_views(q, k, dtype)
     n_tokens, _, head_dim = q.shape
@@ -91,7 +92,7 @@ def rope(plan, q, k=None, positions=None, start_pos=0, layout="neox", inverse=Fa
            name)
 
 
-def mrope(plan, sections, q, k=None, positions=None, layout="neox", interleaved=False,
+def mrope(plan, sections, q, k=None, *, positions=None, layout="neox", interleaved=False,
           inverse=False, f32_angles=False, axes=None, dtype=None):
     """Multimodal RoPE (Qwen2-VL; Qwen3-VL with interleaved=True) in place:
     posenc_mrope_f32, _bf16 or _f16 by q's storage type.
@@ -106,8 +107,9 @@ def mrope(plan, sections, q, k=None, positions=None, layout="neox", interleaved=
     if _is_batched(q, axes):
         for x in (q, k):
             if x is not None:
-                mrope_out(plan, sections, x, x, positions, axes, layout, interleaved, inverse,
-                          f32_angles, dtype, dtype)
+                mrope_out(plan, sections, x, dst=x, positions=positions, axes=axes,
+                          layout=layout, interleaved=interleaved, inverse=inverse,
+                          f32_angles=f32_angles, src_dtype=dtype, dst_dtype=dtype)
         return None
     code, q_view, k_view = _qk_views(q, k, dtype)
     n_tokens, _, head_dim = q.shape
@@ -124,7 +126,7 @@ def mrope(plan, sections, q, k=None, positions=None, layout="neox", interleaved=
            name)
 
 
-def rope_rerotate(from_plan, to_plan, k, from_positions=None, from_start=0, to_positions=None,
+def rope_rerotate(from_plan, to_plan, k, *, from_positions=None, from_start=0, to_positions=None,
                   to_start=0, layout="neox", f32_angles=False, dtype=None):
     """Re-rotates cached keys in place in one pass: posenc_rope_rerotate_f32, _bf16 or _f16
     by k's storage type.
@@ -229,7 +231,7 @@ def _mrope_positions(positions, n_batch, n_tokens):
     return flat
 
 
-def rope_out(plan, src, dst=None, positions=None, start_pos=0, axes=None, layout="neox",
+def rope_out(plan, src, *, dst=None, positions=None, start_pos=0, axes=None, layout="neox",
              inverse=False, f32_angles=False, src_dtype=None, dst_dtype=None):
     """Out-of-place RoPE over a batch, dst = rope(src): posenc_rope_out. Returns dst.
 
@@ -265,7 +267,7 @@ def rope_out(plan, src, dst=None, positions=None, start_pos=0, axes=None, layout
     return dst
 
 
-def mrope_out(plan, sections, src, dst=None, positions=None, axes=None, layout="neox",
+def mrope_out(plan, sections, src, *, dst=None, positions=None, axes=None, layout="neox",
               interleaved=False, inverse=False, f32_angles=False, src_dtype=None,
               dst_dtype=None):
     """Out-of-place M-RoPE over a batch: posenc_mrope_out. Returns dst.

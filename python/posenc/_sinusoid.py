@@ -73,7 +73,7 @@ def _rows(name, array, n_rows, dim, writeable, dtype=None):
     return code, row_stride
 
 
-def sinusoid_fill(plan, rows, start_pos=0, layout="interleaved", f32_angles=False, out=None,
+def sinusoid_fill(plan, rows, *, start_pos=0, layout="interleaved", f32_angles=False, out=None,
                   dtype=None):
     """Writes sinusoidal encodings: posenc_sinusoid_fill_f32, _bf16 or _f16 by out's storage
     type. Returns out.
@@ -103,7 +103,7 @@ def sinusoid_fill(plan, rows, start_pos=0, layout="interleaved", f32_angles=Fals
     return out
 
 
-def sinusoid_fill_timesteps(plan, timesteps, layout="interleaved", f32_angles=False, out=None,
+def sinusoid_fill_timesteps(plan, timesteps, *, layout="interleaved", f32_angles=False, out=None,
                             dtype=None):
     """Writes the encodings of float positions (diffusion timesteps):
     posenc_sinusoid_fill_timesteps_f32, _bf16 or _f16. Returns out.
@@ -123,7 +123,7 @@ def sinusoid_fill_timesteps(plan, timesteps, layout="interleaved", f32_angles=Fa
     return out
 
 
-def sinusoid_add(plan, x, positions=None, start_pos=0, layout="interleaved", f32_angles=False,
+def sinusoid_add(plan, x, *, positions=None, start_pos=0, layout="interleaved", f32_angles=False,
                  dtype=None):
     """Adds the encoding into embeddings in place, x[r] += PE(position of row r), without a
     table (seeds 003/004): posenc_sinusoid_add_f32, _bf16 or _f16 by x's storage type.

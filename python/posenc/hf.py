@@ -152,7 +152,7 @@ def _apply_direct(factors, x, axes, row_batch_stride, dst=None):
     tensor, a last axis that is not contiguous) takes the generic binding."""
     if x.numel() == 0 or (x.shape[3] > 1 and x.stride(3) != 1) or \
             (dst is not None and dst.shape[3] > 1 and dst.stride(3) != 1):
-        return rope_apply(factors, x, dst, axes=axes, row_batch_stride=row_batch_stride)
+        return rope_apply(factors, x, dst=dst, axes=axes, row_batch_stride=row_batch_stride)
     if dst is None:
         dst = torch.empty(x.shape, dtype=x.dtype)
     src_view, dst_view = _view_of(x, axes), _view_of(dst, axes)
@@ -483,7 +483,7 @@ class RotaryEmbedding(torch.nn.Module):
                 raise ValueError(f"position_ids must be [B, L], got {tuple(positions.shape)}")
             n_batch, n_tokens = positions.shape
             plan = self.plan(positions)
-            factors = rope_factors(plan, positions, f32_angles=f32_angles)
+            factors = rope_factors(plan, positions=positions, f32_angles=f32_angles)
             cos, sin = self._tables(factors, n_batch, n_tokens, x.dtype)
             rotation = _Rotation(factors, n_batch, n_tokens, self.rotary_dim, None)
         else:
@@ -494,12 +494,13 @@ class RotaryEmbedding(torch.nn.Module):
                                  f"{tuple(positions.shape)}")
             _, n_batch, n_tokens = positions.shape
             plan = self.plan(positions)
-            rows = rope_factors(plan, positions.reshape(3 * n_batch, n_tokens),
+            rows = rope_factors(plan, positions=positions.reshape(3 * n_batch, n_tokens),
                                 f32_angles=f32_angles)
             cos, sin = self._tables(rows, 3 * n_batch, n_tokens, x.dtype)
             cos = cos.view(3, n_batch, n_tokens, self.rotary_dim)
             sin = sin.view(3, n_batch, n_tokens, self.rotary_dim)
-            factors = mrope_factors(plan, self.sections, positions, f32_angles=f32_angles)
+            factors = mrope_factors(plan, self.sections, positions=positions,
+                                    f32_angles=f32_angles)
             rotation = _Rotation(factors, n_batch, n_tokens, self.rotary_dim, self.sections)
         rotation.attach(cos, sin)
         return cos, sin

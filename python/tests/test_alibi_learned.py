@@ -36,7 +36,7 @@ def test_slopes_seed000(n):
 @given(n=st.integers(1, 200), max_bias=st.floats(0.25, 16.0))
 def test_slopes_max_bias(n, max_bias):
     """The header's formula with max_bias in float64; one float32 rounding apart at most."""
-    np.testing.assert_allclose(posenc.alibi_slopes(n, max_bias), oracle.slopes_float64(n, max_bias),
+    np.testing.assert_allclose(posenc.alibi_slopes(n, max_bias=max_bias), oracle.slopes_float64(n, max_bias),
                                rtol=ULP32, atol=0)
 
 

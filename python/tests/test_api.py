@@ -329,3 +329,82 @@ def test_empty_calls_are_no_ops(isa):
     assert posenc.sinusoid_fill(posenc.SinusoidPlan(4), []).shape == (0, 4)
     assert posenc.alibi_bias(posenc.alibi_slopes(2), 0, 5).shape == (2, 0, 5)
     posenc.learned_add(np.zeros((3, 0), np.float32), np.zeros((2, 0), np.float32))
+
+
+# --- calls: destinations and options keyword-only (issue 26, case 4) -------------------------
+
+# The positional parameters of each public function: the plan(s) or factors, the sections,
+# and the data the function reads or rotates in place. Everything else (destinations dst= /
+# out=, positions, offsets, flags, types) is keyword-only, so that no positional slot means
+# one thing in a function and another in its sibling (rope's third is k, never a dst).
+POSITIONAL = {
+    "rope": ["plan", "q", "k"], "mrope": ["plan", "sections", "q", "k"],
+    "rope_rerotate": ["from_plan", "to_plan", "k"], "rope_out": ["plan", "src"],
+    "mrope_out": ["plan", "sections", "src"], "rope_factors": ["plan"],
+    "mrope_factors": ["plan", "sections"], "rope_apply": ["factors", "src"],
+    "apply": ["factors", "src"], "plan_from_ggml": ["n_dims", "freq_base"],
+    "sinusoid_fill": ["plan", "rows"], "sinusoid_fill_timesteps": ["plan", "timesteps"],
+    "sinusoid_add": ["plan", "x"], "alibi_slopes": ["n_heads"],
+    "alibi_add": ["scores", "slopes"], "alibi_bias": ["slopes", "n_q", "n_k"],
+    "alibi_softmax": ["scores", "slopes"], "softmax": ["x"], "learned_add": ["table", "x"],
+}
+PLAN_POSITIONAL = {
+    (posenc.RopePlan, "__init__"): ["self", "rotary_dim", "base"],
+    (posenc.RopePlan, "from_freqs"): ["freqs"],
+    (posenc.RopePlan, "from_freqs_f32"): ["freqs"],
+    (posenc.RopePlan, "scaled"): ["rotary_dim", "base", "rope_scaling"],
+    (posenc.RopePlan, "hf_f32"): ["rotary_dim", "base", "rope_scaling"],
+    (posenc.RopePlan, "powf"): ["rotary_dim", "base"],
+    (posenc.RopePlan, "from_ggml"): ["n_dims", "freq_base"],
+    (posenc.RopePlan, "from_hf_config"): ["config"],
+    (posenc.SinusoidPlan, "__init__"): ["self", "dim", "base"],
+    (posenc.SinusoidPlan, "from_freqs"): ["freqs", "dim"],
+}
+
+
+def positional_names(function):
+    import inspect
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in inspect.signature(function).parameters.values() if p.kind in kinds]
+
+
+def test_every_option_is_keyword_only():
+    for name, expected in POSITIONAL.items():
+        assert positional_names(getattr(posenc, name)) == expected, name
+    for (cls, name), expected in PLAN_POSITIONAL.items():
+        assert positional_names(getattr(cls, name)) == expected, (cls.__name__, name)
+    # every public function is in the table
+    public = {n for n in posenc.__all__ if callable(getattr(posenc, n))
+              and not isinstance(getattr(posenc, n), type)}
+    queries = {"version", "active_isa", "set_isa", "all_isas", "available_isas",
+               "compiled_isas", "cpu_name", "cpu_features", "cpu_sve_vector_bits", "kernels",
+               "kernel_isa", "isa_selection", "library_path"}
+    assert public - queries == set(POSITIONAL)
+
+
+def test_rope_out_third_argument_is_not_a_destination(rng):
+    """rope(plan, q, k) rotates k; rope_out(plan, q, k) used to take k as dst and overwrite it
+    with q rotated. It is a TypeError now, k untouched; dst= is the only way to name one."""
+    plan = posenc.RopePlan(8)
+    q = normal_f32(rng, (2, 3, 2, 8))
+    k = normal_f32(rng, (2, 3, 2, 8))
+    k_before = k.copy()
+    with pytest.raises(TypeError, match="positional"):
+        posenc.rope_out(plan, q, k, axes="BLHD")
+    assert np.array_equal(k, k_before)
+    factors = posenc.rope_factors(plan, n_rows=3)
+    with pytest.raises(TypeError, match="positional"):
+        posenc.rope_apply(factors, q, k, axes="BLHD")
+    with pytest.raises(TypeError, match="positional"):
+        posenc.mrope_out(plan, [2, 1, 1], q, k, positions=np.zeros((3, 3), np.int32),
+                         axes="BLHD")
+    assert np.array_equal(k, k_before)
+    out = posenc.rope_out(plan, q, dst=k, axes="BLHD")
+    assert out is k and not np.array_equal(k, k_before)
+    with pytest.raises(TypeError, match="positional"):
+        posenc.softmax(np.zeros((1, 2, 2), np.float32), np.zeros((1, 2, 2), np.float32))
+    with pytest.raises(TypeError, match="positional"):
+        posenc.alibi_bias([0.5], 2, 2, 0, False, np.zeros((1, 2, 2), np.float32))
+    with pytest.raises(TypeError, match="positional"):
+        posenc.sinusoid_fill(posenc.SinusoidPlan(8), 3, 0, "interleaved", False,
+                             np.zeros((3, 8), np.float32))

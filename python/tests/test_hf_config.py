@@ -34,7 +34,7 @@ from posenc import _hfconfig
 
 
 def from_hf(config, seq_len=None, f32=False):
-    return posenc.RopePlan.from_hf_config(config, seq_len, f32)
+    return posenc.RopePlan.from_hf_config(config, seq_len=seq_len, f32=f32)
 
 
 # --- transformers, and HF's code in float64 -------------------------------------------------

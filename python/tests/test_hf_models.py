@@ -631,7 +631,7 @@ def test_direct_path_is_the_generic_binding(dtype):
     one head, a batch sharing its rows, and the float32 -> 16-bit tables."""
     plan = posenc.RopePlan(16, 10000.0)
     positions = torch.tensor([[3, 4, 5], [70000, 70001, 70002]])
-    factors = posenc.rope_factors(plan, positions)
+    factors = posenc.rope_factors(plan, positions=positions)
     gen = torch.Generator().manual_seed(3)
     cases = []
     for shape, rows in (((2, 3, 4, 16), 3), ((2, 1, 1, 16), 3), ((1, 3, 4, 16), 0)):

@@ -52,7 +52,7 @@ def test_rope_matches_oracle(isa, case):
     k = normal_f32(rng, (n, case["n_k"], d)) if case["n_k"] else None
     q0, k0 = q.copy(), None if k is None else k.copy()
     pos_array, start, pos = case["positions"]
-    with posenc.RopePlan(r, case["base"], case["att"]) as plan:
+    with posenc.RopePlan(r, case["base"], attention_factor=case["att"]) as plan:
         freqs = plan.freqs  # the contract is relative to the plan's doubles
         posenc.rope(plan, q, k, positions=pos_array, start_pos=start, layout=case["layout"],
                     inverse=case["inverse"], f32_angles=case["f32_angles"])
@@ -74,7 +74,7 @@ def test_rope_variant_matches_scalar(isa, case):
     q = normal_f32(rng, (n, case["n_q"], d))
     pos_array, start, _ = case["positions"]
     results = []
-    with posenc.RopePlan(r, case["base"], case["att"]) as plan:
+    with posenc.RopePlan(r, case["base"], attention_factor=case["att"]) as plan:
         for variant in ["scalar", isa]:
             posenc.set_isa(variant)
             out = q.copy()
@@ -88,7 +88,7 @@ def test_rope_variant_matches_scalar(isa, case):
 
 def test_plan_frequencies(rng):
     for rotary_dim, base in [(2, 10000.0), (128, 10000.0), (64, 500000.0), (96, 1e6), (6, 3.5)]:
-        plan = posenc.RopePlan(rotary_dim, base, 0.75)
+        plan = posenc.RopePlan(rotary_dim, base, attention_factor=0.75)
         assert plan.rotary_dim == rotary_dim and plan.attention_factor == 0.75
         # "computed in double": a few ulps from NumPy's float64 formula.
         np.testing.assert_allclose(plan.freqs, oracle.default_freqs(rotary_dim, base),

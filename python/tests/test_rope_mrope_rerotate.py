@@ -77,7 +77,7 @@ def test_mrope_matches_hf_definition(isa, case):
     k = normal_f32(rng, (n, case["n_k"], d)) if case["n_k"] else None
     q0, k0 = q.copy(), None if k is None else k.copy()
     rows = (hf_qwen3vl_rows if case["interleaved"] else hf_qwen2vl_rows)(case["sections"])
-    with posenc.RopePlan(r, case["base"], case["att"]) as plan:
+    with posenc.RopePlan(r, case["base"], attention_factor=case["att"]) as plan:
         posenc.mrope(plan, case["sections"], q, k, positions=case["pos3"],
                      layout=case["layout"], interleaved=case["interleaved"],
                      inverse=case["inverse"], f32_angles=case["f32_angles"])

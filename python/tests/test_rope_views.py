@@ -126,7 +126,7 @@ def test_rope_out_matches_in_place(isa, pair, axes, layout):
     positions = rng.integers(-5000, 100000, shape[:2])  # per (batch, token)
     src, back = stored(src_logical, axes)
     original = src.copy()
-    with posenc.RopePlan(64, 500000.0, 1.25) as plan:
+    with posenc.RopePlan(64, 500000.0, attention_factor=1.25) as plan:
         expected = rope_reference(plan, x32, positions, 0, dst_kind, layout=layout)
         dst = posenc.rope_out(plan, src, positions=positions, axes=axes, layout=layout,
                               dst_dtype=dst_kind)
@@ -183,9 +183,9 @@ def test_rope_out_random_shapes(isa, case):
         storage = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}[dst_kind]
         padded = np.full(src.shape[:-1] + (src.shape[-1] + 3,), 7, storage)
         dst = padded[..., 1:src.shape[-1] + 1]
-    with posenc.RopePlan(r, case["base"], case["att"]) as plan:
+    with posenc.RopePlan(r, case["base"], attention_factor=case["att"]) as plan:
         expected = rope_reference(plan, x32, pos, start, dst_kind, **flags)
-        out = posenc.rope_out(plan, src, dst, positions=None if pos is None else call_pos,
+        out = posenc.rope_out(plan, src, dst=dst, positions=None if pos is None else call_pos,
                               start_pos=start, axes=axes, dst_dtype=dst_kind, **flags)
     if len(axes) == 3:
         expected = expected[0]
@@ -206,7 +206,7 @@ def test_rope_out_in_place_and_broadcast_source(isa):
     with posenc.RopePlan(32) as plan:
         expected = posenc.rope_out(plan, x, positions=pos)
         y = x.copy()
-        assert posenc.rope_out(plan, y, y, positions=pos) is y
+        assert posenc.rope_out(plan, y, dst=y, positions=pos) is y
         assert_bitwise(y, expected)
         one = normal_f32(rng, (9, 4, 32))
         shared = np.broadcast_to(one, (3, 9, 4, 32))
@@ -221,7 +221,7 @@ def test_rope_out_in_place_and_broadcast_source(isa):
         direct = posenc.rope_out(plan, h.view(np.float16), start_pos=3)
         assert_bitwise(out16, direct.view(np.uint16))
         given = np.zeros_like(h)  # a uint16 dst takes the 16-bit type of the source
-        posenc.rope_out(plan, h, given, src_dtype="float16", start_pos=3)
+        posenc.rope_out(plan, h, dst=given, src_dtype="float16", start_pos=3)
         assert_bitwise(given, out16)
 
 
@@ -246,7 +246,7 @@ def test_mrope_out_matches_in_place(isa, pair, axes, interleaved):
             dst = posenc.mrope_out(plan, sections, src, positions=pos3, axes=axes,
                                    layout=layout, interleaved=interleaved, dst_dtype=dst_kind)
             assert_bitwise(dst.transpose(back), expected)
-            factors = posenc.mrope_factors(plan, sections, pos3, layout=layout,
+            factors = posenc.mrope_factors(plan, sections, positions=pos3, layout=layout,
                                            interleaved=interleaved)
             assert factors.n_rows == shape[0] * shape[1]
             assert_bitwise(posenc.rope_apply(factors, src, axes=axes, dst_dtype=dst_kind), dst)
@@ -274,7 +274,7 @@ def test_factors_match_rope_out(isa, pair, axes):
     src, _ = stored(src_logical, axes)
     original = src.copy()
     pos = rng.integers(-10 ** 6, 10 ** 6, shape[:2])
-    with posenc.RopePlan(96, 10000.0, 0.9) as plan:
+    with posenc.RopePlan(96, 10000.0, attention_factor=0.9) as plan:
         for layout in ["neox", "gptj"]:
             for f32_angles in [False, True]:
                 kw = dict(axes=axes, dst_dtype=dst_kind)
@@ -311,7 +311,7 @@ def test_factors_in_place_and_reused_storage(isa):
         storage = np.full(need // 4 + 5, np.nan, np.float32)
         factors = posenc.rope_factors(plan, positions=pos, layout="gptj", storage=storage)
         assert factors.storage is storage
-        assert posenc.rope_apply(factors, x, x) is x
+        assert posenc.rope_apply(factors, x, dst=x) is x
         assert_bitwise(x, want)
         with pytest.raises(posenc.PosencError, match=INVALID):  # storage too small
             posenc.rope_factors(plan, positions=pos, layout="gptj",
@@ -343,9 +343,9 @@ def test_factor_errors():
         with pytest.raises(ValueError, match="rows"):
             factors.rows(3, 7)
         with pytest.raises(ValueError, match=r"shape \(3, n_rows\)"):
-            posenc.mrope_factors(plan, [4, 2, 2], np.zeros((2, 4), np.int32))
+            posenc.mrope_factors(plan, [4, 2, 2], positions=np.zeros((2, 4), np.int32))
         with pytest.raises(posenc.PosencError):  # sections sum 9 != 8
-            posenc.mrope_factors(plan, [4, 3, 2], np.zeros((3, 4), np.int32))
+            posenc.mrope_factors(plan, [4, 3, 2], positions=np.zeros((3, 4), np.int32))
         with pytest.raises(TypeError, match="float32"):
             posenc.rope_factors(plan, n_rows=2, storage=np.zeros(100))
     assert "n_rows=9" in repr(factors)
@@ -367,25 +367,25 @@ def test_rope_out_errors():
         for src_kind, dst_kind in UNSUPPORTED:
             dst = np.full(x.shape, 1, {"f32": np.float32, "f16": np.float16,
                                        "bf16": np.uint16}[dst_kind])
-            expect_invalid(posenc.rope_out, plan, sources[src_kind], dst, dst_dtype=dst_kind)
+            expect_invalid(posenc.rope_out, plan, sources[src_kind], dst=dst, dst_dtype=dst_kind)
             np.testing.assert_array_equal(dst, 1)
             expect_invalid(posenc.rope_out, plan, sources[src_kind], dst_dtype=dst_kind)
         # overlapping src and dst (other than dst is src)
         buf = np.zeros((2, 5, 2, 8), np.float32)
-        expect_invalid(posenc.rope_out, plan, buf[:, :4], buf[:, 1:])
+        expect_invalid(posenc.rope_out, plan, buf[:, :4], dst=buf[:, 1:])
         square = np.zeros((2, 4, 4, 8), np.float32)  # the same data, other strides
-        expect_invalid(posenc.rope_out, plan, square, square.transpose(0, 2, 1, 3))
+        expect_invalid(posenc.rope_out, plan, square, dst=square.transpose(0, 2, 1, 3))
         aliased = x.view(np.uint16)[..., :8]  # f32 -> bf16 into the source's own bytes
-        expect_invalid(posenc.rope_out, plan, x, aliased, dst_dtype="bf16")
+        expect_invalid(posenc.rope_out, plan, x, dst=aliased, dst_dtype="bf16")
         # a destination whose head vectors overlap each other
         flat = np.zeros(64, np.float32)
         overlapping = np.lib.stride_tricks.as_strided(flat, (1, 4, 2, 8), (4, 8, 4, 4),
                                                       writeable=True)
-        expect_invalid(posenc.rope_out, plan, x[:1], overlapping)
+        expect_invalid(posenc.rope_out, plan, x[:1], dst=overlapping)
         expect_invalid(posenc.rope_out, posenc.RopePlan(16), x)  # rotary_dim > head_dim
         # shapes, dtypes, strides
         with pytest.raises(ValueError, match="shape of src"):
-            posenc.rope_out(plan, x, np.zeros((2, 4, 2, 10), np.float32))
+            posenc.rope_out(plan, x, dst=np.zeros((2, 4, 2, 10), np.float32))
         with pytest.raises(ValueError, match=r"shape \(2, 4\) or \(4,\)"):
             posenc.rope_out(plan, x, positions=np.zeros((4, 2), np.int32))
         with pytest.raises(ValueError, match="not both"):
@@ -405,7 +405,7 @@ def test_rope_out_errors():
         with pytest.raises(TypeError, match="does not hold"):
             posenc.rope_out(plan, x, src_dtype="f16")
         with pytest.raises(TypeError, match="does not hold"):
-            posenc.rope_out(plan, x, np.zeros(x.shape, np.float16), dst_dtype="bf16")
+            posenc.rope_out(plan, x, dst=np.zeros(x.shape, np.float16), dst_dtype="bf16")
         with pytest.raises(TypeError, match="ndarray"):
             posenc.rope_out(plan, x.tolist())
         with pytest.raises(TypeError, match="RopePlan"):
@@ -413,7 +413,7 @@ def test_rope_out_errors():
         read_only = np.zeros_like(x)
         read_only.flags.writeable = False
         with pytest.raises(ValueError, match="read-only"):
-            posenc.rope_out(plan, x, read_only)
+            posenc.rope_out(plan, x, dst=read_only)
         with pytest.raises(ValueError, match="contiguous"):
             posenc.rope_out(plan, np.zeros((2, 4, 2, 16), np.float32)[..., ::2])
         with pytest.raises(ValueError, match="stride"):
@@ -435,7 +435,7 @@ def test_rope_out_errors():
                                                         (2, 4, 2, 8), (0, 64, 32, 4),
                                                         writeable=True)
         with pytest.raises(ValueError, match="stride"):
-            posenc.rope_out(plan, x, broadcast_dst)
+            posenc.rope_out(plan, x, dst=broadcast_dst)
         with pytest.raises(ValueError, match="layout"):
             posenc.rope_out(plan, x, layout="llama")
         # M-RoPE
@@ -500,7 +500,7 @@ def rel_err(a, b):
 
 
 def ggml_plan(c):
-    return posenc.plan_from_ggml(c["n_dims"], *(c[k] for k in GGML_ARGS),
+    return posenc.plan_from_ggml(c["n_dims"], c["freq_base"], **{k: c[k] for k in GGML_ARGS[1:]},
                                  freq_factors=c.get("freq_factors"))
 
 
@@ -594,7 +594,7 @@ def test_ggml_plan_rotates_as_golden(isa):
     x = normal_f32(rng, (2, 16, 2, c["head_dim"]))
     pos = rng.integers(0, 4096, (2, 16))
     with ggml_plan(c) as plan, posenc.RopePlan.from_freqs(
-            c["freqs"], c["attention_factor"]) as golden:
+            c["freqs"], attention_factor=c["attention_factor"]) as golden:
         ours = posenc.rope_out(plan, x, positions=pos, layout=c["layout"])
         theirs = posenc.rope_out(golden, x, positions=pos, layout=c["layout"])
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-4)

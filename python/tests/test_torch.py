@@ -83,7 +83,7 @@ def test_rope_out_given_dst_is_returned(dtype):
     plan = posenc.RopePlan(8)
     src = random_tensor((2, 3, 2, 8), dtype, 4)
     dst = torch.empty_like(src)
-    assert posenc.rope_out(plan, src, dst) is dst
+    assert posenc.rope_out(plan, src, dst=dst) is dst
     assert np.array_equal(bits(dst), bits(posenc.rope_out(plan, numpy_of(src),
                                                           src_dtype=dtype)))
 
@@ -102,7 +102,7 @@ def test_rope_out_float32_into_16_bit():
 def test_factors_apply_with_tensors(dtype):
     plan = posenc.RopePlan(16)
     positions = torch.tensor([[5, 6, 7], [1000, 1001, 1002]])
-    factors = posenc.rope_factors(plan, positions)
+    factors = posenc.rope_factors(plan, positions=positions)
     q = random_tensor((2, 4, 3, 16), dtype, 6)  # [B, H, L, D]
     out = posenc.rope_apply(factors, q, axes="BHLD")
     assert np.array_equal(bits(out), bits(posenc.rope_out(plan, q, positions=positions,
@@ -124,7 +124,7 @@ def test_mrope_tensors_and_batches(dtype):
     in_place = x.clone()
     posenc.mrope(plan, sections, in_place, positions=positions, axes="BHLD")
     assert np.array_equal(bits(in_place), bits(out))
-    factors = posenc.mrope_factors(plan, sections, positions)
+    factors = posenc.mrope_factors(plan, sections, positions=positions)
     assert np.array_equal(bits(posenc.rope_apply(factors, x, axes="BHLD")), bits(out))
 
 
@@ -153,7 +153,7 @@ def test_sinusoid_tensors_and_16_bit(dtype):
     assert np.array_equal(bits(table), bits(round_to(f32, dtype)))
     out = torch.zeros((3, 12), dtype=TORCH[dtype])
     assert posenc.sinusoid_fill(plan, 3, start_pos=2, out=out) is out
-    assert np.array_equal(bits(out), bits(round_to(posenc.sinusoid_fill(plan, 3, 2), dtype)))
+    assert np.array_equal(bits(out), bits(round_to(posenc.sinusoid_fill(plan, 3, start_pos=2), dtype)))
     times = torch.tensor([0.5, 999.25])
     steps = posenc.sinusoid_fill_timesteps(plan, times, dtype=dtype)
     assert np.array_equal(bits(steps), bits(round_to(
@@ -175,7 +175,7 @@ def test_alibi_tensors_and_16_bit(dtype):
     assert np.array_equal(bits(scores), bits(round_to(widened, dtype)))
     bias = posenc.alibi_bias(slopes, 3, 9, q_offset=6, dtype=dtype)
     assert isinstance(bias, torch.Tensor) and bias.dtype == TORCH[dtype]
-    assert np.array_equal(bits(bias), bits(round_to(posenc.alibi_bias(slopes.numpy(), 3, 9, 6),
+    assert np.array_equal(bits(bias), bits(round_to(posenc.alibi_bias(slopes.numpy(), 3, 9, q_offset=6),
                                                     dtype)))
 
 
