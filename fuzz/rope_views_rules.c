@@ -73,12 +73,12 @@ int sections_valid(const vcall *c, size_t n, int interleaved) {
   return !interleaved || ((s[1] == 0 || 3 * s[1] - 2 < n) && (s[2] == 0 || 3 * s[2] - 1 < n));
 }
 
-/* posenc_rope_factors_bytes as posenc.h describes the rows: cos then sin, each padded with
- * zeros to a multiple of 16 floats (NEOX: R/2 of each, GPTJ: R); flags GPTJ and
- * DETERMINISTIC only (0 for others, and for n_rows 0). */
+/* posenc_rope_factors_bytes as posenc.h describes the rows: cos then sin, unpadded (NEOX:
+ * R/2 of each, GPTJ: R); flags GPTJ and DETERMINISTIC only (0 for others, and for n_rows
+ * 0). */
 size_t row_floats_of(size_t rd, unsigned layout) {
   const size_t per = (layout & POSENC_ROPE_GPTJ) ? 2 : 1;
-  return 2 * ((per * (rd / 2) + 15) / 16 * 16);
+  return 2 * per * (rd / 2);
 }
 size_t factors_bytes_expected(size_t rd, size_t n_rows, unsigned flags) {
   if (rd < 2 || rd % 2 || rd > ((size_t)1 << 20) || (flags & ~FACTOR_FLAGS)) return 0;

@@ -730,8 +730,9 @@ POSENC_API posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const si
  * posenc_rope_apply to the Q and K of every layer: a pure stream with no sin/cos and no
  * plan. The storage is the caller's (posenc_rope_factors_bytes); the struct says what it
  * holds. Row r is `row_floats` floats at data + r * row_floats; its layout is the one the
- * kernels read (NEOX: R/2 cos then R/2 sin, each block padded with zeros to a multiple of
- * 16 floats; GPTJ: R cos then R signed sin, duplicated per pair), treated as opaque. A
+ * kernels read (NEOX: R/2 cos then R/2 sin; GPTJ: R cos then R signed sin, duplicated per
+ * pair; no padding, whatever the vector width: row_floats = 2 (R/2) or 2 R; since 0.2.0,
+ * CHANGELOG.md), treated as opaque. A
  * sub-range of rows is a copy of the struct with `data` moved on by whole rows and n_rows
  * reduced (e.g. to share one buffer among threads). */
 typedef struct posenc_rope_factors {

@@ -6,17 +6,20 @@
  * layout) that select one loop, so that each call compiles to one specialised loop. */
 #define POSENC_INLINE static inline __attribute__((always_inline))
 
-/* The most float lanes a vector layer (kernels/simd/vec_<isa>.h) may use, a power of two.
- * Buffers, plan padding and chunk sizes are counted in elements and sized from this, never
- * in vectors, so the kernel sources do not depend on the width: a layer's VF_W (floats per
- * vector, VD_W = VF_W / 2 doubles) only has to divide it, which each fixed-width layer
- * checks with a static assert. A layer for a length-agnostic ISA (SVE, RVV), whose VF_W is
- * not a compile-time constant, uses at most this many lanes (an SVE whilelt predicate, an
- * RVV vsetvl) and checks the same at run time; raising the limit costs only padding. */
-#define POSENC_MAX_LANES 16
-/* Such a layer also defines VF_SIZELESS: its vector types cannot be array elements or
- * struct members, so the few register-blocked fast paths (rope_simd.h) are left out of its
- * build and the general loops, which keep no vector in memory, serve every shape. */
+/* The most float lanes a vector layer (kernels/simd/vec_<isa>.h) may use, a power of two:
+ * 64, the widest SVE vector (2048 bits). Buffers, plan padding and chunk sizes are counted
+ * in elements and sized from this, never in vectors, so the kernel sources do not depend on
+ * the width: a fixed-width layer's VF_W (floats per vector, VD_W = VF_W / 2 doubles) only
+ * has to divide it, which each such layer checks with a static assert. A layer for a
+ * length-agnostic ISA (SVE, RVV), whose VF_W is a run-time value, defines VF_SIZELESS and
+ * uses at most this many lanes (SVE's vectors are at most 2048 bits; an RVV layer caps its
+ * vl). Nothing public depends on it: the factor rows of posenc_rope_factors_compute are not
+ * padded. Raising it costs only padding (the plan arrays are padded to it). */
+#define POSENC_MAX_LANES 64
+/* With VF_SIZELESS the vector types cannot be array elements, struct members or static
+ * objects, and VF_W is no constant expression: the few register-blocked fast paths
+ * (rope_simd.h) are left out of such a build and the general loops, which keep no vector in
+ * memory, serve every shape. */
 
 /* The name of a static helper of one per-ISA translation unit, suffixed with the layer's
  * VEC_SUFFIX so that profiles tell the ISAs apart. Nothing with external linkage is named

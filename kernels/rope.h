@@ -96,8 +96,8 @@ typedef struct rope_args {
   const int32_t *from_positions;
   int32_t from_start;
   int same_freqs;
-  /* Factors (posenc_rope_factors, rows of factor_row_floats floats: per * R/2 cos padded to
-   * factor_half floats, then as many sin; per = 2 for GPTJ, else 1):
+  /* Factors (posenc_rope_factors, rows of 2 * factor_half floats: factor_half = per * R/2
+   * cos, then as many sin, no padding; per = 2 for GPTJ, else 1):
    *  - apply: `factors` given, no plan: token t of batch b takes row
    *    factor_first_row + b * factor_batch_stride + t;
    *  - compute: `factors_out` given, no views: row g receives token g's cos/sin. */
@@ -107,10 +107,11 @@ typedef struct rope_args {
   size_t factor_first_row, factor_batch_stride;
 } rope_args;
 
-/* The floats of one factor row's cos (or sin) block: per * n_pairs rounded up to 16. */
+/* The floats of one factor row's cos (or sin) block: per * n_pairs, unpadded (the layout
+ * depends on no vector width; a kernel reads the end of a block with a partial load). */
 static inline size_t rope_factor_half(size_t n_pairs, unsigned flags) {
   const size_t per = (flags & POSENC_ROPE_GPTJ) ? 2 : 1;
-  return (per * n_pairs + 15) / 16 * 16;
+  return per * n_pairs;
 }
 
 /* MROPE: the row of positions (0 temporal, 1 height, 2 width) that pair i takes. */

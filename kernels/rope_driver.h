@@ -19,8 +19,9 @@
  *   rotate(view, src_row, dst_row, half, p0, n, c, s, flags): rotates pairs [p0, p0 + n) of
  *       every head vector of one token's row of a view (R/2 = half), reading src and writing
  *       dst (the same row in place), touching no other element; out of place, the chunk that
- *       ends the pairs also copies elements [R, head_dim). Taking all heads at once lets a
- *       SIMD variant keep a block of cos/sin in registers across heads.
+ *       ends the pairs also copies elements [R, head_dim). It reads c and s only up to their
+ *       n pairs' entries (a factor row ends there, unpadded; prepare()'s buffers are padded).
+ * Taking all heads at once lets a SIMD variant keep a block of cos/sin in registers across heads.
  * M-RoPE tokens take each pair's cos/sin from the prepare() of its row's position; a token
  * whose inputs equal the previous token's (a context shift's constant p' - p, repeated
  * positions, the same positions in every batch) reuses its cos/sin when the plan is one
@@ -38,7 +39,6 @@
 
 _Static_assert(POSENC_ROPE_CHUNK % POSENC_PLAN_PAD == 0,
                "a chunk's loops may run to a whole vector (rope.h)");
-_Static_assert(POSENC_ROPE_CHUNK % 16 == 0, "factor rows hold whole chunks");
 
 /* cos/sin (forward, before the attention factor) of one chunk's pairs at an anchor
  * position, widened exactly from the accurate float sincos. */
@@ -158,8 +158,6 @@ POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, s
     float *row = a->factors_out + g * 2 * half;
     memcpy(row + per * p0, c, per * n * sizeof *c);
     memcpy(row + half + per * p0, s, per * n * sizeof *s);
-    if (p0 + n == a->n_pairs) /* the zero padding of both blocks */
-      for (size_t i = per * a->n_pairs; i < half; ++i) row[i] = row[half + i] = 0.0f;
     return;
   }
   for (size_t v = 0; v < a->n_views; ++v) {

@@ -13,8 +13,8 @@
  * pattern per lane: */
 static inline vf VFN(s_sign_)(vf att, unsigned flags) {
   const int gptj = (flags & POSENC_ROPE_GPTJ) != 0;
-  float pattern[POSENC_MAX_LANES];
-  for (int j = 0; j < VF_W; ++j) pattern[j] = (gptj && j % 2 == 0) ? -1.0f : 1.0f;
+  float pattern[POSENC_MAX_LANES]; /* VF_W <= POSENC_MAX_LANES, a run-time value if sizeless */
+  for (size_t j = 0; j < VF_W; ++j) pattern[j] = (gptj && j % 2 == 0) ? -1.0f : 1.0f;
   return vf_mul(att, vf_load(pattern));
 }
 
@@ -119,8 +119,10 @@ static void VFN(prepare_delta_)(const struct posenc_rope_plan *from, int32_t fro
  * form an array: such a layer defines VF_SIZELESS (kernels/common.h) and its rows take the
  * head-by-head order, cos/sin reloaded from the buffer, with no change here. */
 #define ROPE_BLOCK_PAIRS 64
+#ifndef VF_SIZELESS
 #define ROPE_BLOCK (ROPE_BLOCK_PAIRS / VF_W)
 _Static_assert(ROPE_BLOCK % 2 == 0, "the block path takes vectors two at a time");
+#endif
 
 /* The rotation below is written once for every pair of storage types (vec_elem.h): source
  * elements (type ex) are widened to float exactly, rotated in float, and rounded to the
@@ -227,8 +229,8 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
     size_t i = 0;
     for (; i + VF_W <= n; i += VF_W)
       VFN(neox_vec_)(x, y, u + i, v + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), det, ex, ey);
-    if (i < n) {
-      const vf ct = vf_load(c + i), st = vf_mul(vf_load(s + i), sg);
+    if (i < n) { /* c and s may end at n (factor rows are not padded) */
+      const vf ct = vf_load_n(c + i, n - i), st = vf_mul(vf_load_n(s + i, n - i), sg);
       VFN(neox_part_)(x, y, u + i, v + i, ct, st, n - i, det, ex, ey);
     }
     if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
@@ -266,8 +268,10 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
     size_t i = 0;
     for (; i + VF_W <= m; i += VF_W)
       VFN(gptj_vec_)(x, y, o + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), det, ex, ey);
-    if (i < m)
-      VFN(gptj_part_)(x, y, o + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), m - i, det, ex, ey);
+    if (i < m) { /* c and s may end at m (factor rows are not padded) */
+      const vf ct = vf_load_n(c + i, m - i), st = vf_mul(vf_load_n(s + i, m - i), sg);
+      VFN(gptj_part_)(x, y, o + i, ct, st, m - i, det, ex, ey);
+    }
     if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
   }
 }
