@@ -16,13 +16,22 @@
  * (inf - inf); only a row whose max is -inf is handled apart (zeros, or NaN if it holds
  * one). Pass 1 is compiled for each score type, row kind and mask type, pass 3 for each
  * output type, and the call chooses them through function pointers. Rows with an f32 output
- * go through three steps (sm_job1_ to _3_), two short rows at a time. */
+ * go through three steps (sm_job1_ to _3_), two short rows at a time.
+ * No vector is kept in a struct, array or static object, and VF_W / VD_W are only used as
+ * run-time values, so that a length-agnostic layer (VF_SIZELESS: SVE, RVV) compiles this:
+ * the row constants are floats, broadcast into vector locals where they are used. */
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "common.h"
 #include "simd/vec_elem.h"
 #include "softmax.h"
+
+/* The blocks of a long row with a 16-bit output start at multiples of SOFTMAX_SUM_SPAN
+ * vectors of every layer (VF_W <= POSENC_MAX_LANES, both powers of two). */
+_Static_assert(SOFTMAX_BLOCK % (SOFTMAX_SUM_SPAN * POSENC_MAX_LANES) == 0,
+               "SOFTMAX_BLOCK must hold whole sum spans");
 
 /* posenc's exp for t in [SOFTMAX_EXP_MIN, 88] (a NaN t gives NaN), as P(r) and n of
  * e^t = 2^n P(r). */
@@ -59,7 +68,7 @@ POSENC_INLINE vf VFN(sm_exp_)(vf t, vf lo) {
   return vf_scale2_zero_where(vf_lt_m(t, lo), p, n);
 }
 
-/* One row's constants. */
+/* One row's constants (floats: pass 1 broadcasts them into vector locals). */
 typedef struct {
   const void *x, *mask;
   const int32_t *kpos;
@@ -71,7 +80,7 @@ typedef struct {
   int kpos_causal; /* with kpos: hide d > 0 */
   int kpos_window; /* with kpos: hide d <= -window */
   int32_t window;
-  vf scale, cap, rcap, slope;
+  float scale, cap, rcap, slope;
 } sm_row;
 
 /* c * tanh(u / c) as c * (1 - 2 / (exp(2v) + 1)), v = u * (1/c) clamped to +-9 (a NaN v
@@ -94,15 +103,16 @@ enum {
 };
 
 /* t for the n lanes at column j (n == VF_W: a whole vector); lanes past n are not read.
- * mk: 1 if there is a mask (of type me). dcol: with the ALiBi kinds, the float distances
- * j + lane - qpos (exact: every distance of such a call is below 2^24), as the int32 ones
- * of SM_GENERAL convert to, so the term is bit for bit the same. */
-POSENC_INLINE vf VFN(sm_t_)(const sm_row *r, size_t j, size_t n, posenc_elem xe, int mk,
-                            posenc_elem me, int kind, vf dcol) {
+ * scale, cap, rcap, slope: r's constants broadcast. mk: 1 if there is a mask (of type me).
+ * dcol: with the ALiBi kinds, the float distances j + lane - qpos (exact: every distance of
+ * such a call is below 2^24), as the int32 ones of SM_GENERAL convert to, so the term is
+ * bit for bit the same. */
+POSENC_INLINE vf VFN(sm_t_)(const sm_row *r, vf scale, vf cap, vf rcap, vf slope, size_t j,
+                            size_t n, posenc_elem xe, int mk, posenc_elem me, int kind, vf dcol) {
   const int general = kind == SM_GENERAL;
   vf u = n == VF_W ? ve_load(r->x, j, xe) : ve_load_n(r->x, j, n, xe);
-  u = vf_mul(r->scale, u);
-  if (general && r->softcap) u = VFN(sm_softcap_)(u, r->cap, r->rcap);
+  u = vf_mul(scale, u);
+  if (general && r->softcap) u = VFN(sm_softcap_)(u, cap, rcap);
   const vf ninf = vf_set1(-INFINITY);
   int hide = 0;
   vm hid;
@@ -110,18 +120,18 @@ POSENC_INLINE vf VFN(sm_t_)(const sm_row *r, size_t j, size_t n, posenc_elem xe,
     const vf m = n == VF_W ? ve_load(r->mask, j, me) : ve_load_n(r->mask, j, n, me);
     hid = vf_eq_m(m, ninf);
     hide = 1;
-    u = vf_add(u, (general && r->mask_slope) ? vf_mul(r->slope, m) : m);
+    u = vf_add(u, (general && r->mask_slope) ? vf_mul(slope, m) : m);
   }
-  if (kind == SM_ALIBI_SYM) u = vf_sub(u, vf_mul(r->slope, vf_abs(dcol)));
-  if (kind == SM_ALIBI_SIGNED) u = vf_add(u, vf_mul(r->slope, dcol));
+  if (kind == SM_ALIBI_SYM) u = vf_sub(u, vf_mul(slope, vf_abs(dcol)));
+  if (kind == SM_ALIBI_SIGNED) u = vf_add(u, vf_mul(slope, dcol));
   if (general && (r->alibi || r->kpos_causal || r->kpos_window)) {
     const vi d = r->kpos ? vi_sub(n == VF_W ? vi_load(r->kpos + j) : vi_load_n(r->kpos + j, n),
                                   vi_set1(r->qpos))
                          : vi_add(vi_set1((int32_t)j - r->qpos), vi_iota());
     if (r->alibi == 1)
-      u = vf_add(u, vf_mul(r->slope, vf_from_vi(d)));
+      u = vf_add(u, vf_mul(slope, vf_from_vi(d)));
     else if (r->alibi == 2)
-      u = vf_sub(u, vf_mul(r->slope, vf_from_vi(vi_abs(d))));
+      u = vf_sub(u, vf_mul(slope, vf_from_vi(vi_abs(d))));
     if (r->kpos_causal) {
       const vm h = vi_gt_m(d, vi_set1(0));
       hid = hide ? vm_or(hid, h) : h;
@@ -140,9 +150,12 @@ POSENC_INLINE vf VFN(sm_t_)(const sm_row *r, size_t j, size_t n, posenc_elem xe,
  * which are not read); returns max(mx, every t). */
 POSENC_INLINE vf VFN(sm_pass1_)(const sm_row *row, size_t j0, size_t j1, float *work, vf mx,
                                 posenc_elem xe, int mk, posenc_elem me, int kind) {
-  /* A local copy: the stores into work could alias *row (vector types alias everything),
-   * which would make every iteration read the constants again. */
+  /* The vector constants in locals, the rest a local copy: the stores into work could
+   * alias *row (vector types alias everything), which would make every iteration read the
+   * constants again. */
   const sm_row copy = *row, *r = &copy;
+  const vf scale = vf_set1(r->scale), cap = vf_set1(r->cap), rcap = vf_set1(r->rcap);
+  const vf slope = vf_set1(r->slope);
   size_t j = j0;
   if (j < r->lo) {
     const size_t end = r->lo < j1 ? r->lo : j1;
@@ -157,8 +170,8 @@ POSENC_INLINE vf VFN(sm_pass1_)(const sm_row *row, size_t j0, size_t j1, float *
   /* Two max accumulators: the latency of one max per vector would bound the loop. */
   vf mx1 = vf_set1(-INFINITY);
   for (; j + 2 * VF_W <= j1; j += 2 * VF_W) {
-    const vf t0 = VFN(sm_t_)(r, j, VF_W, xe, mk, me, kind, d0);
-    const vf t1 = VFN(sm_t_)(r, j + VF_W, VF_W, xe, mk, me, kind, d1);
+    const vf t0 = VFN(sm_t_)(r, scale, cap, rcap, slope, j, VF_W, xe, mk, me, kind, d0);
+    const vf t1 = VFN(sm_t_)(r, scale, cap, rcap, slope, j + VF_W, VF_W, xe, mk, me, kind, d1);
     vf_store_reload(work + (j - j0), t0);
     vf_store_reload(work + (j - j0) + VF_W, t1);
     mx = vf_max(mx, t0);
@@ -170,7 +183,7 @@ POSENC_INLINE vf VFN(sm_pass1_)(const sm_row *row, size_t j0, size_t j1, float *
   }
   mx = vf_max(mx, mx1);
   if (j + VF_W <= j1) {
-    const vf t = VFN(sm_t_)(r, j, VF_W, xe, mk, me, kind, d0);
+    const vf t = VFN(sm_t_)(r, scale, cap, rcap, slope, j, VF_W, xe, mk, me, kind, d0);
     vf_store_reload(work + (j - j0), t);
     mx = vf_max(mx, t);
     j += VF_W;
@@ -178,7 +191,7 @@ POSENC_INLINE vf VFN(sm_pass1_)(const sm_row *row, size_t j0, size_t j1, float *
   }
   if (j < j1) {
     const size_t rest = j1 - j;
-    const vf t = VFN(sm_t_)(r, j, rest, xe, mk, me, kind, d0);
+    const vf t = VFN(sm_t_)(r, scale, cap, rcap, slope, j, rest, xe, mk, me, kind, d0);
     vf_store_n(work + (j - j0), t, rest);
     mx = vf_max(mx, vf_first_n(t, rest, -INFINITY));
   }
@@ -304,12 +317,10 @@ SM_PASS3(sm_p3_bf16_, POSENC_ELEM_BF16)
 SM_PASS3(sm_p3_f16_, POSENC_ELEM_F16)
 #undef SM_PASS3
 
-/* Columns [j0, j1) of y set to `value`, nothing read. */
-static void VFN(sm_fill_)(void *y, size_t j0, size_t j1, float value, posenc_elem ye) {
-  const vf v = vf_set1(value);
-  size_t j = j0;
-  for (; j + VF_W <= j1; j += VF_W) ve_store(y, j, v, ye);
-  if (j < j1) ve_store_n(y, j, v, j1 - j, ye);
+/* Columns [j0, j1) of y set to +0 (all bits zero in every output type), nothing read. */
+POSENC_INLINE void VFN(sm_zero_)(void *y, size_t j0, size_t j1, posenc_elem ye) {
+  const size_t es = posenc_elem_size(ye);
+  if (j0 < j1) memset((char *)y + j0 * es, 0, (j1 - j0) * es);
 }
 
 static int VFN(sm_has_nan_)(const float *x, size_t n) {
@@ -336,6 +347,32 @@ static void VFN(sm_nan_row_)(const sm_call *c, const sm_row *r, void *y, size_t 
   }
 }
 
+/* A row whose max is -inf (every visible t is -inf or NaN): NaN at its visible keys if a t is
+ * NaN, else zeros. work holds the t of [a0, hi) if `whole`, else pass 1 computes them again
+ * block by block. */
+static void VFN(sm_no_max_)(const sm_call *c, const sm_row *r, void *y, size_t a0, size_t hi,
+                            float *work, int whole) {
+  const size_t B = whole ? hi - a0 : SOFTMAX_BLOCK;
+  int nan = 0;
+  for (size_t b = a0; b < hi && !nan; b += B) {
+    const size_t e = b + B < hi ? b + B : hi;
+    if (!whole) c->pass1(r, b, e, work, vf_set1(-INFINITY));
+    nan = VFN(sm_has_nan_)(work, e - b);
+  }
+  if (nan)
+    VFN(sm_nan_row_)(c, r, y, a0, hi);
+  else
+    VFN(sm_zero_)(y, a0, hi, c->ye);
+}
+
+/* A row's sum from pass 2's accumulators, and the sink's e if there is one (sink > -inf). */
+POSENC_INLINE double VFN(sm_sum_)(const sm_call *c, vd s_lo, vd s_hi, float sink, float max) {
+  double sum = vd_hsum(vd_add(s_lo, s_hi));
+  if (sink > -INFINITY)
+    sum += (double)vf_hmax(VFN(sm_exp_)(vf_set1(sink - max), vf_set1(c->floor)));
+  return sum;
+}
+
 /* Columns [a0, hi) of a row (the rest is 0): in one block when the work fits `work` (the f32
  * output row at a0, or a block of SOFTMAX_BLOCK floats), else block by block with t and e
  * computed again in each pass by the same operations, the sum accumulated in the same
@@ -347,16 +384,7 @@ static void VFN(sm_row_)(const sm_call *c, const sm_row *r, void *y, size_t a0, 
   for (size_t b = a0; b < hi; b += B) mx = c->pass1(r, b, b + B < hi ? b + B : hi, work, mx);
   float max = vf_hmax(mx);
   if (max == -INFINITY) {
-    int nan = 0;
-    for (size_t b = a0; b < hi && !nan; b += B) {
-      const size_t e = b + B < hi ? b + B : hi;
-      if (!whole) c->pass1(r, b, e, work, mx);
-      nan = VFN(sm_has_nan_)(work, e - b);
-    }
-    if (nan)
-      VFN(sm_nan_row_)(c, r, y, a0, hi);
-    else
-      VFN(sm_fill_)(y, a0, hi, 0.0f, c->ye);
+    VFN(sm_no_max_)(c, r, y, a0, hi, work, whole);
     return;
   }
   if (sink > max) max = sink;
@@ -367,9 +395,7 @@ static void VFN(sm_row_)(const sm_call *c, const sm_row *r, void *y, size_t a0, 
     if (!whole) c->pass1(r, b, e, work, mx);
     VFN(sm_exp_sum_)(work, e - b, vmax, vfloor, &s_lo, &s_hi, &pf);
   }
-  double sum = vd_hsum(vd_add(s_lo, s_hi));
-  if (sink > -INFINITY)
-    sum += (double)vf_hmax(VFN(sm_exp_)(vf_set1(sink - max), vf_set1(c->floor)));
+  const double sum = VFN(sm_sum_)(c, s_lo, s_hi, sink, max);
   if (isnan(sum)) {
     VFN(sm_nan_row_)(c, r, y, a0, hi);
     return;
@@ -389,7 +415,10 @@ static void VFN(sm_row_)(const sm_call *c, const sm_row *r, void *y, size_t a0, 
 
 /* One row's work with an f32 output (the work block is the row itself), in three steps
  * that the driver interleaves over two rows: a step ends in a horizontal reduction (the
- * max, the sum) that the next step waits for, and the other row's step fills that wait. */
+ * max, the sum) that the next step waits for, and the other row's step fills that wait.
+ *   1. pass 1, and the horizontal max of its vector max into the job's float max;
+ *   2. a row with no finite max written (NaN or zeros), else pass 2 and the sum;
+ *   3. pass 3 (or NaN if the sum is NaN). */
 #define SM_PAIR_KEYS 2048
 
 typedef struct {
@@ -398,34 +427,27 @@ typedef struct {
   size_t a0, hi;
   float sink;
   sm_prefetch pf;
-  vf mx;
-  float max;
+  float max; /* the max of the row's t (step 1), without the sink */
   double sum;
   int done; /* a row with no finite max: written in step 2 */
 } sm_job;
 
 static void VFN(sm_job1_)(const sm_call *c, sm_job *j) {
-  j->mx = c->pass1(&j->r, j->a0, j->hi, j->y + j->a0, vf_set1(-INFINITY));
+  j->max = vf_hmax(c->pass1(&j->r, j->a0, j->hi, j->y + j->a0, vf_set1(-INFINITY)));
 }
 
 static void VFN(sm_job2_)(const sm_call *c, sm_job *j) {
   float *work = j->y + j->a0;
-  float max = vf_hmax(j->mx);
+  float max = j->max;
   if (max == -INFINITY) {
-    if (VFN(sm_has_nan_)(work, j->hi - j->a0))
-      VFN(sm_nan_row_)(c, &j->r, j->y, j->a0, j->hi);
-    else
-      VFN(sm_fill_)(j->y, j->a0, j->hi, 0.0f, POSENC_ELEM_F32);
+    VFN(sm_no_max_)(c, &j->r, j->y, j->a0, j->hi, work, 1);
     j->done = 1;
     return;
   }
   if (j->sink > max) max = j->sink;
   vd s_lo = vd_set1(0.0), s_hi = vd_set1(0.0);
   VFN(sm_exp_sum_)(work, j->hi - j->a0, vf_set1(max), vf_set1(c->floor), &s_lo, &s_hi, &j->pf);
-  j->sum = vd_hsum(vd_add(s_lo, s_hi));
-  if (j->sink > -INFINITY)
-    j->sum += (double)vf_hmax(VFN(sm_exp_)(vf_set1(j->sink - max), vf_set1(c->floor)));
-  j->max = max;
+  j->sum = VFN(sm_sum_)(c, s_lo, s_hi, j->sink, max);
 }
 
 static void VFN(sm_job3_)(const sm_call *c, sm_job *j) {
@@ -451,7 +473,7 @@ static int VFN(sm_setup_)(const softmax_args *a, const sm_row *t, size_t idx, si
                   ? (const char *)a->mask + (h * a->mask_head_stride + i * a->mask_row_stride) * ms
                   : NULL;
   j->r.qpos = softmax_qpos(a, i);
-  j->r.slope = vf_set1(a->slopes ? a->slopes[h] : 0.0f);
+  j->r.slope = a->slopes ? a->slopes[h] : 0.0f;
   j->sink = a->sinks ? a->sinks[h] : -INFINITY;
   void *y = (char *)a->y + (h * a->y_head_stride + i * a->y_row_stride) * ys;
   *y_out = y;
@@ -463,8 +485,8 @@ static int VFN(sm_setup_)(const softmax_args *a, const sm_row *t, size_t idx, si
   j->hi = hi;
   j->r.lo = lo;
   j->done = 0;
-  VFN(sm_fill_)(y, 0, j->a0, 0.0f, a->ye);
-  VFN(sm_fill_)(y, hi, a->n_k, 0.0f, a->ye);
+  VFN(sm_zero_)(y, 0, j->a0, a->ye);
+  VFN(sm_zero_)(y, hi, a->n_k, a->ye);
   j->pf.n = 0;
   const size_t next = idx + ahead;
   if (next < a->n_heads * a->n_q) {
@@ -522,9 +544,9 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
                     .kpos_causal = a->kpos && (a->flags & POSENC_SOFTMAX_CAUSAL),
                     .kpos_window = a->kpos && (a->flags & POSENC_SOFTMAX_WINDOW),
                     .window = a->window,
-                    .scale = vf_set1(a->scale),
-                    .cap = vf_set1(softcap ? a->softcap : 1.0f),
-                    .rcap = vf_set1(softcap ? 1.0f / a->softcap : 1.0f)};
+                    .scale = a->scale,
+                    .cap = softcap ? a->softcap : 1.0f,
+                    .rcap = softcap ? 1.0f / a->softcap : 1.0f};
   const size_t rows = a->n_heads * a->n_q;
   void *y;
   if (a->ye == POSENC_ELEM_F32) {
