@@ -178,7 +178,8 @@ def rope_apply(factors, src, *, dst=None, first_row=0, row_batch_stride=None, ax
     first_row + b * row_batch_stride + t; row_batch_stride None means L (one row per token
     of every sequence, as rope_factors() lays out [B, L] positions), 0 every batch at the
     same positions. Rows past factors.n_rows are refused (PosencError). src, dst, axes,
-    src_dtype, dst_dtype: as for rope_out(); inverse: rotate by -angle.
+    src_dtype, dst_dtype: as for rope_out(), but a 4-D src always needs axes (no positions
+    here tell its token axis); inverse: rotate by -angle.
     """
     if not isinstance(factors, RopeFactors):
         raise TypeError(f"factors must be a posenc.RopeFactors, not {type(factors).__name__}")

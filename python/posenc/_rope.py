@@ -62,8 +62,9 @@ def rope(plan, q, k=None, *, positions=None, start_pos=0, layout="neox", inverse
     q, k: arrays [L, H, D] (k may have its own head count, GQA/MQA), or any 3-D view indexed
     [token, head, element] whose strides are whole elements with the last axis contiguous
     ([H, L, D] storage as x.transpose(1, 0, 2), rows of a packed QKV buffer); or 4-D with a
-    batch axis, in the order `axes` names ("BLHD", default for 4-D, or "BHLD" as HF passes
-    q and k), then rotated by rope_out(plan, x, dst=x, ...) each (in place, bitwise the same).
+    batch axis, in the order `axes` names ("BLHD", or "BHLD" as HF passes q and k; required
+    for 4-D unless the positions' shape leaves one of the two: see rope_out), then rotated
+    by rope_out(plan, x, dst=x, ...) each (in place, bitwise the same).
     Storage: float32, float16, bfloat16 (an ml_dtypes-style array, a torch tensor, or
     uint16 bits: bfloat16 unless dtype="float16"); q and k of one type.
     The first plan.rotary_dim elements of each head vector are rotated; the rest is kept.
@@ -151,15 +152,35 @@ def rope_rerotate(from_plan, to_plan, k, *, from_positions=None, from_start=0, t
            name)
 
 
-def _axes(axes, ndim):
-    """The axis order of a 4-D ([B, L, H, D] ...) or 3-D ([L, H, D] ...) array: a string of
-    B (batch), L (tokens), H (heads) and D (the head vector, last)."""
+def _axes(axes, shape, tokens=None, name="src"):
+    """The axis order of a 4-D ([B, L, H, D] ...) or 3-D ([L, H, D] ...) array of this shape:
+    a string of B (batch), L (tokens), H (heads) and D (the head vector, last). A 3-D array
+    defaults to "LHD". A 4-D one has no default (llama.cpp and vLLM hold [B, L, H, D], HF
+    passes [B, H, L, D]): axes is required, unless the positions' shape tells, `tokens` =
+    (n_batch or None, n_tokens) from them, and exactly one of "BLHD" and "BHLD" has that
+    many tokens (and that batch)."""
+    ndim = len(shape)
     if ndim not in (3, 4):
-        raise ValueError(f"src must be 4-D (batch, tokens, heads, head_dim in the order axes "
-                         f"names) or 3-D (no batch), got {ndim}-D")
+        raise ValueError(f"{name} must be 4-D (batch, tokens, heads, head_dim in the order "
+                         f"axes names) or 3-D (no batch), got {ndim}-D")
     letters = "BLHD" if ndim == 4 else "LHD"
     if axes is None:
-        return letters
+        if ndim == 3:
+            return letters
+        fits = []
+        if tokens is not None:
+            n_batch, n_tokens = tokens
+            fits = [order for order in ("BLHD", "BHLD") if shape[order.index("L")] == n_tokens
+                    and n_batch in (None, shape[0])]
+        if len(fits) == 1:
+            return fits[0]
+        why = ("and no positions tell its token axis" if tokens is None else
+               f"and positions of {tokens[1]} tokens fit both its axes 1 and 2" if fits else
+               f"and positions of shape {tokens} fit neither order")
+        raise ValueError(
+            f"{name} is 4-D {tuple(shape)} {why}: pass axes='BLHD' ([batch, tokens, heads, "
+            "head_dim]: llama.cpp, vLLM) or axes='BHLD' ([batch, heads, tokens, head_dim]: "
+            "HF transformers' q and k); posenc does not guess")
     if not isinstance(axes, str):
         raise TypeError(f"axes must be a str such as 'BLHD' or 'BHLD', not {type(axes).__name__}")
     order = axes.upper()
@@ -167,6 +188,23 @@ def _axes(axes, ndim):
         raise ValueError(f"axes {axes!r} must order the letters of {letters!r} with D last, for "
                          f"a {ndim}-D array")
     return order
+
+
+def _tokens(positions, mrope=False):
+    """(n_batch or None, n_tokens) that positions of this shape give ([B, L] or [L]; M-RoPE:
+    (3, B, L) or (3, L)), None when they give none (no positions, another shape)."""
+    if positions is None:
+        return None
+    shape = np.shape(positions)
+    if mrope:
+        if len(shape) < 2 or shape[0] != 3:
+            return None
+        shape = shape[1:]
+    if len(shape) == 1:
+        return None, shape[0]
+    if len(shape) == 2:
+        return shape[0], shape[1]
+    return None
 
 
 def _view(name, array, code, axes, source):
@@ -181,13 +219,13 @@ def _view(name, array, code, axes, source):
     return view, (n_batch, array.shape[where["L"]], array.shape[where["H"]], array.shape[-1])
 
 
-def _src_dst(src, dst, axes, src_dtype, dst_dtype):
+def _src_dst(src, dst, axes, src_dtype, dst_dtype, tokens=None):
     """Checks src and dst (allocated when None: src's shape, C order) and returns (dst,
     src view, dst view, (n_batch, n_tokens, n_heads, head_dim)). The type pair itself is
-    the C function's to accept."""
+    the C function's to accept. tokens: what the positions say (_axes)."""
     declared = None if src_dtype is None else _storage_type("src_dtype", src_dtype)
     src_code = _array_type("src", src, declared)
-    axes = _axes(axes, src.ndim)
+    axes = _axes(axes, src.shape, tokens)
     wanted = None if dst_dtype is None else _storage_type("dst_dtype", dst_dtype)
     if dst is None:
         dst_code = src_code if wanted is None else wanted
@@ -236,8 +274,11 @@ def rope_out(plan, src, *, dst=None, positions=None, start_pos=0, axes=None, lay
     """Out-of-place RoPE over a batch, dst = rope(src): posenc_rope_out. Returns dst.
 
     src: a 4-D array whose axis order `axes` names with the letters B (batch), L (tokens),
-    H (heads) and D (head_dim, last): "BLHD" (default; llama.cpp, vLLM) or "BHLD" (HF
-    transformers), or any other order; or a 3-D array, "LHD" (default) or "HLD". Strides are
+    H (heads) and D (head_dim, last): "BLHD" (llama.cpp, vLLM) or "BHLD" (HF transformers),
+    or any other order; or a 3-D array, "LHD" (default) or "HLD". A 4-D src has no default:
+    without axes, positions of shape [B, L] or [L] pick "BLHD" or "BHLD" when exactly one of
+    them has L tokens there (and B batches); otherwise (no positions, or heads == tokens) it
+    is a ValueError naming axes. Strides are
     taken from the array (whole elements; the last axis contiguous); src is only read and
     may broadcast (zero strides, e.g. one tensor for every batch).
     Storage types: float32, float16, bfloat16 (an ml_dtypes-style bfloat16 array, or uint16
@@ -256,7 +297,7 @@ def rope_out(plan, src, *, dst=None, positions=None, start_pos=0, axes=None, lay
     """
     _plan_handle(plan, RopePlan)
     dst, src_view, dst_view, (n_batch, n_tokens, _, head_dim) = _src_dst(
-        src, dst, axes, src_dtype, dst_dtype)
+        src, dst, axes, src_dtype, dst_dtype, _tokens(positions))
     positions, start_pos = _batch_positions(positions, n_batch, n_tokens, start_pos)
     plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
     handle = plan_used._ptr()
@@ -278,7 +319,7 @@ def mrope_out(plan, sections, src, *, dst=None, positions=None, axes=None, layou
     """
     _plan_handle(plan, RopePlan)
     dst, src_view, dst_view, (n_batch, n_tokens, _, head_dim) = _src_dst(
-        src, dst, axes, src_dtype, dst_dtype)
+        src, dst, axes, src_dtype, dst_dtype, _tokens(positions, mrope=True))
     flat = _mrope_positions(positions, n_batch, n_tokens)
     plan_used = _resolve(plan, flat, 0, n_tokens)  # alive through the call
     handle = plan_used._ptr()

@@ -13,6 +13,7 @@ rope_out bit for bit. ggml plans: frequencies and attention factor against the g
 evaluation of the YaRN formula of that script's docstring, within the C test's bounds.
 """
 
+import functools
 import math
 from pathlib import Path
 
@@ -199,18 +200,20 @@ def test_rope_out_random_shapes(isa, case):
 def test_rope_out_in_place_and_broadcast_source(isa):
     """dst is src rotates in place; a broadcast source (batch stride 0) is read for every
     batch; dst None keeps src's 16-bit representation."""
+    # 4-D arrays name their axes (no default): [B, L, H, D] here
+    rope_out = functools.partial(posenc.rope_out, axes="BLHD")
     posenc.set_isa(isa)
     rng = np.random.default_rng(11)
     x = normal_f32(rng, (2, 9, 4, 32))
     pos = rng.integers(0, 4096, (2, 9))
     with posenc.RopePlan(32) as plan:
-        expected = posenc.rope_out(plan, x, positions=pos)
+        expected = rope_out(plan, x, positions=pos)
         y = x.copy()
-        assert posenc.rope_out(plan, y, dst=y, positions=pos) is y
+        assert rope_out(plan, y, dst=y, positions=pos) is y
         assert_bitwise(y, expected)
         one = normal_f32(rng, (9, 4, 32))
         shared = np.broadcast_to(one, (3, 9, 4, 32))
-        out = posenc.rope_out(plan, shared, start_pos=100)
+        out = rope_out(plan, shared, start_pos=100)
         single = one.copy()
         posenc.rope(plan, single, start_pos=100)
         for b in range(3):
@@ -301,17 +304,20 @@ def test_factors_match_rope_out(isa, pair, axes):
 
 
 def test_factors_in_place_and_reused_storage(isa):
+    # 4-D arrays name their axes (no default): [B, L, H, D] here
+    rope_out = functools.partial(posenc.rope_out, axes="BLHD")
+    rope_apply = functools.partial(posenc.rope_apply, axes="BLHD")
     posenc.set_isa(isa)
     rng = np.random.default_rng(4)
     x = normal_f32(rng, (2, 8, 3, 64))
     pos = rng.integers(0, 1000, (2, 8))
     with posenc.RopePlan(64) as plan:
-        want = posenc.rope_out(plan, x, positions=pos, layout="gptj")
+        want = rope_out(plan, x, positions=pos, layout="gptj")
         need = posenc.rope_factors(plan, positions=pos, layout="gptj").storage.nbytes
         storage = np.full(need // 4 + 5, np.nan, np.float32)
         factors = posenc.rope_factors(plan, positions=pos, layout="gptj", storage=storage)
         assert factors.storage is storage
-        assert posenc.rope_apply(factors, x, dst=x) is x
+        assert rope_apply(factors, x, dst=x) is x
         assert_bitwise(x, want)
         with pytest.raises(posenc.PosencError, match=INVALID):  # storage too small
             posenc.rope_factors(plan, positions=pos, layout="gptj",
@@ -319,23 +325,25 @@ def test_factors_in_place_and_reused_storage(isa):
 
 
 def test_factor_errors():
+    # 4-D arrays name their axes (no default): [B, L, H, D] here
+    rope_apply = functools.partial(posenc.rope_apply, axes="BLHD")
     x = np.zeros((2, 5, 1, 16), np.float32)
     with posenc.RopePlan(16) as plan:
         factors = posenc.rope_factors(plan, start_pos=0, n_rows=9)
         for kwargs in [dict(), dict(first_row=5, row_batch_stride=0), dict(first_row=9),
                        dict(row_batch_stride=5)]:  # rows 5..9 or 9.. past the 9 rows
             with pytest.raises(posenc.PosencError, match=INVALID):
-                posenc.rope_apply(factors, x, dst=np.ones_like(x), **kwargs)
+                rope_apply(factors, x, dst=np.ones_like(x), **kwargs)
         dst = np.ones_like(x)
         with pytest.raises(posenc.PosencError):
-            posenc.rope_apply(factors.rows(5), x, dst=dst, row_batch_stride=0)
+            rope_apply(factors.rows(5), x, dst=dst, row_batch_stride=0)
         np.testing.assert_array_equal(dst, 1)  # nothing written
-        posenc.rope_apply(factors, x, row_batch_stride=4)  # rows 0..8: fits
-        posenc.rope_apply(factors.rows(4), x, row_batch_stride=0)
+        rope_apply(factors, x, row_batch_stride=4)  # rows 0..8: fits
+        rope_apply(factors.rows(4), x, row_batch_stride=0)
         with pytest.raises(posenc.PosencError):  # head_dim 8 < rotary_dim 16
-            posenc.rope_apply(factors, np.zeros((1, 2, 1, 8), np.float32))
+            rope_apply(factors, np.zeros((1, 2, 1, 8), np.float32))
         with pytest.raises(TypeError, match="RopeFactors"):
-            posenc.rope_apply(plan, x)
+            rope_apply(plan, x)
         with pytest.raises(TypeError):
             posenc.RopeFactors()
         with pytest.raises(ValueError, match="n_rows"):
@@ -360,6 +368,9 @@ def expect_invalid(function, *args, **kwargs):
 
 
 def test_rope_out_errors():
+    # 4-D arrays name their axes (no default): [B, L, H, D] here
+    rope_out = functools.partial(posenc.rope_out, axes="BLHD")
+    mrope_out = functools.partial(posenc.mrope_out, axes="BLHD")
     x = np.zeros((2, 4, 2, 8), np.float32)
     with posenc.RopePlan(8) as plan:
         # unsupported type pairs: the C library refuses them, nothing written
@@ -367,94 +378,98 @@ def test_rope_out_errors():
         for src_kind, dst_kind in UNSUPPORTED:
             dst = np.full(x.shape, 1, {"f32": np.float32, "f16": np.float16,
                                        "bf16": np.uint16}[dst_kind])
-            expect_invalid(posenc.rope_out, plan, sources[src_kind], dst=dst, dst_dtype=dst_kind)
+            expect_invalid(rope_out, plan, sources[src_kind], dst=dst, dst_dtype=dst_kind)
             np.testing.assert_array_equal(dst, 1)
-            expect_invalid(posenc.rope_out, plan, sources[src_kind], dst_dtype=dst_kind)
+            expect_invalid(rope_out, plan, sources[src_kind], dst_dtype=dst_kind)
         # overlapping src and dst (other than dst is src)
         buf = np.zeros((2, 5, 2, 8), np.float32)
-        expect_invalid(posenc.rope_out, plan, buf[:, :4], dst=buf[:, 1:])
+        expect_invalid(rope_out, plan, buf[:, :4], dst=buf[:, 1:])
         square = np.zeros((2, 4, 4, 8), np.float32)  # the same data, other strides
-        expect_invalid(posenc.rope_out, plan, square, dst=square.transpose(0, 2, 1, 3))
+        expect_invalid(rope_out, plan, square, dst=square.transpose(0, 2, 1, 3))
         aliased = x.view(np.uint16)[..., :8]  # f32 -> bf16 into the source's own bytes
-        expect_invalid(posenc.rope_out, plan, x, dst=aliased, dst_dtype="bf16")
+        expect_invalid(rope_out, plan, x, dst=aliased, dst_dtype="bf16")
         # a destination whose head vectors overlap each other
         flat = np.zeros(64, np.float32)
         overlapping = np.lib.stride_tricks.as_strided(flat, (1, 4, 2, 8), (4, 8, 4, 4),
                                                       writeable=True)
-        expect_invalid(posenc.rope_out, plan, x[:1], dst=overlapping)
-        expect_invalid(posenc.rope_out, posenc.RopePlan(16), x)  # rotary_dim > head_dim
+        expect_invalid(rope_out, plan, x[:1], dst=overlapping)
+        expect_invalid(rope_out, posenc.RopePlan(16), x)  # rotary_dim > head_dim
         # shapes, dtypes, strides
         with pytest.raises(ValueError, match="shape of src"):
-            posenc.rope_out(plan, x, dst=np.zeros((2, 4, 2, 10), np.float32))
+            rope_out(plan, x, dst=np.zeros((2, 4, 2, 10), np.float32))
         with pytest.raises(ValueError, match=r"shape \(2, 4\) or \(4,\)"):
-            posenc.rope_out(plan, x, positions=np.zeros((4, 2), np.int32))
+            rope_out(plan, x, positions=np.zeros((4, 2), np.int32))
         with pytest.raises(ValueError, match="not both"):
-            posenc.rope_out(plan, x, positions=np.zeros(4, np.int32), start_pos=1)
+            rope_out(plan, x, positions=np.zeros(4, np.int32), start_pos=1)
         with pytest.raises(ValueError, match="axes"):
-            posenc.rope_out(plan, x, axes="BLDH")
+            rope_out(plan, x, axes="BLDH")
         with pytest.raises(ValueError, match="axes"):
-            posenc.rope_out(plan, x, axes="LHD")
+            rope_out(plan, x, axes="LHD")
         with pytest.raises(ValueError, match="4-D"):
-            posenc.rope_out(plan, x[0, 0])
+            rope_out(plan, x[0, 0])
         with pytest.raises(TypeError, match="dtype"):
-            posenc.rope_out(plan, x.astype(np.float64))
+            rope_out(plan, x.astype(np.float64))
         with pytest.raises(TypeError, match="dtype"):
-            posenc.rope_out(plan, x.astype(">f4"))
+            rope_out(plan, x.astype(">f4"))
         with pytest.raises(TypeError, match="bfloat16"):
-            posenc.rope_out(plan, x, dst_dtype="uint16")
+            rope_out(plan, x, dst_dtype="uint16")
         with pytest.raises(TypeError, match="does not hold"):
-            posenc.rope_out(plan, x, src_dtype="f16")
+            rope_out(plan, x, src_dtype="f16")
         with pytest.raises(TypeError, match="does not hold"):
-            posenc.rope_out(plan, x, dst=np.zeros(x.shape, np.float16), dst_dtype="bf16")
+            rope_out(plan, x, dst=np.zeros(x.shape, np.float16), dst_dtype="bf16")
         with pytest.raises(TypeError, match="ndarray"):
-            posenc.rope_out(plan, x.tolist())
+            rope_out(plan, x.tolist())
         with pytest.raises(TypeError, match="RopePlan"):
-            posenc.rope_out(posenc.SinusoidPlan(8), x)
+            rope_out(posenc.SinusoidPlan(8), x)
         read_only = np.zeros_like(x)
         read_only.flags.writeable = False
         with pytest.raises(ValueError, match="read-only"):
-            posenc.rope_out(plan, x, dst=read_only)
+            rope_out(plan, x, dst=read_only)
         with pytest.raises(ValueError, match="contiguous"):
-            posenc.rope_out(plan, np.zeros((2, 4, 2, 16), np.float32)[..., ::2])
+            rope_out(plan, np.zeros((2, 4, 2, 16), np.float32)[..., ::2])
         with pytest.raises(ValueError, match="stride"):
-            posenc.rope_out(plan, x[:, ::-1])
+            rope_out(plan, x[:, ::-1])
         raw = np.zeros(400, np.uint8)
         odd = np.lib.stride_tricks.as_strided(raw.view(np.float32)[:1], shape=(1, 3, 1, 8),
                                               strides=(0, 34, 34, 4))
         with pytest.raises(ValueError, match="whole number"):
-            posenc.rope_out(plan, odd)
+            rope_out(plan, odd)
         odd16 = np.lib.stride_tricks.as_strided(raw.view(np.uint16)[:1], shape=(1, 3, 1, 8),
                                                 strides=(0, 17, 17, 2))
         with pytest.raises(ValueError, match="whole number"):
-            posenc.rope_out(plan, odd16)
+            rope_out(plan, odd16)
         unaligned = np.frombuffer(bytearray(4 * 64 + 1), np.float32, 64,
                                   offset=1).reshape(2, 4, 1, 8)
         with pytest.raises(ValueError, match="aligned"):
-            posenc.rope_out(plan, unaligned)
+            rope_out(plan, unaligned)
         broadcast_dst = np.lib.stride_tricks.as_strided(np.zeros((4, 2, 8), np.float32),
                                                         (2, 4, 2, 8), (0, 64, 32, 4),
                                                         writeable=True)
         with pytest.raises(ValueError, match="stride"):
-            posenc.rope_out(plan, x, dst=broadcast_dst)
+            rope_out(plan, x, dst=broadcast_dst)
         with pytest.raises(ValueError, match="layout"):
-            posenc.rope_out(plan, x, layout="llama")
+            rope_out(plan, x, layout="llama")
         # M-RoPE
         with pytest.raises(ValueError, match=r"\(3, 2, 4\) or \(3, 4\)"):
-            posenc.mrope_out(plan, [2, 1, 1], x, positions=np.zeros((3, 8), np.int32))
+            mrope_out(plan, [2, 1, 1], x, positions=np.zeros((3, 8), np.int32))
         with pytest.raises(ValueError):
-            posenc.mrope_out(plan, [2, 1, 1], x)  # positions required
-        expect_invalid(posenc.mrope_out, plan, [2, 1, 2], x, positions=np.zeros((3, 4), int))
+            mrope_out(plan, [2, 1, 1], x)  # positions required
+        expect_invalid(mrope_out, plan, [2, 1, 2], x, positions=np.zeros((3, 4), int))
     np.testing.assert_array_equal(x, 0)
 
 
 def test_empty_shapes():
+    # 4-D arrays name their axes (no default): [B, L, H, D] here
+    rope_out = functools.partial(posenc.rope_out, axes="BLHD")
+    rope_apply = functools.partial(posenc.rope_apply, axes="BLHD")
+    mrope_out = functools.partial(posenc.mrope_out, axes="BLHD")
     with posenc.RopePlan(8) as plan:
         for shape in [(0, 4, 2, 8), (2, 0, 2, 8), (2, 4, 0, 8)]:
             x = np.zeros(shape, np.float32)
-            assert posenc.rope_out(plan, x, dst_dtype="bf16").shape == shape
+            assert rope_out(plan, x, dst_dtype="bf16").shape == shape
             factors = posenc.rope_factors(plan, positions=np.zeros(shape[:2], np.int32))
-            assert posenc.rope_apply(factors, x).shape == shape
-            posenc.mrope_out(plan, [2, 1, 1], x, positions=np.zeros((3,) + shape[:2], int))
+            assert rope_apply(factors, x).shape == shape
+            mrope_out(plan, [2, 1, 1], x, positions=np.zeros((3,) + shape[:2], int))
 
 
 # --- ggml plans ------------------------------------------------------------------------------
@@ -598,3 +613,61 @@ def test_ggml_plan_rotates_as_golden(isa):
         ours = posenc.rope_out(plan, x, positions=pos, layout=c["layout"])
         theirs = posenc.rope_out(golden, x, positions=pos, layout=c["layout"])
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-4)
+
+
+# --- 4-D arrays: no silent axis order (issue 26, case 5) -------------------------------------
+
+def test_4d_without_axes_is_refused_not_guessed():
+    """HF passes q and k as [B, H, L, D]; posenc used to read every 4-D array as [B, L, H, D]
+    when axes was left out, rotating heads by position. Now a 4-D array without axes is a
+    ValueError naming axes, unless the positions' shape leaves one order: nothing written."""
+    rng = np.random.default_rng(26)
+    plan = posenc.RopePlan(8)
+    hf = normal_f32(rng, (2, 4, 4, 8))  # [B, H, L, D] with H == L: positions cannot tell
+    before = hf.copy()
+    pos = np.array([[0, 1, 2, 3], [50, 51, 52, 53]])
+    with pytest.raises(ValueError, match=r"axes='BLHD'.*axes='BHLD'"):
+        posenc.rope_out(plan, hf, positions=pos)
+    with pytest.raises(ValueError, match="axes"):
+        posenc.rope(plan, hf, positions=pos)
+    with pytest.raises(ValueError, match="axes"):
+        posenc.rope_out(plan, hf, start_pos=7)  # no positions at all
+    with pytest.raises(ValueError, match="axes"):
+        posenc.rope(plan, hf)
+    with pytest.raises(ValueError, match="axes"):
+        posenc.rope_apply(posenc.rope_factors(plan, positions=pos), hf)
+    with pytest.raises(ValueError, match="axes"):
+        posenc.mrope_out(plan, [2, 1, 1], hf, positions=np.stack([pos] * 3))
+    with pytest.raises(ValueError, match="axes"):
+        posenc.mrope(plan, [2, 1, 1], hf, positions=np.stack([pos] * 3))
+    np.testing.assert_array_equal(hf, before)
+    # named, it is HF's layout
+    out = posenc.rope_out(plan, hf, positions=pos, axes="BHLD")
+    for b in range(2):
+        for h in range(4):
+            single = hf[b, h][:, None, :].copy()  # [L, 1, D]
+            posenc.rope(plan, single, positions=pos[b])
+            assert_bitwise(out[b, h], single[:, 0, :])
+
+
+@pytest.mark.parametrize("axes", ["BLHD", "BHLD"])
+def test_4d_axes_inferred_only_from_positions_that_fit_one_order(axes):
+    rng = np.random.default_rng(27)
+    B, L, H, D = 2, 5, 3, 16
+    shape = (B, L, H, D) if axes == "BLHD" else (B, H, L, D)
+    x = normal_f32(rng, shape)
+    pos = rng.integers(0, 10000, (B, L))
+    with posenc.RopePlan(16, 500000.0) as plan:
+        named = posenc.rope_out(plan, x, positions=pos, axes=axes)
+        assert_bitwise(posenc.rope_out(plan, x, positions=pos), named)
+        assert_bitwise(posenc.rope_out(plan, x, positions=pos[0]), posenc.rope_out(
+            plan, x, positions=pos[0], axes=axes))
+        y = x.copy()
+        posenc.rope(plan, y, positions=pos)
+        assert_bitwise(y, named)
+        pos3 = np.stack([pos, pos + 1, pos + 2])
+        assert_bitwise(posenc.mrope_out(plan, [4, 2, 2], x, positions=pos3),
+                       posenc.mrope_out(plan, [4, 2, 2], x, positions=pos3, axes=axes))
+        # positions of another batch count fit neither: refused, naming axes
+        with pytest.raises(ValueError, match="axes"):
+            posenc.rope_out(plan, x, positions=np.zeros((B + 1, L), np.int32))

@@ -83,8 +83,8 @@ def test_rope_out_given_dst_is_returned(dtype):
     plan = posenc.RopePlan(8)
     src = random_tensor((2, 3, 2, 8), dtype, 4)
     dst = torch.empty_like(src)
-    assert posenc.rope_out(plan, src, dst=dst) is dst
-    assert np.array_equal(bits(dst), bits(posenc.rope_out(plan, numpy_of(src),
+    assert posenc.rope_out(plan, src, dst=dst, axes="BLHD") is dst
+    assert np.array_equal(bits(dst), bits(posenc.rope_out(plan, numpy_of(src), axes="BLHD",
                                                           src_dtype=dtype)))
 
 
@@ -92,9 +92,9 @@ def test_rope_out_float32_into_16_bit():
     plan = posenc.RopePlan(8)
     src = random_tensor((1, 4, 2, 8), "float32", 5)
     for dtype in ("bfloat16", "float16"):
-        out = posenc.rope_out(plan, src, dst_dtype=dtype)
+        out = posenc.rope_out(plan, src, dst_dtype=dtype, axes="BLHD")
         assert out.dtype == TORCH[dtype]
-        ref = posenc.rope_out(plan, numpy_of(src), dst_dtype=dtype)
+        ref = posenc.rope_out(plan, numpy_of(src), dst_dtype=dtype, axes="BLHD")
         assert np.array_equal(bits(out), bits(ref))
 
 
@@ -299,3 +299,18 @@ def test_hf_f32_is_torch_inv_freq_bitwise():
         inv = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
         plan = posenc.RopePlan.hf_f32(dim, base)
         assert np.array_equal(plan.freqs, inv.numpy().astype(np.float64)), (dim, base)
+
+
+def test_hf_layout_tensor_needs_axes_or_fitting_positions():
+    """HF's q [B, H, L, D] (a transposed view): its position_ids [B, L] tell the token axis
+    when H != L; with H == L (or no positions) posenc refuses instead of reading [B, L, H, D]."""
+    plan = posenc.RopePlan(16)
+    positions = torch.arange(6).expand(2, 6) + torch.tensor([[0], [40]])
+    q = random_tensor((2, 6, 4, 16), "float32", 17).transpose(1, 2)  # [B, H=4, L=6, D]
+    named = posenc.rope_out(plan, q, positions=positions, axes="BHLD")
+    assert torch.equal(posenc.rope_out(plan, q, positions=positions), named)
+    square = random_tensor((2, 6, 6, 16), "float32", 18).transpose(1, 2)  # H == L
+    before = square.clone()
+    with pytest.raises(ValueError, match="axes"):
+        posenc.rope(plan, square, positions=positions)
+    assert torch.equal(square, before)
