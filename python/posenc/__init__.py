@@ -51,9 +51,9 @@ __all__ = [
 # torch CPU tensors wherever NumPy arrays are taken (python/posenc/_torch.py).
 for _name in ("rope", "mrope", "rope_rerotate", "rope_out", "mrope_out", "rope_factors",
               "mrope_factors", "rope_apply", "sinusoid_fill", "sinusoid_fill_timesteps",
-              "sinusoid_add", "alibi_add", "alibi_bias", "alibi_softmax", "softmax",
-              "learned_add"):
+              "sinusoid_add", "alibi_add", "alibi_bias", "alibi_softmax", "learned_add"):
     globals()[_name] = accepts_tensors(globals()[_name])
+softmax = accepts_tensors(softmax, widen=("mask",))
 apply = rope_apply
 for _cls, _names in ((RopePlan, ("from_freqs", "from_freqs_f32")),
                      (SinusoidPlan, ("from_freqs",))):

@@ -29,24 +29,51 @@ def _scores_view(name, array, code, source):
     return _lib.ScoresView(_address(array), code, strides[0], strides[1])
 
 
-def _softmax_mask(mask, n_heads, n_q, n_k):
-    """(array kept alive, posenc_dtype, row stride, head stride) of a mask broadcast to
-    [n_q, n_k] (shared by the heads) or, given 3-D, [H, n_q, n_k]. float32 and float16 are
-    used as they are (copied only where their strides do not fit the C layout: keys
-    contiguous, rows at least n_k apart); a boolean mask is True = attend (0.0, else -inf),
-    as PyTorch's scaled_dot_product_attention reads it; other real types become float32."""
+def _mask_values(mask, x_ndim):
+    """The additive float32 or float16 array of a mask, by its type: floating masks are
+    added as they are (float32 and float16 without a copy; float64 and an extension's
+    bfloat16 as float32); a bool mask is True = attend, as PyTorch's
+    scaled_dot_product_attention reads it, and an integer mask is HF's attention_mask, 1 =
+    attend, 0 = masked (any other value is refused): both become 0.0 where attended, -inf
+    elsewhere. uint16 (bfloat16 bits, or 0/1?) is refused. An integer mask of 2 axes with
+    4-D scores is refused too: HF's attention_mask is [batch, keys], which would broadcast
+    as [queries, keys]."""
     array = np.asarray(mask)
-    if array.dtype == np.bool_:
-        array = np.where(array, np.float32(0.0), np.float32(-np.inf))
-    elif array.dtype == np.uint16:
-        raise TypeError("mask must be float32 or float16 (or bool, or another real type, "
-                        "converted to float32), not uint16")
-    elif array.dtype not in (np.float32, np.float16):
-        if array.dtype.kind not in "iuf" and not _is_bfloat16(array.dtype):
-            raise TypeError(f"mask must be real numbers or bool, not {array.dtype}")
+    kind = array.dtype.kind
+    if array.dtype == np.uint16:
+        raise TypeError("mask: uint16 could be bfloat16 bits or a 0/1 attention mask; pass a "
+                        "floating mask (float32, float16; added to the scores), a bool mask "
+                        "(True = attend) or an int32 / int64 HF attention_mask (1 = attend)")
+    if array.dtype == np.bool_ or kind in "iu":
+        if kind in "iu":
+            if array.size and not np.all((array == 0) | (array == 1)):
+                bad = array[(array != 0) & (array != 1)].flat[0]
+                raise ValueError(
+                    f"mask: an integer mask is HF's attention_mask (1 = attend, 0 = masked), "
+                    f"and this one holds {bad}; pass an additive mask as floating point "
+                    "(0 to attend, -inf to hide), or a bool mask (True = attend)")
+            if array.ndim == 2 and x_ndim == 4:
+                raise ValueError(
+                    f"mask: an integer mask of shape {array.shape} with 4-D scores [B, H, "
+                    "n_q, n_k] is ambiguous: HF's attention_mask is [batch, keys]; pass it as "
+                    "mask[:, None, None, :] ([B, 1, 1, n_k]), or a [queries, keys] mask as "
+                    "mask[None, None]")
+        return np.where(array != 0, np.float32(0.0), np.float32(-np.inf))
+    if array.dtype not in (np.float32, np.float16):
+        if kind != "f" and not _is_bfloat16(array.dtype):
+            raise TypeError(f"mask must be floating (added), bool or an integer 0/1 HF "
+                            f"attention_mask, not {array.dtype}")
         array = array.astype(np.float32)
     if not array.dtype.isnative:
         array = array.astype(array.dtype.newbyteorder("="))
+    return array
+
+
+def _softmax_mask(array, n_heads, n_q, n_k):
+    """(array kept alive, posenc_dtype, row stride, head stride) of a float32 / float16 mask
+    (_mask_values) broadcast to [n_q, n_k] (shared by the heads) or, given 3-D,
+    [H, n_q, n_k]; copied only where its strides do not fit the C layout (keys contiguous,
+    rows at least n_k apart)."""
     if array.ndim > 3:
         raise ValueError(f"mask must be [n_q, n_k] or [H, n_q, n_k] (or broadcast to it), got "
                          f"shape {array.shape}")
@@ -72,6 +99,22 @@ def _softmax_mask(mask, n_heads, n_q, n_k):
     return view, code, row, head
 
 
+def _batch_masks(mask, shape):
+    """The per-batch masks (each 2-D or 3-D, for _softmax_mask) of a mask for 4-D scores
+    `shape` [B, H, n_q, n_k]: the mask broadcasts to it (HF's [B, 1, n_q, n_k] included)."""
+    n_batch = shape[0]
+    if mask.ndim > 4:
+        raise ValueError(f"mask must broadcast to the scores {shape}, got shape {mask.shape}")
+    m4 = mask.reshape((1,) * (4 - mask.ndim) + mask.shape)
+    if any(m not in (1, n) for m, n in zip(m4.shape, shape)):
+        raise ValueError(f"mask of shape {mask.shape} does not broadcast to the scores {shape}")
+    per = []
+    for b in range(n_batch):
+        mb = m4[b if m4.shape[0] > 1 else 0]
+        per.append(mb[0] if mb.shape[0] == 1 else mb)
+    return per
+
+
 def softmax(x, *, out=None, scale=1.0, mask=None, slopes=None, sinks=None, kpos=None,
             qpos=None, q_offset=0, causal=False, window=None, softcap=None, alibi="signed",
             x_dtype=None, out_dtype=None):
@@ -86,15 +129,21 @@ def softmax(x, *, out=None, scale=1.0, mask=None, slopes=None, sinks=None, kpos=
     header orders it; y is within 2^-18 y* + 2^-24 of the exact softmax (a 16-bit y: plus its
     rounding).
 
-    x: scores [H, n_q, n_k], or [n_q, n_k] for one head; float32, float16, bfloat16 (an
+    x: scores [H, n_q, n_k], [n_q, n_k] for one head, or [B, H, n_q, n_k] (HF's attention
+    scores; one C call per batch element, slopes, sinks and positions shared by the batch);
+    float32, float16, bfloat16 (an
     ml_dtypes-style array, or uint16 bits: bfloat16 unless x_dtype="float16"). Strides are
     the array's (whole elements, keys contiguous; heads may repeat with stride 0). out: None
     for a new array of x's shape and type (or out_dtype: "float32", "bf16", "f16", ...;
     bfloat16 as uint16 bits), x itself for in place, or a writeable array of x's shape (a
     uint16 out holds x's 16-bit type unless out_dtype says) not overlapping x.
-    mask: None, [n_q, n_k] shared by the heads or [H, n_q, n_k] (anything that broadcasts to
-    them), float32 or float16 (used without a copy when its layout allows), bool (True =
-    attend: 0, else -inf) or another real type (as float32). slopes: H ALiBi slopes, or None;
+    mask: None, or anything that broadcasts to x ([n_q, n_k] shared by the heads, [H, n_q,
+    n_k], HF's [B, 1, n_q, n_k] with 4-D x). Its type says what it means: floating (float32,
+    float16: used without a copy when its layout allows; float64, bfloat16: as float32) is
+    added to the scores; bool is True = attend (PyTorch SDPA's attn_mask: 0, else -inf);
+    integer is HF's attention_mask, 1 = attend, 0 = masked (values other than 0 and 1 are a
+    ValueError; a 2-D integer mask with 4-D x is refused as ambiguous, [B, n_k] or
+    [n_q, n_k]: pass mask[:, None, None, :]); uint16 is refused. slopes: H ALiBi slopes, or None;
     alibi: "signed" (slope * (kpos - qpos), llama.cpp's and BLOOM's), "symmetric"
     (-(slope * |kpos - qpos|), posenc_alibi_add_f32's) or "mask_slope" (ggml's: the mask term
     is slope * mask, no position term; needs mask and slopes). sinks: H logits added to each
@@ -107,9 +156,9 @@ def softmax(x, *, out=None, scale=1.0, mask=None, slopes=None, sinks=None, kpos=
     """
     declared = None if x_dtype is None else _storage_type("x_dtype", x_dtype)
     x_code = _array_type("x", x, declared)
-    if x.ndim not in (2, 3):
-        raise ValueError(f"x must be 3-D [heads, queries, keys] or 2-D [queries, keys], got "
-                         f"shape {x.shape}")
+    if x.ndim not in (2, 3, 4):
+        raise ValueError(f"x must be 3-D [heads, queries, keys], 2-D [queries, keys] or 4-D "
+                         f"[batch, heads, queries, keys], got shape {x.shape}")
     wanted = None if out_dtype is None else _storage_type("out_dtype", out_dtype)
     if out is None:
         out_code = x_code if wanted is None else wanted
@@ -120,9 +169,11 @@ def softmax(x, *, out=None, scale=1.0, mask=None, slopes=None, sinks=None, kpos=
             raise ValueError(f"out {out.shape} must have the shape of x {x.shape}")
         if not out.flags.writeable:
             raise ValueError("out is read-only; posenc writes the probabilities into it")
-    n_heads, (n_q, n_k) = (x.shape[0] if x.ndim == 3 else 1), x.shape[-2:]
-    x_view = _scores_view("x", x, x_code, source=True)
-    y_view = _scores_view("out", out, out_code, source=False)
+        if x.ndim == 4 and not _same_view(x, out) and np.may_share_memory(x, out):
+            raise ValueError("out overlaps x (other than out being x itself): pass a separate "
+                             "array, or out=x for in place")
+    n_heads = x.shape[-3] if x.ndim >= 3 else 1
+    n_q, n_k = x.shape[-2:]
 
     if not isinstance(alibi, str) or alibi not in _ALIBI_FORMS:
         raise ValueError(f"alibi must be one of {', '.join(map(repr, _ALIBI_FORMS))}, not "
@@ -138,11 +189,6 @@ def softmax(x, *, out=None, scale=1.0, mask=None, slopes=None, sinks=None, kpos=
         params.softcap = _float("softcap", softcap)
     params.flags = flags
     keep = []  # arrays the C call reads, alive until it returns
-    if mask is not None:
-        m, params.mask_dtype, params.mask_row_stride, params.mask_head_stride = _softmax_mask(
-            mask, n_heads, n_q, n_k)
-        keep.append(m)
-        params.mask = _address(m)
     if slopes is not None:
         keep.append(_real_vector("slopes", slopes, np.float32, n_heads))
         params.slopes = _address(keep[-1])
@@ -159,7 +205,30 @@ def softmax(x, *, out=None, scale=1.0, mask=None, slopes=None, sinks=None, kpos=
         keep.append(_named_positions("qpos", qpos, n_q))
         params.qpos = _address(keep[-1])
     params.q_offset = q_offset
-    _check(lib.posenc_softmax(ctypes.byref(params), n_heads, n_q, n_k, ctypes.byref(x_view),
-                              ctypes.byref(y_view)),
-           "posenc_softmax")
+
+    values = None if mask is None else _mask_values(mask, x.ndim)
+    if x.ndim < 4:
+        calls = [(x, out, values)]
+    else:  # one C call per batch element, each checked before any is made
+        masks = [None] * x.shape[0] if values is None else _batch_masks(values, x.shape)
+        calls = list(zip(x, out, masks))
+    prepared = []
+    for xb, yb, mb in calls:
+        x_view = _scores_view("x", xb, x_code, source=True)
+        y_view = _scores_view("out", yb, out_code, source=False)
+        fields = (None, 0, 0, 0) if mb is None else _softmax_mask(mb, n_heads, n_q, n_k)
+        prepared.append((x_view, y_view, fields))
+    for x_view, y_view, (m, mask_dtype, row_stride, head_stride) in prepared:
+        params.mask = None if m is None else _address(m)
+        params.mask_dtype, params.mask_row_stride, params.mask_head_stride = (
+            mask_dtype, row_stride, head_stride)
+        _check(lib.posenc_softmax(ctypes.byref(params), n_heads, n_q, n_k, ctypes.byref(x_view),
+                                  ctypes.byref(y_view)),
+               "posenc_softmax")
     return out
+
+
+def _same_view(a, b):
+    """Whether two arrays are the same view of the same memory (in place)."""
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+            and a.strides == b.strides and a.dtype.itemsize == b.dtype.itemsize)

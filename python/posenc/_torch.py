@@ -52,9 +52,11 @@ def as_tensor(array):
     return torch.from_numpy(array)
 
 
-def accepts_tensors(function):
+def accepts_tensors(function, widen=()):
     """Wraps a posenc function so that it takes torch CPU tensors wherever it takes NumPy
-    arrays, and returns tensors when it was given any (see the module's docstring)."""
+    arrays, and returns tensors when it was given any (see the module's docstring). widen:
+    names of arguments read as float32 values, whose bfloat16 tensors are widened to float32
+    (a copy, exact) rather than viewed as uint16 bits (softmax's mask)."""
     names = list(inspect.signature(function).parameters)  # for messages: argument names
 
     @functools.wraps(function)
@@ -68,6 +70,8 @@ def accepts_tensors(function):
         def view(name, value):
             if not isinstance(value, tensor):
                 return value
+            if name in widen and str(value.dtype) == "torch.bfloat16":
+                return as_array(name, value.detach().float())
             array = as_array(name, value)
             given[id(array)] = (array, value)
             return array

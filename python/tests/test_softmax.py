@@ -382,3 +382,75 @@ def test_c_status_errors_write_nothing(isa, rng):
     with pytest.raises(posenc.PosencError, match=INVALID):
         posenc.softmax(x, out=out, mask=out[0])
     np.testing.assert_array_equal(out, 5.0)
+
+
+# --- what a mask means, by its type; HF's 4-D scores (issue 26, case 2) ---------------------
+
+def test_integer_mask_is_hf_attention_mask():
+    """HF's attention_mask is 1 = attend, 0 = masked (integers). It used to be added to the
+    scores as numbers: [1, 1, 1, 0] gave 0.30 / 0.30 / 0.30 / 0.11. Now it hides the 0 keys:
+    1/3 each and an exact 0, as a bool mask does."""
+    x = np.zeros((1, 1, 4), np.float32)
+    for dtype in (np.int64, np.int32, np.uint8, np.int8):
+        y = posenc.softmax(x, mask=np.array([1, 1, 1, 0], dtype))
+        np.testing.assert_allclose(y[0, 0, :3], 1 / 3, rtol=REL, atol=ABS)
+        assert y[0, 0, 3] == 0.0
+        np.testing.assert_array_equal(y, posenc.softmax(x, mask=np.array([True] * 3 + [False])))
+    rng = np.random.default_rng(5)
+    x = scores(rng, (2, 3, 9))
+    keep = rng.random((3, 9)) < 0.6
+    want, hidden = reference(x, mask=np.where(keep, 0.0, -np.inf).astype(np.float32))
+    assert_softmax(posenc.softmax(x, mask=keep.astype(np.int64)), "f32", want, hidden)
+
+
+def test_integer_mask_other_values_and_ambiguous_shapes_refused():
+    x = np.zeros((1, 2, 4), np.float32)
+    with pytest.raises(ValueError, match=r"attention_mask.*holds -10000.*floating point"):
+        posenc.softmax(x, mask=np.array([0, 0, -10000, 0]))
+    with pytest.raises(TypeError, match="uint16"):
+        posenc.softmax(x, mask=np.ones(4, np.uint16))
+    # floating masks are added, whatever their values
+    y = posenc.softmax(x, mask=np.array([1.0, 1.0, 1.0, 0.0]))
+    e = np.exp([1.0, 1.0, 1.0, 0.0])
+    np.testing.assert_allclose(y[0, 0], e / e.sum(), rtol=1e-6)
+    # HF's [batch, keys] padding mask next to 4-D scores: refused, with the way to pass it
+    x4 = np.zeros((2, 1, 2, 4), np.float32)
+    with pytest.raises(ValueError, match=r"mask\[:, None, None, :\]"):
+        posenc.softmax(x4, mask=np.array([[1, 1, 1, 0], [1, 1, 0, 0]]))
+
+
+def test_hf_4d_scores_and_masks(rng):
+    """HF's eager attention: scores [B, H, q, k], masks [B, 1, q, k] (additive float, bool
+    or HF's 0/1 integers); each batch element as the 3-D call with its own mask."""
+    B, H, n_q, n_k = 3, 2, 4, 6
+    x = scores(rng, (B, H, n_q, n_k))
+    pad = np.ones((B, n_k), np.int64)
+    pad[1, :2] = 0  # left padding of batch element 1
+    pad[2, 4:] = 0
+    causal = np.tril(np.ones((n_q, n_k), bool), k=n_k - n_q)
+    keep = (pad[:, None, None, :] == 1) & causal  # [B, 1, q, k]
+    additive = np.where(keep, 0.0, np.finfo(np.float32).min).astype(np.float32)
+    for mask in (keep, keep.astype(np.int64), additive, pad[:, None, None, :]):
+        y = posenc.softmax(x, mask=mask, scale=0.5)
+        assert y.shape == x.shape
+        m = np.asarray(mask)
+        for b in range(B):
+            mb = m[b, 0] if m.shape[2] == n_q else np.broadcast_to(m[b, 0], (n_q, n_k))
+            values = (mb if mb.dtype == np.float32 else
+                      np.where(mb.astype(bool), 0.0, -np.inf).astype(np.float32))
+            want, hidden = reference(x[b], scale=0.5, mask=values)
+            assert_softmax(y[b], "f32", want, hidden)
+    # in place, a [B, H, q, k] mask, and a shared [q, k] one
+    per_head = np.where(rng.random((B, H, n_q, n_k)) < 0.3, -np.inf, 0.0).astype(np.float32)
+    z = x.copy()
+    assert posenc.softmax(z, out=z, mask=per_head) is z
+    for b in range(B):
+        want, hidden = reference(x[b], mask=per_head[b])
+        assert_softmax(z[b], "f32", want, hidden)
+    shared = posenc.softmax(x, mask=causal)
+    for b in range(B):
+        np.testing.assert_array_equal(shared[b], posenc.softmax(x[b], mask=causal))
+    with pytest.raises(ValueError, match="broadcast"):
+        posenc.softmax(x, mask=np.zeros((2, 1, n_q, n_k), np.float32))
+    with pytest.raises(ValueError, match="overlaps"):
+        posenc.softmax(x, out=x[::-1])

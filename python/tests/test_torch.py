@@ -314,3 +314,21 @@ def test_hf_layout_tensor_needs_axes_or_fitting_positions():
     with pytest.raises(ValueError, match="axes"):
         posenc.rope(plan, square, positions=positions)
     assert torch.equal(square, before)
+
+
+def test_softmax_hf_masks_as_tensors():
+    """HF's integer attention_mask tensor (1 = attend) hides keys; a bfloat16 additive mask
+    is added (widened to float32), not read as uint16 bits."""
+    x = torch.zeros((1, 1, 4))
+    y = posenc.softmax(x, mask=torch.tensor([1, 1, 1, 0]))
+    assert torch.allclose(y[0, 0, :3], torch.full((3,), 1 / 3)) and y[0, 0, 3] == 0
+    bf16 = torch.tensor([0.0, -1.0, 0.0, float("-inf")], dtype=torch.bfloat16)
+    got = posenc.softmax(x, mask=bf16)
+    assert torch.equal(got, posenc.softmax(x, mask=bf16.float()))
+    B, H, n_q, n_k = 2, 3, 2, 5
+    scores = random_tensor((B, H, n_q, n_k), "float32", 19)
+    attention_mask = torch.tensor([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1]])
+    probs = posenc.softmax(scores, mask=attention_mask[:, None, None, :])
+    ref = torch.softmax(scores.masked_fill(attention_mask[:, None, None, :] == 0,
+                                           float("-inf")), dim=-1)
+    assert torch.allclose(probs, ref, rtol=1e-5, atol=1e-7)
