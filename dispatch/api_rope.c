@@ -140,73 +140,59 @@ posenc_status posenc_rope_plan_freqs(const posenc_rope_plan *plan, double *freqs
   return POSENC_OK;
 }
 
-/* A checked view: its span in elements, and the extent of one token's heads. */
-typedef struct view_span {
-  size_t extent;   /* elements from data to one past its last element */
-  size_t row_span; /* elements from a token's first head start to its last head end */
-} view_span;
-
-/* 1 if the view is valid (element-aligned, no overflow, head vectors pairwise disjoint). */
-static int check_view(const posenc_rope_tensor *v, size_t n_tokens, size_t dim, size_t elem,
-                      view_span *out) {
-  if (!posenc_elem_aligned(v->data, elem) ||
-      !posenc_grid_extent_elems(elem, n_tokens, v->token_stride, v->n_heads, v->head_stride, dim,
-                                &out->extent))
-    return 0;
-  out->row_span = (v->n_heads - 1) * v->head_stride + dim; /* <= extent: no overflow */
-  return 1;
-}
-
-/* 1 if no element of k is an element of q. Exact for disjoint spans and for views that
- * share one token stride with each token's q and k heads in separate parts of the row
- * (packed QKV); other interleavings are rejected. */
-static int views_disjoint(const posenc_rope_tensor *q, const view_span *qs,
-                          const posenc_rope_tensor *k, const view_span *ks, size_t n_tokens,
-                          size_t elem) {
+/* 1 if no element of k is an element of q, given each view's extent in bytes from its data.
+ * Exact for disjoint spans and for views that share one token stride with each token's q
+ * and k heads in separate parts of the row (packed QKV); other interleavings are rejected. */
+static int views_disjoint(const posenc_rope_tensor *q, size_t q_bytes, const posenc_rope_tensor *k,
+                          size_t k_bytes, size_t n_tokens, size_t head_dim, size_t elem) {
   const uintptr_t qa = (uintptr_t)q->data, ka = (uintptr_t)k->data;
-  if (ka >= qa + qs->extent * elem || qa >= ka + ks->extent * elem) return 1;
+  if (ka >= qa + q_bytes || qa >= ka + k_bytes) return 1;
   const size_t stride = q->token_stride;
-  if (n_tokens < 2 || k->token_stride != stride || qs->row_span > stride || ks->row_span > stride)
-    return 0;
+  /* The extent of one token's heads (no overflow: within the view's extent). */
+  const size_t q_row = (q->n_heads - 1) * q->head_stride + head_dim;
+  const size_t k_row = (k->n_heads - 1) * k->head_stride + head_dim;
+  if (n_tokens < 2 || k->token_stride != stride || q_row > stride || k_row > stride) return 0;
   const size_t delta = (ka > qa ? ka - qa : qa - ka) / elem;
   /* Offset of the later view's row inside the earlier one's period. */
-  const size_t first_span = ka > qa ? qs->row_span : ks->row_span;
-  const size_t second_span = ka > qa ? ks->row_span : qs->row_span;
+  const size_t first_span = ka > qa ? q_row : k_row;
+  const size_t second_span = ka > qa ? k_row : q_row;
   const size_t off = delta % stride;
   return off >= first_span && off + second_span <= stride;
 }
 
+static const posenc_dtype elem_dtype[] = {[POSENC_ELEM_F32] = POSENC_DTYPE_F32,
+                                          [POSENC_ELEM_BF16] = POSENC_DTYPE_BF16,
+                                          [POSENC_ELEM_F16] = POSENC_DTYPE_F16};
+
 /* The view checks of posenc_rope_f32 for q and k (k may be NULL), for elements of any
- * storage type, then one call of the active ISA's kernel for that type with `args` (whose
- * other fields the caller has checked and set). */
+ * storage type: each an in-place pair of views of one batch (posenc_rope_check_views),
+ * then q and k disjoint; then one call of the active ISA's kernel for that type with `args`
+ * (whose other fields the caller has checked and set). */
 static posenc_status rope_run(rope_args *args, size_t head_dim, const posenc_rope_tensor *q,
                               const posenc_rope_tensor *k, posenc_elem elem) {
-  const size_t n_tokens = args->n_tokens, size = posenc_elem_size(elem);
-  const posenc_rope_tensor *views[2] = {q, k};
-  view_span spans[2];
+  const posenc_rope_tensor *tensors[2] = {q, k};
+  size_t bytes[2];
   int used[2] = {0, 0};
+  rope_view views[2];
   for (int i = 0; i < 2; ++i) {
-    if (!views[i] || n_tokens == 0 || views[i]->n_heads == 0) continue;
-    if (!check_view(views[i], n_tokens, head_dim, size, &spans[i]))
-      return POSENC_ERR_INVALID_ARGUMENT;
-    used[i] = 1;
+    if (!tensors[i]) continue;
+    const posenc_rope_view v = {.data = tensors[i]->data,
+                                .dtype = elem_dtype[elem],
+                                .n_heads = tensors[i]->n_heads,
+                                .token_stride = tensors[i]->token_stride,
+                                .head_stride = tensors[i]->head_stride};
+    posenc_elem x, y;
+    size_t dst_bytes;
+    const posenc_status st = posenc_rope_check_views(head_dim, 1, args->n_tokens, &v, &v, &x, &y,
+                                                     &views[i], &used[i], &bytes[i], &dst_bytes);
+    if (st != POSENC_OK) return st;
   }
-  if (used[0] && used[1] && !views_disjoint(q, &spans[0], k, &spans[1], n_tokens, size))
+  if (used[0] && used[1] &&
+      !views_disjoint(q, bytes[0], k, bytes[1], args->n_tokens, head_dim, posenc_elem_size(elem)))
     return POSENC_ERR_INVALID_ARGUMENT;
-  for (int i = 0; i < 2; ++i) {
-    if (!used[i]) continue;
-    args->views[args->n_views++] = (rope_view){.src = views[i]->data,
-                                               .dst = views[i]->data,
-                                               .n_heads = views[i]->n_heads,
-                                               .head_dim = head_dim,
-                                               .src_token_stride = views[i]->token_stride,
-                                               .src_head_stride = views[i]->head_stride,
-                                               .dst_token_stride = views[i]->token_stride,
-                                               .dst_head_stride = views[i]->head_stride};
-  }
+  for (int i = 0; i < 2; ++i)
+    if (used[i]) args->views[args->n_views++] = views[i];
   if (args->n_views == 0) return POSENC_OK;
-  args->n_pairs = args->plan->n_pairs;
-  args->n_batch = 1;
   const posenc_kernel_table *t = posenc_active_table();
   POSENC_BY_ELEM(elem, t->rope_f32, t->rope_bf16, t->rope_f16)(args);
   return POSENC_OK;
@@ -219,13 +205,7 @@ static posenc_status rope_plain(const posenc_rope_plan *plan, size_t head_dim, s
   if (!plan || !q || (flags & ~POSENC_ROPE_FLAGS) || head_dim < plan->rotary_dim)
     return POSENC_ERR_INVALID_ARGUMENT;
   if (!posenc_positions_valid(positions, start_pos, n_tokens)) return POSENC_ERR_INVALID_ARGUMENT;
-  rope_args args = {.plan = plan,
-                    .n_tokens = n_tokens,
-                    .positions = positions,
-                    .start_pos = start_pos,
-                    .flags = flags,
-                    .att = plan->attention_factor,
-                    .kind = ROPE_PLAIN};
+  rope_args args = posenc_rope_args(plan, n_tokens, positions, start_pos, flags);
   return rope_run(&args, head_dim, q, k, elem);
 }
 
@@ -260,17 +240,13 @@ static posenc_status rerotate(const posenc_rope_plan *from, const int32_t *from_
     return POSENC_ERR_INVALID_ARGUMENT;
   const int same_freqs =
       from == to || memcmp(from->freqs, to->freqs, from->n_pairs * sizeof *from->freqs) == 0;
-  rope_args args = {.plan = to,
-                    .n_tokens = n_tokens,
-                    .positions = to_positions,
-                    .start_pos = to_start,
-                    .flags = flags,
-                    .att = ratio,
-                    .kind = ROPE_REROTATE,
-                    .from_plan = from,
-                    .from_positions = from_positions,
-                    .from_start = from_start,
-                    .same_freqs = same_freqs};
+  rope_args args = posenc_rope_args(to, n_tokens, to_positions, to_start, flags);
+  args.att = ratio;
+  args.kind = ROPE_REROTATE;
+  args.from_plan = from;
+  args.from_positions = from_positions;
+  args.from_start = from_start;
+  args.same_freqs = same_freqs;
   return rope_run(&args, head_dim, keys, NULL, elem);
 }
 

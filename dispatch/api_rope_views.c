@@ -14,48 +14,21 @@ static rope_fn pair_kernel(const posenc_kernel_table *t, posenc_elem x, posenc_e
   return NULL;
 }
 
-/* The checks of a (src, dst) pair of views for n_batch x n_tokens tokens of head_dim
- * elements. On POSENC_OK: *kernel is the active ISA's kernel for the pair and args->views[0]
- * the view, or args->n_views = 0 when there is nothing to do. */
+/* The view checks (posenc_rope_check_views) and the kernel of the type pair. On POSENC_OK:
+ * *kernel is the active ISA's kernel for the pair and args->views[0] the view, or
+ * args->n_views = 0 when there is nothing to do. */
 static posenc_status check_views(size_t head_dim, size_t n_batch, size_t n_tokens,
                                  const posenc_rope_view *src, const posenc_rope_view *dst,
                                  rope_args *args, rope_fn *kernel, size_t *dst_bytes) {
   posenc_elem x, y;
-  if (!src || !dst || !posenc_dtype_elem(src->dtype, &x) || !posenc_dtype_elem(dst->dtype, &y) ||
-      src->n_heads != dst->n_heads)
-    return POSENC_ERR_INVALID_ARGUMENT;
+  int used;
+  size_t src_bytes;
+  const posenc_status st = posenc_rope_check_views(head_dim, n_batch, n_tokens, src, dst, &x, &y,
+                                                   &args->views[0], &used, &src_bytes, dst_bytes);
+  if (st != POSENC_OK) return st;
   *kernel = pair_kernel(posenc_active_table(), x, y);
   if (!*kernel) return POSENC_ERR_INVALID_ARGUMENT;
-  args->n_views = 0;
-  if (n_batch == 0 || n_tokens == 0 || src->n_heads == 0) return POSENC_OK;
-  const size_t xs = posenc_elem_size(x), ys = posenc_elem_size(y);
-  const size_t count[3] = {n_batch, n_tokens, src->n_heads};
-  const size_t src_stride[3] = {src->batch_stride, src->token_stride, src->head_stride};
-  const size_t dst_stride[3] = {dst->batch_stride, dst->token_stride, dst->head_stride};
-  size_t src_extent, dst_extent;
-  if (!posenc_elem_aligned(src->data, xs) || !posenc_elem_aligned(dst->data, ys) ||
-      !posenc_grid3_extent_elems(xs, count, src_stride, head_dim, 0, &src_extent) ||
-      !posenc_grid3_extent_elems(ys, count, dst_stride, head_dim, 1, &dst_extent))
-    return POSENC_ERR_INVALID_ARGUMENT;
-  if (src->data == dst->data) { /* in place: the same view */
-    if (x != y || src->token_stride != dst->token_stride || src->head_stride != dst->head_stride ||
-        (n_batch > 1 && src->batch_stride != dst->batch_stride))
-      return POSENC_ERR_INVALID_ARGUMENT;
-  } else if (!posenc_bytes_disjoint(src->data, src_extent * xs, dst->data, dst_extent * ys)) {
-    return POSENC_ERR_INVALID_ARGUMENT;
-  }
-  args->views[0] = (rope_view){.src = src->data,
-                               .dst = dst->data,
-                               .n_heads = src->n_heads,
-                               .head_dim = head_dim,
-                               .src_token_stride = src->token_stride,
-                               .src_head_stride = src->head_stride,
-                               .src_batch_stride = src->batch_stride,
-                               .dst_token_stride = dst->token_stride,
-                               .dst_head_stride = dst->head_stride,
-                               .dst_batch_stride = dst->batch_stride};
-  args->n_views = 1;
-  *dst_bytes = dst_extent * ys;
+  args->n_views = (size_t)used;
   return POSENC_OK;
 }
 
@@ -81,15 +54,8 @@ posenc_status posenc_rope_out(const posenc_rope_plan *plan, size_t head_dim, siz
       __builtin_mul_overflow(n_batch, n_tokens, &n_all) ||
       !posenc_positions_valid(positions, start_pos, n_tokens))
     return POSENC_ERR_INVALID_ARGUMENT;
-  rope_args args = {.plan = plan,
-                    .n_pairs = plan->n_pairs,
-                    .n_batch = n_batch,
-                    .n_tokens = n_tokens,
-                    .positions = positions,
-                    .start_pos = start_pos,
-                    .flags = flags,
-                    .att = plan->attention_factor,
-                    .kind = ROPE_PLAIN};
+  rope_args args = posenc_rope_args(plan, n_tokens, positions, start_pos, flags);
+  args.n_batch = n_batch;
   return run_views(&args, head_dim, src, dst);
 }
 
@@ -134,8 +100,6 @@ static posenc_status compute_factors(rope_args *args, unsigned flags, void *stor
   const size_t need = posenc_rope_factors_bytes(plan->rotary_dim, n_rows, layout);
   if (n_rows > 0 && (need == 0 || !posenc_float_aligned(storage) || storage_bytes < need))
     return POSENC_ERR_INVALID_ARGUMENT;
-  args->n_pairs = plan->n_pairs;
-  args->n_batch = 1;
   args->factors_out = storage;
   args->factor_half = rope_factor_half(plan->n_pairs, layout);
   if (n_rows > 0) posenc_active_table()->rope_f32(args);
@@ -154,13 +118,7 @@ posenc_status posenc_rope_factors_compute(const posenc_rope_plan *plan, size_t n
   if (!plan || !factors || (flags & ~(FACTOR_FLAGS | POSENC_ROPE_F32_ANGLES)) ||
       !posenc_positions_valid(positions, start_pos, n_rows))
     return POSENC_ERR_INVALID_ARGUMENT;
-  rope_args args = {.plan = plan,
-                    .n_tokens = n_rows,
-                    .positions = positions,
-                    .start_pos = start_pos,
-                    .flags = flags,
-                    .att = plan->attention_factor,
-                    .kind = ROPE_PLAIN};
+  rope_args args = posenc_rope_args(plan, n_rows, positions, start_pos, flags);
   return compute_factors(&args, flags, storage, storage_bytes, factors);
 }
 

@@ -124,6 +124,61 @@ int posenc_grid3_extent_elems(size_t elem_size, const size_t count[3], const siz
   return 1;
 }
 
+rope_args posenc_rope_args(const posenc_rope_plan *plan, size_t n_tokens, const int32_t *positions,
+                           int32_t start_pos, unsigned flags) {
+  return (rope_args){.plan = plan,
+                     .n_pairs = plan->n_pairs,
+                     .n_batch = 1,
+                     .n_tokens = n_tokens,
+                     .positions = positions,
+                     .start_pos = start_pos,
+                     .flags = flags,
+                     .att = plan->attention_factor,
+                     .kind = ROPE_PLAIN};
+}
+
+posenc_status posenc_rope_check_views(size_t head_dim, size_t n_batch, size_t n_tokens,
+                                      const posenc_rope_view *src, const posenc_rope_view *dst,
+                                      posenc_elem *x, posenc_elem *y, rope_view *view, int *used,
+                                      size_t *src_bytes, size_t *dst_bytes) {
+  if (!src || !dst || !posenc_dtype_elem(src->dtype, x) || !posenc_dtype_elem(dst->dtype, y) ||
+      src->n_heads != dst->n_heads)
+    return POSENC_ERR_INVALID_ARGUMENT;
+  *used = 0;
+  if (n_batch == 0 || n_tokens == 0 || src->n_heads == 0) return POSENC_OK;
+  const size_t xs = posenc_elem_size(*x), ys = posenc_elem_size(*y);
+  const size_t count[3] = {n_batch, n_tokens, src->n_heads};
+  const size_t src_stride[3] = {src->batch_stride, src->token_stride, src->head_stride};
+  const size_t dst_stride[3] = {dst->batch_stride, dst->token_stride, dst->head_stride};
+  size_t src_extent, dst_extent;
+  if (!posenc_elem_aligned(src->data, xs) || !posenc_elem_aligned(dst->data, ys) ||
+      !posenc_grid3_extent_elems(xs, count, src_stride, head_dim, 0, &src_extent) ||
+      !posenc_grid3_extent_elems(ys, count, dst_stride, head_dim, 1, &dst_extent))
+    return POSENC_ERR_INVALID_ARGUMENT;
+  if (src->data == dst->data) { /* in place: the same view */
+    if (*x != *y || src->token_stride != dst->token_stride ||
+        src->head_stride != dst->head_stride ||
+        (n_batch > 1 && src->batch_stride != dst->batch_stride))
+      return POSENC_ERR_INVALID_ARGUMENT;
+  } else if (!posenc_bytes_disjoint(src->data, src_extent * xs, dst->data, dst_extent * ys)) {
+    return POSENC_ERR_INVALID_ARGUMENT;
+  }
+  *view = (rope_view){.src = src->data,
+                      .dst = dst->data,
+                      .n_heads = src->n_heads,
+                      .head_dim = head_dim,
+                      .src_token_stride = src->token_stride,
+                      .src_head_stride = src->head_stride,
+                      .src_batch_stride = src->batch_stride,
+                      .dst_token_stride = dst->token_stride,
+                      .dst_head_stride = dst->head_stride,
+                      .dst_batch_stride = dst->batch_stride};
+  *used = 1;
+  *src_bytes = src_extent * xs;
+  *dst_bytes = dst_extent * ys;
+  return POSENC_OK;
+}
+
 rope_args posenc_mrope_args(const posenc_rope_plan *plan, const size_t sections[3], size_t n_tokens,
                             const int32_t *positions, unsigned flags) {
   return (rope_args){.plan = plan,

@@ -59,6 +59,25 @@ posenc_status posenc_alibi_check(const float *slopes, size_t n_heads, size_t n_q
 #define POSENC_ROPE_FLAGS \
   (POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC)
 
+/* The argument block of a plain rotation (posenc_rope_*, posenc_rope_out,
+ * posenc_rope_factors_compute) from checked arguments: the plan's pairs and attention
+ * factor, one batch, no views yet. */
+rope_args posenc_rope_args(const posenc_rope_plan *plan, size_t n_tokens, const int32_t *positions,
+                           int32_t start_pos, unsigned flags);
+
+/* The one view check of every RoPE entry point: a (src, dst) pair of views of n_batch x
+ * n_tokens tokens of head_dim elements (in place: the same data, type and strides; the
+ * in-place tensors of posenc_rope_f32 and the rest are such pairs of one batch). Storage
+ * types known and the same head counts; element-aligned; every head vector's extent without
+ * overflow within PTRDIFF_MAX bytes, dst's head vectors pairwise disjoint; out of place, src
+ * and dst disjoint. On POSENC_OK: *x, *y the storage types, *used = 0 when a count is 0 (no
+ * geometry checked, nothing to do), else *view filled and *src_bytes, *dst_bytes the
+ * views' extents in bytes from their data pointers. */
+posenc_status posenc_rope_check_views(size_t head_dim, size_t n_batch, size_t n_tokens,
+                                      const posenc_rope_view *src, const posenc_rope_view *dst,
+                                      posenc_elem *x, posenc_elem *y, rope_view *view, int *used,
+                                      size_t *src_bytes, size_t *dst_bytes);
+
 /* The argument block of an M-RoPE call over n_tokens tokens (one batch) whose arguments
  * are checked: flags without POSENC_ROPE_MROPE_INTERLEAVED, which `interleaved` carries. */
 rope_args posenc_mrope_args(const posenc_rope_plan *plan, const size_t sections[3], size_t n_tokens,
