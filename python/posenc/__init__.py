@@ -49,10 +49,14 @@ __all__ = [
 ]
 
 # torch CPU tensors wherever NumPy arrays are taken (python/posenc/_torch.py).
-for _name in ("rope", "mrope", "rope_rerotate", "rope_out", "mrope_out", "rope_factors",
-              "mrope_factors", "rope_apply", "sinusoid_fill", "sinusoid_fill_timesteps",
-              "sinusoid_add", "alibi_add", "alibi_bias", "alibi_softmax", "learned_add"):
+# The out-of-place rotations record gradients through src; any other tensor that requires
+# grad (with grad mode on) is a RuntimeError, never detached silently.
+for _name in ("rope", "mrope", "rope_rerotate", "rope_factors", "mrope_factors",
+              "sinusoid_fill", "sinusoid_fill_timesteps", "sinusoid_add", "alibi_add",
+              "alibi_bias", "alibi_softmax", "learned_add"):
     globals()[_name] = accepts_tensors(globals()[_name])
+for _name in ("rope_out", "mrope_out", "rope_apply"):
+    globals()[_name] = accepts_tensors(globals()[_name], differentiable="src")
 softmax = accepts_tensors(softmax, widen=("mask",))
 apply = rope_apply
 for _cls, _names in ((RopePlan, ("from_freqs", "from_freqs_f32")),

@@ -9,6 +9,17 @@ posenc's functions read as bfloat16 by default), the function runs on the views,
 array it returns becomes a tensor again: the caller's own tensor where the function wrote
 into it (dst=, out=, in place), else a new tensor sharing the new array's memory, bfloat16
 where the array holds bfloat16 bits.
+
+Autograd. A tensor that requires grad, with grad mode on, is never detached silently:
+  - the out-of-place rotations (rope_out, mrope_out, rope_apply; `differentiable` names
+    their src) record themselves: a torch.autograd.Function whose backward is the same call
+    with the inverse rotation (y = att R(a) x, so dL/dx = att R(-a) dL/dy: posenc's
+    POSENC_ROPE_INVERSE with the same plan, positions and factors; elements past rotary_dim
+    are copied, and so is their gradient), in src's dtype;
+  - every other case (an in-place function, a destination given, a gradient wanted for an
+    argument that is not differentiable: positions, masks, slopes, tables, frequencies) is
+    a RuntimeError naming the function and the argument, and saying how to call it instead
+    (torch.no_grad(), .detach(), or the out-of-place function that records gradients).
 """
 
 import functools
@@ -22,13 +33,18 @@ _TAKEN = frozenset({"float32", "float16", "float64", "int64", "int32", "int16", 
                     "bool", "bfloat16"})
 
 
+def _torch():
+    return sys.modules.get("torch")
+
+
 def _tensor_type():
-    torch = sys.modules.get("torch")
+    torch = _torch()
     return None if torch is None else getattr(torch, "Tensor", None)
 
 
 def as_array(name, tensor):
-    """A NumPy view of a CPU tensor's memory (strides kept; bfloat16 as uint16 bits)."""
+    """A NumPy view of a CPU tensor's memory (strides kept; bfloat16 as uint16 bits). The
+    caller has checked that autograd does not need this tensor (accepts_tensors)."""
     if tensor.device.type != "cpu":
         raise TypeError(f"{name} is a tensor on {tensor.device}; posenc runs on the CPU: pass a "
                         "CPU tensor")
@@ -36,7 +52,7 @@ def as_array(name, tensor):
     if kind not in _TAKEN:
         raise TypeError(f"{name} has dtype {tensor.dtype}; posenc takes float32, bfloat16 and "
                         "float16 tensors (integer tensors for positions, bool for masks)")
-    tensor = tensor.detach()  # the same memory; posenc's writes are not recorded by autograd
+    tensor = tensor.detach()  # the same memory (.numpy() refuses tensors that require grad)
     if kind == "bfloat16":
         torch = sys.modules["torch"]
         return tensor.view(torch.int16).numpy().view(np.uint16)
@@ -52,19 +68,75 @@ def as_tensor(array):
     return torch.from_numpy(array)
 
 
-def accepts_tensors(function, widen=()):
+_IN_PLACE = {"rope": "rope_out", "mrope": "mrope_out", "rope_rerotate": None,
+             "sinusoid_add": None, "alibi_add": None, "alibi_softmax": None, "learned_add": None}
+
+
+def _no_grad_error(function, name, differentiable, bound):
+    """The RuntimeError for a tensor argument `name` that requires grad where posenc
+    records no gradient."""
+    call = f"posenc.{function.__name__}"
+    instead = "call it under torch.no_grad(), or pass the tensor .detach()ed"
+    if function.__name__ in _IN_PLACE:
+        why = f"{call} writes {name} in place, which autograd cannot record"
+        out_of_place = _IN_PLACE[function.__name__]
+        if out_of_place:
+            instead = (f"use posenc.{out_of_place}(...), which records the gradient (the "
+                       f"inverse rotation), or {instead}")
+    elif differentiable and name == differentiable:
+        target = "dst" if bound.get("dst") is not None else "out"
+        why = (f"{call} writes into the {target} given, which autograd cannot record: leave "
+               f"{target}= out to get a new tensor with a gradient, or")
+        instead = instead[0].lower() + instead[1:]
+    elif differentiable:
+        why = (f"{call} records the gradient of {differentiable} only, and {name} requires "
+               "grad")
+    else:
+        why = f"{call} records no gradient ({name} requires grad)"
+    return RuntimeError(f"{why}; {instead}. posenc never detaches a tensor silently.")
+
+
+_rotation_function = None
+
+
+def _rotation():
+    """The torch.autograd.Function of the out-of-place rotations (made on first use: torch
+    is imported only by the caller)."""
+    global _rotation_function
+    if _rotation_function is None:
+        torch = sys.modules["torch"]
+
+        class PosencRotation(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, call):
+                ctx.call = call
+                ctx.src_dtype = x.dtype
+                return call(x.detach(), False)
+
+            @staticmethod
+            def backward(ctx, grad):
+                if grad.dtype != ctx.src_dtype:
+                    grad = grad.to(ctx.src_dtype)  # float32 src, 16-bit result: exact
+                if grad.dim() and grad.shape[-1] > 1 and grad.stride(-1) != 1:
+                    grad = grad.contiguous()
+                return ctx.call(grad, True), None
+
+        _rotation_function = PosencRotation
+    return _rotation_function
+
+
+def accepts_tensors(function, widen=(), differentiable=None):
     """Wraps a posenc function so that it takes torch CPU tensors wherever it takes NumPy
     arrays, and returns tensors when it was given any (see the module's docstring). widen:
     names of arguments read as float32 values, whose bfloat16 tensors are widened to float32
-    (a copy, exact) rather than viewed as uint16 bits (softmax's mask)."""
-    names = list(inspect.signature(function).parameters)  # for messages: argument names
+    (a copy, exact) rather than viewed as uint16 bits (softmax's mask). differentiable: the
+    argument gradients flow through (an out-of-place rotation's src, with keyword arguments
+    inverse, dst, src_dtype and dst_dtype), or None: see the module's docstring."""
+    signature = inspect.signature(function)
+    names = list(signature.parameters)  # for messages: argument names
 
-    @functools.wraps(function)
-    def wrapper(*args, **kwargs):
-        tensor = _tensor_type()
-        if tensor is None or not any(isinstance(value, tensor)
-                                     for value in (*args, *kwargs.values())):
-            return function(*args, **kwargs)
+    def run(args, kwargs, given_tensor):
+        tensor = given_tensor
         given = {}  # id(view) -> (view, the caller's tensor)
 
         def view(name, value):
@@ -84,5 +156,38 @@ def accepts_tensors(function, widen=()):
             mine = given.get(id(result))
             return mine[1] if mine is not None and mine[0] is result else as_tensor(result)
         return result
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        tensor = _tensor_type()
+        if tensor is None or not any(isinstance(value, tensor)
+                                     for value in (*args, *kwargs.values())):
+            return function(*args, **kwargs)
+        if not _torch().is_grad_enabled():
+            return run(args, kwargs, tensor)
+        try:
+            bound = signature.bind(*args, **kwargs).arguments
+        except TypeError:
+            return function(*args, **kwargs)  # the call's own TypeError
+        wanting = [name for name, value in bound.items()
+                   if isinstance(value, tensor) and value.requires_grad]
+        if not wanting:
+            return run(args, kwargs, tensor)
+        differentiable_call = (differentiable is not None and wanting == [differentiable]
+                               and bound.get("dst") is None)
+        if not differentiable_call:
+            raise _no_grad_error(function, wanting[0], differentiable, bound)
+        x = bound[differentiable]
+        inverse = bool(bound.get("inverse", False))
+
+        def call(src, backward):
+            options = dict(bound)
+            options[differentiable] = src
+            if backward:  # the inverse rotation, into src's type
+                options.update(inverse=not inverse, src_dtype=None, dst_dtype=None)
+            positional = [options.pop(name) for name in names[:names.index(differentiable) + 1]]
+            return run(positional, options, tensor)
+
+        return _rotation().apply(x, call)
 
     return wrapper

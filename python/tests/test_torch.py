@@ -241,15 +241,99 @@ def test_tensor_errors():
         posenc.rope(plan, torch.zeros((2, 1, 8)), torch.zeros((2, 1, 8), dtype=torch.float16))
 
 
-def test_requires_grad_tensor_is_rotated_in_place():
-    """A parameter-like tensor (requires_grad) is written in place through a detached view:
-    the caller's memory changes, autograd records nothing."""
+# --- autograd: recorded, or refused; never a silent detach (issue 26, case 3) ---------------
+
+def torch_rope64(x, positions, rotary_dim, base, axes):
+    """HF's rotate-half formula in float64 on a [B, L, H, D] or [B, H, L, D] tensor, with
+    angles p * base^(-2i/R) in float64: an autograd reference independent of posenc."""
+    half = rotary_dim // 2
+    inv = base ** (-np.arange(half) * 2.0 / rotary_dim)
+    angles = torch.from_numpy(np.asarray(positions, np.float64)[..., None] * inv)  # [B, L, R/2]
+    cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+    cos, sin = (cos[:, :, None], sin[:, :, None]) if axes == "BLHD" else (cos[:, None],
+                                                                        sin[:, None])
+    x = x.double()
+    rot, rest = x[..., :rotary_dim], x[..., rotary_dim:]
+    rotated = rot * cos + torch.cat((-rot[..., half:], rot[..., :half]), -1) * sin
+    return torch.cat((rotated, rest), -1)
+
+
+@pytest.mark.parametrize("axes", ["BLHD", "BHLD"])
+def test_rope_out_records_the_gradient(axes):
+    """rope_out used to cut the graph (its result had no grad_fn: the gradient of x was
+    silently missing). Now y = rope_out(x) is differentiable; the gradient (posenc's inverse
+    rotation) matches autograd through a float64 torch RoPE."""
+    plan = posenc.RopePlan(12, 10000.0)
+    shape = (2, 5, 3, 16) if axes == "BLHD" else (2, 3, 5, 16)
+    leaf = random_tensor(shape, "float32", 20).requires_grad_()
+    weight = random_tensor(shape, "float32", 21)
+    positions = torch.arange(5).expand(2, 5) + torch.tensor([[0], [3000]])
+    y = posenc.rope_out(plan, leaf * 1.0, positions=positions, axes=axes)
+    assert y.requires_grad and y.grad_fn is not None
+    (y * weight).sum().backward()
+    got = leaf.grad.clone()
+    leaf.grad = None
+    ref = torch_rope64(leaf, positions.numpy(), 12, 10000.0, axes)
+    (ref * weight.double()).sum().backward()
+    torch.testing.assert_close(got, leaf.grad.float(), rtol=0, atol=2e-6)
+    torch.testing.assert_close(y.detach(), ref.detach().float(), rtol=0, atol=2e-6)
+    # the same through factors and M-RoPE (one section: plain RoPE), and into bfloat16
+    factors = posenc.rope_factors(plan, positions=positions)
+    leaf.grad = None
+    posenc.rope_apply(factors, leaf, axes=axes).mul(weight).sum().backward()
+    torch.testing.assert_close(leaf.grad, got, rtol=0, atol=0)
+    leaf.grad = None
+    pos3 = positions.expand(3, 2, 5)
+    posenc.mrope_out(plan, [6, 0, 0], leaf, positions=pos3, axes=axes).mul(weight).sum().backward()
+    torch.testing.assert_close(leaf.grad, got, rtol=0, atol=0)
+    leaf.grad = None
+    y16 = posenc.rope_out(plan, leaf, positions=positions, axes=axes, dst_dtype="bf16")
+    assert y16.dtype == torch.bfloat16
+    y16.float().mul(weight).sum().backward()
+    assert leaf.grad.dtype == torch.float32
+    got16 = leaf.grad.clone()
+    leaf.grad = None  # the gradient reaching a bfloat16 result is bfloat16 (torch's rule)
+    (torch_rope64(leaf, positions.numpy(), 12, 10000.0, axes)
+     * weight.bfloat16().double()).sum().backward()
+    torch.testing.assert_close(got16, leaf.grad.float(), rtol=0, atol=2e-6)
+
+
+def test_in_place_and_non_differentiable_calls_refuse_tensors_that_require_grad():
+    """posenc.rope on a tensor that requires grad used to write through a detached view:
+    autograd saw nothing, so gradients were silently wrong. Every call that cannot record
+    the gradient now raises, nothing written; under torch.no_grad() it runs."""
     plan = posenc.RopePlan(8)
-    q = torch.ones((1, 1, 8), requires_grad=True)
+    leaf = torch.ones((2, 3, 1, 8), requires_grad=True)
+    q = leaf * 2.0  # a non-leaf in the graph
+    before = q.detach().clone()
+    with pytest.raises(RuntimeError, match=r"posenc\.rope .*in place.*rope_out"):
+        posenc.rope(plan, q, start_pos=3, axes="BLHD")
+    with pytest.raises(RuntimeError, match="in place"):
+        posenc.rope(plan, q[0], start_pos=3)
+    assert torch.equal(q.detach(), before)
+    with pytest.raises(RuntimeError, match="dst"):
+        posenc.rope_out(plan, q, dst=torch.empty_like(before), axes="BLHD")
+    with pytest.raises(RuntimeError, match="records the gradient of src only"):
+        posenc.rope_apply(posenc.rope_factors(plan, n_rows=3), before, axes="BLHD", dst=q)
+    scores = torch.zeros((1, 2, 4), requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"posenc\.softmax records no gradient"):
+        posenc.softmax(scores)
+    with pytest.raises(RuntimeError, match="no_grad"):
+        posenc.softmax(torch.zeros((1, 2, 4)), mask=torch.zeros((2, 4), requires_grad=True))
+    table = torch.zeros((10, 8), requires_grad=True)  # an nn.Embedding-like weight
+    with pytest.raises(RuntimeError, match="learned_add"):
+        posenc.learned_add(table, torch.zeros((3, 8)))
+    with pytest.raises(RuntimeError, match="sinusoid_add"):
+        posenc.sinusoid_add(posenc.SinusoidPlan(8), torch.zeros((3, 8)) + leaf[0, :, 0])
+    with pytest.raises(RuntimeError, match="alibi_add"):
+        posenc.alibi_add(scores * 1.0, [0.5])
+    with pytest.raises(RuntimeError, match="from_freqs"):
+        posenc.RopePlan.from_freqs(torch.ones(4, requires_grad=True))
+    # without grad mode, in place as before (a parameter updated by an inference kernel)
+    expected = before.numpy().copy()
+    posenc.rope(plan, expected, start_pos=3, axes="BLHD")
     with torch.no_grad():
-        expected = q.detach().numpy().copy()
-    posenc.rope(plan, expected, start_pos=3)
-    posenc.rope(plan, q, start_pos=3)
+        posenc.rope(plan, q, start_pos=3, axes="BLHD")
     assert np.array_equal(q.detach().numpy(), expected)
 
 
