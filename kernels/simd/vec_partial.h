@@ -8,6 +8,10 @@
 
 #include <string.h>
 
+#ifdef VF_SIZELESS
+#error "for fixed-width layers (a copy of VF_W elements): a sizeless layer uses predicates"
+#endif
+
 static inline vf vf_load_n(const float *p, size_t n) {
   float tmp[VF_W] = {0};
   memcpy(tmp, p, n * sizeof(float));

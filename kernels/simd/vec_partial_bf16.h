@@ -6,6 +6,10 @@
 
 #include <string.h>
 
+#ifdef VF_SIZELESS
+#error "for fixed-width layers (a copy of VF_W elements): a sizeless layer uses predicates"
+#endif
+
 static inline vf vf_load_bf16_n(const uint16_t *p, size_t n) {
   uint16_t tmp[VF_W] = {0};
   memcpy(tmp, p, n * sizeof(uint16_t));
