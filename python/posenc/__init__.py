@@ -26,6 +26,7 @@ imported here.
 """
 
 from ._core import PosencError, PosencMemoryError
+from ._hfconfig import HfReadingWarning
 from ._info import (active_isa, all_isas, available_isas, compiled_isas, cpu_features, cpu_name,
                     cpu_sve_vector_bits, isa_selection, kernel_isa, kernels, library_path,
                     set_isa, version)
@@ -39,9 +40,10 @@ from ._learned import learned_add
 from ._torch import accepts_tensors
 
 __all__ = [
-    "PosencError", "PosencMemoryError", "version", "active_isa", "set_isa", "all_isas",
-    "available_isas", "compiled_isas", "cpu_name", "cpu_features", "cpu_sve_vector_bits",
-    "kernels", "kernel_isa", "isa_selection", "library_path", "RopePlan", "rope", "mrope",
+    "PosencError", "PosencMemoryError", "HfReadingWarning", "version", "active_isa", "set_isa",
+    "all_isas", "available_isas", "compiled_isas", "cpu_name", "cpu_features",
+    "cpu_sve_vector_bits", "kernels", "kernel_isa", "isa_selection", "library_path", "RopePlan",
+    "rope", "mrope",
     "rope_rerotate", "rope_out", "mrope_out", "RopeFactors", "rope_factors", "mrope_factors",
     "rope_apply", "apply", "plan_from_ggml", "SinusoidPlan", "sinusoid_fill",
     "sinusoid_fill_timesteps", "sinusoid_add", "alibi_slopes", "alibi_add", "alibi_bias",

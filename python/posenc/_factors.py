@@ -105,7 +105,7 @@ class RopeFactors:
                 f"layout={self.layout!r}, f32_angles={self.f32_angles})")
 
 
-def rope_factors(plan, *, positions=None, start_pos=0, n_rows=None, layout="neox",
+def rope_factors(plan, *, positions=None, start_pos=0, n_rows=None, layout=None,
                  f32_angles=False, storage=None):
     """Computes the rotation factors of n_rows positions: posenc_rope_factors_compute.
     Returns a RopeFactors.
@@ -133,7 +133,7 @@ def rope_factors(plan, *, positions=None, start_pos=0, n_rows=None, layout="neox
         n_rows = pos.shape[0]
     plan_used = _resolve(plan, pos, start_pos, n_rows)  # alive through the call
     handle = plan_used._ptr()
-    flags = _rope_flags(layout, f32_angles=f32_angles)
+    flags = _rope_flags(layout, f32_angles=f32_angles, plan=plan)
     storage, nbytes = _factor_storage(plan.rotary_dim, n_rows, flags & _lib.ROPE_GPTJ, storage)
     struct = _lib.RopeFactors()
     _check(lib.posenc_rope_factors_compute(handle, n_rows, _pointer(pos), start_pos, flags,
@@ -142,7 +142,7 @@ def rope_factors(plan, *, positions=None, start_pos=0, n_rows=None, layout="neox
     return RopeFactors._make(struct, storage, bool(f32_angles))
 
 
-def mrope_factors(plan, sections, *, positions, layout="neox", interleaved=False,
+def mrope_factors(plan, sections, *, positions, layout=None, interleaved=False,
                   f32_angles=False, storage=None):
     """The M-RoPE rotation factors: posenc_mrope_factors_compute. Returns a RopeFactors.
 
@@ -160,7 +160,7 @@ def mrope_factors(plan, sections, *, positions, layout="neox", interleaved=False
     plan_used = _resolve(plan, flat, 0, n_rows)  # alive through the call
     handle = plan_used._ptr()
     sec_array = _sections(sections)
-    flags = _rope_flags(layout, f32_angles=f32_angles, interleaved=interleaved)
+    flags = _rope_flags(layout, f32_angles=f32_angles, interleaved=interleaved, plan=plan)
     storage, nbytes = _factor_storage(plan.rotary_dim, n_rows, flags & _lib.ROPE_GPTJ, storage)
     struct = _lib.RopeFactors()
     _check(lib.posenc_mrope_factors_compute(handle, sec_array, n_rows, _pointer(flat), flags,

@@ -13,7 +13,15 @@ rope_theta and Llama 3's smoothing (HF rounds the exponent 2i/R to float32). For
 frequencies bit for bit, see RopePlan.hf_f32.
 
 Every key is read or refused: a key the rope type does not take, a key no type takes, and
-two places giving one value differently are ValueErrors naming the key, never ignored.
+two places giving one value differently are ValueErrors naming the key, never ignored. The
+families' own keys (GPT-NeoX's rotary_pct, DeepSeek's qk_rope_head_dim, ...) are read or
+refused too (_hffamily).
+
+transformers 4.x and 5.x read some yarn, longrope and llama3 configs differently (_hfparse's
+docstring lists where). The reading follows the installed transformers (4.x: as 4.49 reads
+them), or the one named by from_hf_config's `transformers=`; where the two readings of a
+config give different plans and the reading was not named, a HfReadingWarning names the key
+and both readings.
 
 Sequence-dependent types. HF's rotary module recomputes its frequencies in ``forward`` from
 ``seq_len = max(position_ids) + 1``:
@@ -31,188 +39,29 @@ stateless and gives what a fresh module, or a growing sequence, uses.)
 """
 
 import collections
-import math
-import numbers
 import operator
+import sys
 import threading
-from collections.abc import Mapping
+import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["HfRope", "plan_from_hf_config", "resolve_plan", "HF_ROPE_TYPES"]
+from . import _hfparse
+from ._hfparse import HF_ROPE_TYPES
 
-#: The rope types read (HF's ROPE_INIT_FUNCTIONS of transformers 4.x), plus the legacy
-#: names HF maps onto them: "su" (LongRoPE's first name) and "mrope" (Qwen2-VL's name for
-#: the default frequencies with an mrope_section).
-HF_ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3")
-_ALIASES = {"su": "longrope", "mrope": "default"}
-
-# Keys every rope dict may hold: the type itself (legacy "type" and "rope_type"), the
-# transformers 5.x copies of rope_theta and partial_rotary_factor, and the multimodal-RoPE
-# keys that HF models keep in the dict and pass over in validation (ignore_keys).
-_COMMON_KEYS = frozenset({"rope_type", "type", "rope_theta", "partial_rotary_factor",
-                          "mrope_section", "mrope_interleaved"})
-
-# (required, optional) keys per type: HF's validation (_check_received_keys's required and
-# optional sets, modeling_rope_utils.py) of transformers 4.49 joined with those of 5.x, which
-# adds original_max_position_embeddings (filled from the config when absent), mscale,
-# mscale_all_dim and truncate to "yarn".
-_TYPE_KEYS = {
-    "default": (frozenset(), frozenset()),
-    "linear": (frozenset({"factor"}), frozenset()),
-    "dynamic": (frozenset({"factor"}), frozenset({"original_max_position_embeddings"})),
-    "yarn": (frozenset({"factor"}),
-             frozenset({"attention_factor", "beta_fast", "beta_slow",
-                        "original_max_position_embeddings", "mscale", "mscale_all_dim",
-                        "truncate"})),
-    "longrope": (frozenset({"short_factor", "long_factor"}),
-                 frozenset({"attention_factor", "factor", "original_max_position_embeddings",
-                            "short_mscale", "long_mscale"})),
-    "llama3": (frozenset({"factor", "low_freq_factor", "high_freq_factor"}),
-               frozenset({"original_max_position_embeddings"})),
-}
+__all__ = ["HfRope", "HfReadingWarning", "plan_from_hf_config", "resolve_plan", "HF_ROPE_TYPES",
+           "installed_transformers"]
 
 # Plans kept per HfRope for "dynamic" lengths above the threshold (most recently used).
 _DYNAMIC_CACHE_SIZE = 8
 
-_MISSING = object()
 
+class HfReadingWarning(UserWarning):
+    """transformers 4.x and 5.x read this config differently, and from_hf_config was not
+    told which reading to follow (transformers=): the message names the key(s), both
+    readings and the one followed."""
 
-# --- reading values -----------------------------------------------------------------------
-
-class _Source:
-    """Key access to a config object (attributes) or a dict (items); None reads as absent,
-    as HF treats an unset optional field."""
-
-    def __init__(self, config, where):
-        self.config = config
-        self.where = where
-        self.is_dict = isinstance(config, Mapping)
-
-    def get(self, key):
-        if self.is_dict:
-            value = self.config.get(key, _MISSING)
-        else:
-            value = getattr(self.config, key, _MISSING)
-        return _MISSING if value is None else value
-
-
-def _number(name, value):
-    """A finite real number given in a config (int or float, not bool or str) as float."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number, not {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, not {value!r}")
-    return value
-
-
-def _count(name, value, minimum=1):
-    """An integer >= minimum given in a config (a positive one by default)."""
-    what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-    if isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be {what}, not {value!r}")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise ValueError(f"{name} must be {what}, not {value!r}") from None
-    if value < minimum:
-        raise ValueError(f"{name} must be {what}, not {value}")
-    return value
-
-
-def _same(a, b):
-    """Whether two config values agree (numbers by value, sequences element-wise)."""
-    if isinstance(a, (list, tuple, np.ndarray)) or isinstance(b, (list, tuple, np.ndarray)):
-        try:
-            return bool(np.array_equal(np.asarray(a), np.asarray(b)))
-        except Exception:  # ragged or non-numeric: compare as Python values
-            return list(a) == list(b)
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
-
-
-def _one_value(name, first, first_where, second, second_where):
-    """The value of a key given in up to two places; ValueError when both give it and they
-    differ. _MISSING when neither does."""
-    if first is _MISSING:
-        return second
-    if second is not _MISSING and not _same(first, second):
-        raise ValueError(f"{name} is {first!r} in {first_where} but {second!r} in {second_where}; "
-                         "give it once, or the same in both")
-    return first
-
-
-def _select(config):
-    """The config holding the text model's rope keys: the config itself, or its text_config
-    for a composite (vision-language) config whose top level has no rope keys."""
-    if config is None or isinstance(config, (str, bytes, numbers.Number)):
-        raise TypeError("config must be a transformers PretrainedConfig or a dict, "
-                        f"not {type(config).__name__}")
-    top = _Source(config, "the config")
-    keys = ("rope_scaling", "rope_parameters", "rope_theta")
-    if any(top.get(k) is not _MISSING for k in keys):
-        return top
-    text = top.get("text_config")
-    if text is not _MISSING and not isinstance(text, (str, bytes, numbers.Number)):
-        inner = _Source(text, "the text_config")
-        if any(inner.get(k) is not _MISSING for k in keys):
-            return inner
-    return top
-
-
-def _rope_dict(src):
-    """The rope dict: rope_scaling (4.x) and rope_parameters (5.x) merged, every key given in
-    both having one value."""
-    merged = {}
-    names = {}
-    for name in ("rope_scaling", "rope_parameters"):
-        d = src.get(name)
-        if d is _MISSING:
-            continue
-        if not isinstance(d, Mapping):
-            raise ValueError(f"{name} must be a dict, not {type(d).__name__}")
-        if d and all(isinstance(v, Mapping) for v in d.values()):
-            raise ValueError(
-                f"{name} holds one dict per layer type ({', '.join(map(repr, d))}); "
-                "build a plan from each layer type's dict")
-        for key, value in d.items():
-            if key in merged and not _same(merged[key], value):
-                raise ValueError(f"{key!r} is {merged[key]!r} in {names[key]} but {value!r} "
-                                 f"in {name}")
-            merged.setdefault(key, value)
-            names.setdefault(key, name)
-    return merged, (" and ".join(sorted(set(names.values()), reverse=True)) or "rope_scaling")
-
-
-def _rope_type(d, src, where):
-    """The HF rope type named by "rope_type" and/or the legacy "type" (HF's own copy of one
-    in the other is fine; different types are not), aliases resolved."""
-    legacy = d.get("type")
-    if legacy is not None and src.get("model_type") == "phi3" and legacy in ("su", "yarn"):
-        legacy = "longrope"  # Phi3Config._rope_scaling_adjustment (transformers 4.x)
-    named = d.get("rope_type")
-    for key, value in (("rope_type", named), ("type", legacy)):
-        if value is not None and not isinstance(value, str):
-            raise ValueError(f"{where} {key!r} must be a string, not {value!r}")
-    if named is not None and legacy is not None and \
-            _ALIASES.get(named, named) != _ALIASES.get(legacy, legacy):
-        raise ValueError(f"{where} has 'rope_type' {named!r} and 'type' {d.get('type')!r}, "
-                         "which name different rope types")
-    kind = named if named is not None else legacy if legacy is not None else "default"
-    mrope = "mrope" in (named, legacy)
-    kind = _ALIASES.get(kind, kind)
-    if kind not in _TYPE_KEYS:
-        raise ValueError(f"{where} names rope type {kind!r}, which is not a HuggingFace rope type "
-                         f"posenc reads ({', '.join(HF_ROPE_TYPES)}, or the legacy 'su', "
-                         "'mrope')")
-    return kind, mrope
-
-
-# --- the result ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class HfRope:
@@ -222,7 +71,12 @@ class HfRope:
     legacy names resolved). head_dim: the attention head size. rotary_dim: the rotated part,
     int(head_dim * partial_rotary_factor). base: rope_theta. mrope_section: the three pair
     counts of multimodal RoPE (sum rotary_dim / 2; for posenc.mrope) or None.
-    mrope_interleaved: the Qwen3-VL interleaved pair assignment. seq_dependent: whether the
+    mrope_interleaved: the Qwen3-VL interleaved pair assignment. layout: the pair layout the
+    family's attention rotates ("neox": halves, "gptj": interleaved pairs: GPT-J, CodeGen,
+    Cohere, GLM, DeepSeek, ...), the kernels' default for this plan. transformers: the
+    reading followed ("4": transformers 4.x as of 4.49, "5": 5.x, "own": a family's own
+    modeling code, Phi-3-small). layer_type: the layer type the plan is for (Gemma 3's
+    "sliding_attention" / "full_attention"), or None. seq_dependent: whether the
     frequencies HF uses depend on the sequence length ("dynamic"; "longrope" whose short and
     long factors differ). seq_len_threshold: for those, the largest seq_len that uses the
     initial frequencies (max_position_embeddings for "dynamic",
@@ -238,6 +92,9 @@ class HfRope:
     base: float
     mrope_section: tuple = None
     mrope_interleaved: bool = False
+    layout: str = "neox"
+    transformers: str = "5"
+    layer_type: str = None
     seq_dependent: bool = False
     seq_len_threshold: int = None
     seq_len: int = None
@@ -345,215 +202,104 @@ class _PlanMaker:
             return plan
 
 
-# --- parsing ------------------------------------------------------------------------------
+# --- which transformers ---------------------------------------------------------------------
 
-def _parse(config):
-    """(HfRope without maker, scaling dict for RopePlan.scaled, its keyword arguments)."""
-    src = _select(config)
-    d, where = _rope_dict(src)
-    kind, mrope = _rope_type(d, src, where)
+def installed_transformers():
+    """The version of the transformers that is imported, else installed (read from its
+    metadata, without importing it), or None."""
+    module = sys.modules.get("transformers")
+    version = getattr(module, "__version__", None)
+    if isinstance(version, str):
+        return version
+    try:
+        from importlib.metadata import PackageNotFoundError, version as package_version
+    except ImportError:  # Python 3.7
+        return None
+    try:
+        return package_version("transformers")
+    except PackageNotFoundError:
+        return None
 
-    required, optional = _TYPE_KEYS[kind]
-    unknown = sorted(set(d) - _COMMON_KEYS - required - optional, key=str)
-    if unknown:
-        allowed = sorted(_COMMON_KEYS | required | optional)
-        raise ValueError(f"{where} has key(s) {', '.join(map(repr, unknown))} that rope type "
-                         f"{kind!r} does not read (it reads {', '.join(allowed)})")
-    for key in sorted(required):
-        if d.get(key) is None and not (kind == "yarn" and key == "factor" and key in d):
-            raise ValueError(f"{where} lacks {key!r}, which rope type {kind!r} requires")
 
-    def opt(key):
-        value = d.get(key)
-        return _MISSING if value is None else value
+def _reading(transformers):
+    """(reading "4" or "5", named: whether the caller chose it, the version it stands for)."""
+    if transformers is None:
+        version = installed_transformers()
+        if version is None:
+            return "5", False, "none installed: 5.x"
+        return ("4" if _major(version) < 5 else "5"), False, f"the installed {version}"
+    if isinstance(transformers, (int, float)) and not isinstance(transformers, bool):
+        transformers = str(transformers)
+    if not isinstance(transformers, str):
+        raise TypeError(f"transformers must be a version such as '4.49' or '5', or None for the "
+                        f"installed one, not {type(transformers).__name__}")
+    return ("4" if _major(transformers) < 5 else "5"), True, transformers
 
-    # base, rotary_dim
-    theta = _one_value("rope_theta", opt("rope_theta"), where, src.get("rope_theta"),
-                       f"{src.where}'s rope_theta")
-    # Phi-3-small's config (its own modeling code) names the base rope_embedding_base and
-    # has a rope_position_scale, which posenc reads only as 1
-    theta = _one_value("rope_theta", theta, "the rope_theta", src.get("rope_embedding_base"),
-                       f"{src.where}'s rope_embedding_base")
-    position_scale = src.get("rope_position_scale")
-    if position_scale is not _MISSING and _number("rope_position_scale", position_scale) != 1.0:
-        raise ValueError(f"rope_position_scale {position_scale} (Phi-3-small's positions "
-                         "multiplier) is not supported: only 1")
-    base = 10000.0 if theta is _MISSING else _number("rope_theta", theta)
-    prf = _one_value("partial_rotary_factor", opt("partial_rotary_factor"), where,
-                     src.get("partial_rotary_factor"), f"{src.where}'s partial_rotary_factor")
-    prf = 1.0 if prf is _MISSING else _number("partial_rotary_factor", prf)
-    if not 0.0 < prf <= 1.0:
-        raise ValueError(f"partial_rotary_factor must be in (0, 1], not {prf}")
-    head_dim = src.get("head_dim")
-    if head_dim is _MISSING:
-        hidden, heads = src.get("hidden_size"), src.get("num_attention_heads")
-        if hidden is _MISSING or heads is _MISSING:
-            raise ValueError(f"{src.where} gives neither head_dim nor hidden_size and "
-                             "num_attention_heads")
-        head_dim = _count("hidden_size", hidden) // _count("num_attention_heads", heads)
-    head_dim = _count("head_dim", head_dim)
-    rotary_dim = int(head_dim * prf)  # as HF: int(head_dim * partial_rotary_factor)
-    if rotary_dim == 0 or rotary_dim % 2:
-        raise ValueError(f"rotary_dim = int(head_dim * partial_rotary_factor) = "
-                         f"int({head_dim} * {prf}) = {rotary_dim} must be even and positive")
 
-    # multimodal RoPE
-    section = opt("mrope_section")
-    if section is _MISSING:
-        if mrope:
-            raise ValueError(f"{where} names rope type 'mrope' but has no 'mrope_section'")
-        section = None
-    else:
-        if isinstance(section, (str, bytes, Mapping)) or not hasattr(section, "__len__"):
-            raise ValueError(f"mrope_section must be three pair counts, not {section!r}")
-        section = tuple(_count("mrope_section entries", s, 0) for s in section)
-        if len(section) != 3 or sum(section) != rotary_dim // 2:
-            raise ValueError(f"mrope_section {list(section)} must be three pair counts summing "
-                             f"to rotary_dim / 2 = {rotary_dim // 2}")
-    interleaved = opt("mrope_interleaved")
-    if interleaved is _MISSING:
-        interleaved = False
-    elif not isinstance(interleaved, (bool, np.bool_)):
-        raise ValueError(f"mrope_interleaved must be a bool, not {interleaved!r}")
-    elif interleaved and section is None:
-        raise ValueError("mrope_interleaved is set but there is no mrope_section")
-    interleaved = bool(interleaved)
+def _major(version):
+    head = version.strip().split(".")[0]
+    if not head.isdigit() or int(head) < 4:
+        raise ValueError(f"transformers {version!r}: posenc reads configs as transformers 4.x "
+                         "(as 4.49) or 5.x do: pass '4', '5' or a version of either")
+    return int(head)
 
-    # lengths
-    max_pos = src.get("max_position_embeddings")
-    max_pos = None if max_pos is _MISSING else _count("max_position_embeddings", max_pos)
-    dict_orig = opt("original_max_position_embeddings")
-    if dict_orig is not _MISSING:
-        dict_orig = _count("original_max_position_embeddings", dict_orig)
 
-    def need_max_pos(why):
-        if max_pos is None:
-            raise ValueError(f"rope type {kind!r} needs the config's max_position_embeddings "
-                             f"({why})")
-        return max_pos
+def _same_plans(cls, a, b):
+    """Whether two parses give the same frequencies and attention factors for every length
+    (the initial plan, and the long / dynamic ones where the lengths matter)."""
+    if (a.fields["seq_dependent"], a.fields["seq_len_threshold"]) != \
+            (b.fields["seq_dependent"], b.fields["seq_len_threshold"]):
+        return False
+    if a.scaling == b.scaling and a.kwargs == b.kwargs:
+        return True
+    lengths = [None]
+    if a.fields["seq_dependent"]:
+        lengths.append(a.fields["seq_len_threshold"] + 1)
+    for seq_len in lengths:
+        pa = _PlanMaker(cls, _info(a, "4"), a.scaling, a.kwargs)._make(seq_len)
+        pb = _PlanMaker(cls, _info(b, "5"), b.scaling, b.kwargs)._make(seq_len)
+        if pa.attention_factor != pb.attention_factor or \
+                not np.array_equal(pa.freqs, pb.freqs):
+            return False
+    return True
 
-    def pretraining_length():
-        # yarn, longrope, llama3: transformers 5.x's standardize_rope_params takes Phi-3's
-        # config-level value first, then the dict's, then max_position_embeddings
-        cfg_orig = src.get("original_max_position_embeddings")
-        if cfg_orig is not _MISSING:
-            cfg_orig = _count("original_max_position_embeddings", cfg_orig)
-        orig = _one_value("original_max_position_embeddings", cfg_orig,
-                          f"{src.where} (config level)", dict_orig, where)
-        if orig is _MISSING:
-            orig = need_max_pos("original_max_position_embeddings defaults to it")
-        return orig, cfg_orig is not _MISSING
 
-    def num(key):
-        return _number(key, d[key])
+def _info(parsed, reading, layer_type=None):
+    return HfRope(transformers=reading, layer_type=layer_type, **parsed.fields)
 
-    scaling = {"rope_type": kind}
-    kwargs = {}
-    seq_dependent = False
-    threshold = None
-    if kind in ("linear", "dynamic", "llama3"):
-        scaling["factor"] = num("factor")
-    if kind == "dynamic":
-        kwargs["max_position_embeddings"] = need_max_pos("the length above which HF rescales")
-        if dict_orig is not _MISSING and dict_orig != max_pos:
-            raise ValueError(
-                f"{where} has original_max_position_embeddings {dict_orig}, but HF's 'dynamic' "
-                f"type does not read it: it rescales above max_position_embeddings {max_pos}; "
-                "drop the key or make it equal")
-        seq_dependent = True
-        threshold = max_pos
-    elif kind == "llama3":
-        for key in ("low_freq_factor", "high_freq_factor"):
-            scaling[key] = num(key)
-        kwargs["original_max_position_embeddings"], _ = pretraining_length()
-    elif kind == "yarn":
-        orig, _ = pretraining_length()
-        kwargs["original_max_position_embeddings"] = orig
-        if d.get("factor") is None:  # transformers 5.x: factor = max_pos / original
-            need_max_pos("'factor' is None, so it is max_position_embeddings / "
-                         "original_max_position_embeddings")
-        else:
-            scaling["factor"] = num("factor")
-            if scaling["factor"] < 1.0 and opt("attention_factor") is _MISSING:
-                # HF requires factor >= 1 (a warning); below it, 4.49 takes 0.1 ln(factor) + 1
-                # as the attention factor and 5.x takes 1
-                raise ValueError(f"yarn factor {scaling['factor']} < 1: transformers 4.x and 5.x "
-                                 "give it different attention factors; give attention_factor")
-        if max_pos is not None:
-            kwargs["max_position_embeddings"] = max_pos
-        for key in ("attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim"):
-            if opt(key) is not _MISSING:
-                scaling[key] = num(key)
-        truncate = opt("truncate")
-        if truncate is not _MISSING:
-            if not isinstance(truncate, (bool, np.bool_)):
-                raise ValueError(f"truncate must be a bool, not {truncate!r}")
-            scaling["truncate"] = bool(truncate)
-    elif kind == "longrope":
-        orig, config_level = pretraining_length()
-        kwargs["original_max_position_embeddings"] = orig
-        if max_pos is not None:
-            kwargs["max_position_embeddings"] = max_pos
-        factor = opt("factor")
-        if factor is not _MISSING:
-            factor = _number("factor", factor)
-            if config_level and factor != need_max_pos(
-                    "transformers 4.x derives the factor from it") / orig:
-                # transformers 4.x takes max_pos / original whenever the config has its own
-                # original_max_position_embeddings (Phi-3); 5.x takes the dict's factor
-                raise ValueError(
-                    f"{where} has factor {factor}, but the config's max_position_embeddings / "
-                    f"original_max_position_embeddings = {max_pos} / {orig} = {max_pos / orig}, "
-                    "which transformers 4.x uses instead; drop the factor or make it equal")
-            scaling["factor"] = factor
-        else:
-            need_max_pos("the attention factor uses max_position_embeddings / "
-                         "original_max_position_embeddings when 'factor' is absent")
-        if opt("attention_factor") is not _MISSING:
-            scaling["attention_factor"] = num("attention_factor")
-        factors = {}
-        for key in ("short_factor", "long_factor"):
-            value = d[key]
-            if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__len__"):
-                raise ValueError(f"{key} must be a list of numbers, not {value!r}")
-            factors[key] = [_number(key, v) for v in value]
-            scaling[key] = factors[key]
-        # Phi-3-small (its own modeling code, as vLLM and MLX read it): the attention
-        # factor of the short factors is short_mscale, of the long ones long_mscale, each
-        # defaulting to the type's own
-        mscales = tuple(None if opt(key) is _MISSING else num(key)
-                        for key in ("short_mscale", "long_mscale"))
-        if mscales != (None, None):
-            if "attention_factor" in scaling:
-                raise ValueError(f"{where} has attention_factor and short_mscale / long_mscale, "
-                                 "which give the attention factor twice; keep one")
-            for key, value in zip(("short_mscale", "long_mscale"), mscales):
-                if value is not None and value <= 0:
-                    raise ValueError(f"{key} must be > 0, not {value}")
-            scaling["mscales"] = mscales
-        seq_dependent = (factors["short_factor"] != factors["long_factor"]
-                         or (mscales != (None, None) and mscales[0] != mscales[1]))
-        threshold = orig if seq_dependent else None
-    if scaling.get("attention_factor", 1.0) <= 0:
-        raise ValueError(f"attention_factor must be > 0, not {scaling['attention_factor']}")
 
-    info = HfRope(rope_type=kind, head_dim=head_dim, rotary_dim=rotary_dim, base=base,
-                  mrope_section=section, mrope_interleaved=interleaved,
-                  seq_dependent=seq_dependent, seq_len_threshold=threshold)
-    return info, scaling, kwargs
+def _warn_divergence(parsed, other, reading, version):
+    names = {"4": "transformers 4.x (as 4.49)", "5": "transformers 5.x"}
+    lines = []
+    for key, four, five in parsed.aspects:
+        lines.append(f"{key}: {names['4']}: {four}; {names['5']}: {five}")
+    if isinstance(other, ValueError) and not lines:
+        lines.append(f"{names['4' if reading == '5' else '5']} refuses it: {other}")
+    chosen = names[reading]
+    switch = "5" if reading == "4" else "4"
+    warnings.warn(
+        "transformers 4.x and 5.x read this config differently: " + " | ".join(lines)
+        + f". Following {chosen} ({version}); pass transformers='{reading}' to say so, or "
+        f"transformers='{switch}' for the other reading.", HfReadingWarning, stacklevel=4)
 
 
 # --- public functions ---------------------------------------------------------------------
 
-def plan_from_hf_config(cls, config, seq_len=None, f32=False):
+def plan_from_hf_config(cls, config, seq_len=None, f32=False, transformers=None,
+                        layer_type=None):
     """The RopePlan (of class ``cls``) for a HuggingFace transformers model config.
 
     config: a transformers PretrainedConfig, or a dict of its keys (``config.to_dict()``,
     a config.json). For a composite config whose top level has no rope keys (a
     vision-language model in transformers 5.x), its ``text_config`` is read. Keys read:
-      - ``rope_theta`` (default 10000), ``partial_rotary_factor`` (default 1), ``head_dim``
-        (else hidden_size // num_attention_heads), ``max_position_embeddings``, and Phi-3's
-        config-level ``original_max_position_embeddings``;
+      - ``rope_theta`` (default 10000, or the model_type's config class default),
+        ``partial_rotary_factor`` (default 1), ``head_dim`` (else hidden_size //
+        num_attention_heads), ``max_position_embeddings``, and Phi-3's config-level
+        ``original_max_position_embeddings``; the families' own keys (GPT-NeoX's
+        rotary_pct and rotary_emb_base, GPT-J's rotary_dim, DeepSeek's qk_rope_head_dim and
+        rope_interleave, Gemma 3's rope_local_base_freq, Phi-3-small's rope_embedding_base;
+        refused: ChatGLM's rope_ratio, flash-attn's rotary_emb_fraction / _dim, and configs
+        of models without RoPE: see _hffamily);
       - the rope dict ``rope_scaling`` (transformers 4.x) and/or ``rope_parameters`` (5.x,
         where rope_theta and partial_rotary_factor may live too), with the type in
         ``rope_type`` or the legacy ``type``: "default" ("mrope": default frequencies with an
@@ -565,11 +311,19 @@ def plan_from_hf_config(cls, config, seq_len=None, f32=False):
         set}, "llama3"
         {factor, low_freq_factor, high_freq_factor, original_max_position_embeddings}; any
         type may carry ``mrope_section`` (three pair counts) and ``mrope_interleaved``.
-    rotary_dim = int(head_dim * partial_rotary_factor), base = rope_theta. Where transformers
-    4.49 and 5.x read the yarn / longrope / llama3 keys differently, 5.x's reading is
-    followed (original_max_position_embeddings from the config level, else the dict, else
-    max_position_embeddings; an explicit factor over the length ratio) and a config on which
-    the two disagree for longrope is refused.
+    rotary_dim = int(head_dim * partial_rotary_factor), base = rope_theta.
+
+    transformers: the reading of the keys that transformers 4.x and 5.x read differently
+    (yarn's original_max_position_embeddings, mscale, mscale_all_dim, truncate, factor None;
+    longrope's pretraining length, factor and the switch to the long factors; llama3's
+    original_max_position_embeddings: _hfparse): None (the default) follows the installed
+    transformers (4.x: as 4.49 reads them; none installed: 5.x) and, where the two readings
+    give different plans for this config, warns (HfReadingWarning) naming the key and both
+    readings; "4" or "5" (or a version such as "4.49.0") follows that one without a warning.
+
+    layer_type: for configs whose layer types have their own RoPE (Gemma 3's
+    rope_local_base_freq, transformers 5.x's rope_parameters per layer type):
+    "sliding_attention" or "full_attention", required there.
 
     seq_len: None (the default) for a plan that follows HF per call: it holds HF's initial
     frequencies, and resolve_plan (every kernel call) picks the plan for the call's largest
@@ -583,17 +337,35 @@ def plan_from_hf_config(cls, config, seq_len=None, f32=False):
     ``ROPE_INIT_FUNCTIONS[rope_type]`` bit for bit, as the imported torch computes it on this
     CPU (for "dynamic", as ROPE_INIT_FUNCTIONS computes it for an integer seq_len).
 
-    Returns the plan, carrying ``.hf``, an HfRope. Raises ValueError naming the key for a key
+    Returns the plan, carrying ``.hf``, an HfRope (its ``layout`` is the family's pair
+    layout, which the kernels use by default). Raises ValueError naming the key for a key
     the rope type does not read, a required key missing, a value given twice differently
     (rope_type and type, rope_theta / partial_rotary_factor / original_max_position_embeddings
     in the dict and the config, rope_scaling and rope_parameters), a value of the wrong kind,
-    and a rotary_dim that is odd or 0; PosencError (a ValueError) for what
-    posenc_rope_plan_create_scaled refuses (a factor <= 0, factor arrays of the wrong length,
-    ...); TypeError when config is neither a config object nor a dict.
+    a config the reading refuses, and a rotary_dim that is odd or 0; PosencError (a
+    ValueError) for what posenc_rope_plan_create_scaled refuses (a factor <= 0, factor
+    arrays of the wrong length, ...); TypeError when config is neither a config object nor a
+    dict.
     """
-    info, scaling, kwargs = _parse(config)
-    maker = _PlanMaker(cls, info, scaling, kwargs, f32)
+    reading, named, version = _reading(transformers)
+    parsed = _hfparse.parse(config, reading, layer_type)
+    if parsed.aspects and not named:
+        other_reading = "5" if reading == "4" else "4"
+        try:
+            other = _hfparse.parse(config, other_reading, layer_type)
+        except ValueError as error:
+            other = error
+        if isinstance(other, ValueError) or not _same_plans(cls, *(
+                (parsed, other) if reading == "4" else (other, parsed))):
+            _warn_divergence(parsed, other, reading, version)
+    used = "own" if parsed.fields.get("rope_type") and _is_own(config) else reading
+    maker = _PlanMaker(cls, _info(parsed, used, layer_type), parsed.scaling, parsed.kwargs, f32)
     return maker.plan(None) if seq_len is None else maker.pinned(seq_len)
+
+
+def _is_own(config):
+    src = _hfparse._select(config)
+    return src.get("model_type") == "phi3small"
 
 
 def resolve_plan(plan, max_position):

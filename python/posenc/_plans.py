@@ -128,25 +128,37 @@ class RopePlan(_Plan):
         return plan
 
     @classmethod
-    def from_hf_config(cls, config, *, seq_len=None, f32=False):
+    def from_hf_config(cls, config, *, seq_len=None, f32=False, transformers=None,
+                       layer_type=None):
         """The plan of a HuggingFace transformers model config: a PretrainedConfig object
         (a composite one such as Qwen2-VL's is read where its text model keeps the keys)
         or its dict. Reads every key HF reads: rope_theta, rope_scaling (4.x, "type" or
         "rope_type") or rope_parameters (5.x), partial_rotary_factor, head_dim (else
         hidden_size // num_attention_heads), max_position_embeddings,
-        original_max_position_embeddings (config level or in the dict) and mrope_section;
-        an unknown key, or one the rope type does not read, or two that contradict each
-        other, is a ValueError. The frequencies are exact (float64), or with f32=True HF's
-        own float32 inv_freq bit for bit, as torch computes it on this CPU (hf_f32, with the
+        original_max_position_embeddings (config level or in the dict), mrope_section, and
+        the families' own keys (GPT-NeoX's rotary_pct / rotary_emb_base, GPT-J's
+        rotary_dim, DeepSeek's qk_rope_head_dim, Gemma 3's rope_local_base_freq, ...); an
+        unknown key, or one the rope type does not read, or two that contradict each other,
+        is a ValueError. The frequencies are exact (float64), or with f32=True HF's own
+        float32 inv_freq bit for bit, as torch computes it on this CPU (hf_f32, with the
         imported torch's capability; with F32 angles, HF's angles exactly).
 
+        transformers: where transformers 4.x and 5.x read a config differently (yarn,
+        longrope and llama3 keys), the reading to follow: None for the installed
+        transformers' (4.x: as 4.49), warning (posenc.HfReadingWarning) when the two readings
+        of this config give different plans; "4" or "5" to choose one. layer_type:
+        "sliding_attention" or "full_attention" where the layer types have their own RoPE
+        (Gemma 3, transformers 5.x's per-layer rope_parameters).
+
         The plan's `hf` attribute describes the config (rope_type, head_dim, rotary_dim,
-        base, mrope_section, mrope_interleaved, seq_dependent). For "dynamic" and
-        "longrope", whose frequencies HF derives from the sequence length, every kernel call
-        takes that length from its own positions (largest position + 1), as HF's rotary
-        module does each forward; seq_len given here fixes it instead."""
+        base, mrope_section, mrope_interleaved, layout, transformers, seq_dependent). Its
+        layout is the family's pair layout, which the kernels use when given no layout=.
+        For "dynamic" and "longrope", whose frequencies HF derives from the sequence length,
+        every kernel call takes that length from its own positions (largest position + 1),
+        as HF's rotary module does each forward; seq_len given here fixes it instead."""
         from . import _hfconfig
-        return _hfconfig.plan_from_hf_config(cls, config, seq_len, f32)
+        return _hfconfig.plan_from_hf_config(cls, config, seq_len, f32, transformers,
+                                             layer_type)
 
     @classmethod
     def from_freqs_f32(cls, freqs, *, attention_factor=1.0):

@@ -16,8 +16,17 @@ from ._plans import RopePlan, _resolve
 _ROPE_LAYOUTS = {"neox": 0, "gptj": _lib.ROPE_GPTJ}
 
 
-def _rope_flags(layout, inverse=False, f32_angles=False, interleaved=False):
-    flags = _layout(layout, _ROPE_LAYOUTS)
+def _plan_layout(layout, plan):
+    """layout, or when None the plan's: a plan from RopePlan.from_hf_config carries its
+    family's pair layout (plan.hf.layout: "gptj" for GPT-J, CodeGen, Cohere, GLM, DeepSeek,
+    ...), any other plan "neox"."""
+    if layout is not None:
+        return layout
+    return getattr(getattr(plan, "hf", None), "layout", "neox")
+
+
+def _rope_flags(layout, inverse=False, f32_angles=False, interleaved=False, plan=None):
+    flags = _layout(_plan_layout(layout, plan), _ROPE_LAYOUTS)
     flags |= _lib.ROPE_INVERSE if inverse else 0
     flags |= _lib.ROPE_F32_ANGLES if f32_angles else 0
     flags |= _lib.ROPE_MROPE_INTERLEAVED if interleaved else 0
@@ -55,7 +64,7 @@ def _is_batched(q, axes):
     return axes is not None or (isinstance(q, np.ndarray) and q.ndim == 4)
 
 
-def rope(plan, q, k=None, *, positions=None, start_pos=0, layout="neox", inverse=False,
+def rope(plan, q, k=None, *, positions=None, start_pos=0, layout=None, inverse=False,
          f32_angles=False, axes=None, dtype=None):
     """Rotates q (and k) in place: posenc_rope_f32, _bf16 or _f16 by q's storage type.
 
@@ -70,7 +79,9 @@ def rope(plan, q, k=None, *, positions=None, start_pos=0, layout="neox", inverse
     The first plan.rotary_dim elements of each head vector are rotated; the rest is kept.
     positions: L integer positions (converted to int32 after a range check), or None for
     start_pos + t; with a batch axis also [B, L] (HF's position_ids). layout: "neox" (pairs
-    (x[i], x[i + R/2])) or "gptj" (pairs (x[2i], x[2i+1])). inverse: rotate by -angle
+    (x[i], x[i + R/2])) or "gptj" (pairs (x[2i], x[2i+1])); None (the default): the plan's
+    family's (plan.hf.layout of RopePlan.from_hf_config, e.g. "gptj" for GPT-J, GLM,
+    Cohere, DeepSeek), else "neox". inverse: rotate by -angle
     (POSENC_ROPE_INVERSE). f32_angles: the float32 angle recipe of most reference code
     (POSENC_ROPE_F32_ANGLES). Returns None.
     """
@@ -89,11 +100,11 @@ def rope(plan, q, k=None, *, positions=None, start_pos=0, layout="neox", inverse
     function, name = _c_function("posenc_rope", code)
     _check(function(handle, head_dim, n_tokens, _pointer(positions), start_pos,
                     ctypes.byref(q_view), None if k_view is None else ctypes.byref(k_view),
-                    _rope_flags(layout, inverse, f32_angles)),
+                    _rope_flags(layout, inverse, f32_angles, plan=plan)),
            name)
 
 
-def mrope(plan, sections, q, k=None, *, positions=None, layout="neox", interleaved=False,
+def mrope(plan, sections, q, k=None, *, positions=None, layout=None, interleaved=False,
           inverse=False, f32_angles=False, axes=None, dtype=None):
     """Multimodal RoPE (Qwen2-VL; Qwen3-VL with interleaved=True) in place:
     posenc_mrope_f32, _bf16 or _f16 by q's storage type.
@@ -123,12 +134,20 @@ def mrope(plan, sections, q, k=None, *, positions=None, layout="neox", interleav
     function, name = _c_function("posenc_mrope", code)
     _check(function(handle, _sections(sections), head_dim, n_tokens, _pointer(flat),
                     ctypes.byref(q_view), None if k_view is None else ctypes.byref(k_view),
-                    _rope_flags(layout, inverse, f32_angles, interleaved)),
+                    _rope_flags(layout, inverse, f32_angles, interleaved, plan=plan)),
            name)
 
 
+def _rerotate_plan(layout, from_plan, to_plan):
+    """The plan whose layout rope_rerotate uses when given none; the two must agree."""
+    if layout is None and _plan_layout(None, from_plan) != _plan_layout(None, to_plan):
+        raise ValueError(f"from_plan's pair layout ({_plan_layout(None, from_plan)!r}) is not "
+                         f"to_plan's ({_plan_layout(None, to_plan)!r}): pass layout=")
+    return from_plan
+
+
 def rope_rerotate(from_plan, to_plan, k, *, from_positions=None, from_start=0, to_positions=None,
-                  to_start=0, layout="neox", f32_angles=False, dtype=None):
+                  to_start=0, layout=None, f32_angles=False, dtype=None):
     """Re-rotates cached keys in place in one pass: posenc_rope_rerotate_f32, _bf16 or _f16
     by k's storage type.
 
@@ -148,7 +167,8 @@ def rope_rerotate(from_plan, to_plan, k, *, from_positions=None, from_start=0, t
     function, name = _c_function("posenc_rope_rerotate", code)
     _check(function(from_handle, _pointer(from_pos), from_start, to_handle, _pointer(to_pos),
                     to_start, head_dim, n_tokens, ctypes.byref(k_view),
-                    _rope_flags(layout, f32_angles=f32_angles)),
+                    _rope_flags(layout, f32_angles=f32_angles, plan=_rerotate_plan(
+                        layout, from_plan, to_plan))),
            name)
 
 
@@ -269,7 +289,7 @@ def _mrope_positions(positions, n_batch, n_tokens):
     return flat
 
 
-def rope_out(plan, src, *, dst=None, positions=None, start_pos=0, axes=None, layout="neox",
+def rope_out(plan, src, *, dst=None, positions=None, start_pos=0, axes=None, layout=None,
              inverse=False, f32_angles=False, src_dtype=None, dst_dtype=None):
     """Out-of-place RoPE over a batch, dst = rope(src): posenc_rope_out. Returns dst.
 
@@ -301,14 +321,14 @@ def rope_out(plan, src, *, dst=None, positions=None, start_pos=0, axes=None, lay
     positions, start_pos = _batch_positions(positions, n_batch, n_tokens, start_pos)
     plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
     handle = plan_used._ptr()
-    flags = _rope_flags(layout, inverse, f32_angles)
+    flags = _rope_flags(layout, inverse, f32_angles, plan=plan)
     _check(lib.posenc_rope_out(handle, head_dim, n_batch, n_tokens, _pointer(positions),
                                start_pos, ctypes.byref(src_view), ctypes.byref(dst_view), flags),
            "posenc_rope_out")
     return dst
 
 
-def mrope_out(plan, sections, src, *, dst=None, positions=None, axes=None, layout="neox",
+def mrope_out(plan, sections, src, *, dst=None, positions=None, axes=None, layout=None,
               interleaved=False, inverse=False, f32_angles=False, src_dtype=None,
               dst_dtype=None):
     """Out-of-place M-RoPE over a batch: posenc_mrope_out. Returns dst.
@@ -324,7 +344,7 @@ def mrope_out(plan, sections, src, *, dst=None, positions=None, axes=None, layou
     plan_used = _resolve(plan, flat, 0, n_tokens)  # alive through the call
     handle = plan_used._ptr()
     sec_array = _sections(sections)
-    flags = _rope_flags(layout, inverse, f32_angles, interleaved)
+    flags = _rope_flags(layout, inverse, f32_angles, interleaved, plan=plan)
     _check(lib.posenc_mrope_out(handle, sec_array, head_dim, n_batch, n_tokens, _pointer(flat),
                                 ctypes.byref(src_view), ctypes.byref(dst_view), flags),
            "posenc_mrope_out")

@@ -24,7 +24,9 @@ Modes:
       (posenc.RopePlan.from_freqs_f32, f32_angles=True): logits match HF's within float32
       rounding. Dynamic and LongRoPE frequencies change with the positions of each call as
       HF's modules change them (HF's float32 recomputation, the same state).
-  "accurate": posenc.RopePlan.from_hf_config(config): double frequencies and angles exact to
+  "accurate": posenc.RopePlan.from_hf_config(config, transformers=<the installed version>):
+      the config read as the installed transformers' modules read it (4.x and 5.x differ on
+      some yarn, longrope and llama3 configs), double frequencies and angles exact to
       2^-22 at every position (HF's float32 angle is off by up to a few 1e-3 rad at position
       40000). Dynamic and LongRoPE frequencies follow the largest position of each call.
 
@@ -361,6 +363,13 @@ class _HFFrequencies:
                 self.inv_freq = self.original_inv_freq
 
 
+def _accurate_plan(config):
+    """The accurate mode's plan: the config read as the installed transformers reads it (the
+    model's own modules are that version's), named explicitly: no HfReadingWarning."""
+    from ._hfconfig import installed_transformers
+    return RopePlan.from_hf_config(config, transformers=installed_transformers() or "5")
+
+
 class RotaryEmbedding(torch.nn.Module):
     """A rotary-embedding module computed by posenc, in place of a HF model's own
     (LlamaRotaryEmbedding and the like; Qwen2VLRotaryEmbedding for M-RoPE configs).
@@ -402,7 +411,7 @@ class RotaryEmbedding(torch.nn.Module):
             self._hf = _HFFrequencies(config, hf_module)
             self.rotary_dim = 2 * self._hf.inv_freq.numel()
         else:
-            self._plan = RopePlan.from_hf_config(config)
+            self._plan = _accurate_plan(config)
             self.rotary_dim = self._plan.rotary_dim
         # the unit vectors (1, 0) of every pair, which _tables rotates into cos and sin
         self._unit = torch.zeros(self.rotary_dim, dtype=torch.float32)
@@ -420,7 +429,7 @@ class RotaryEmbedding(torch.nn.Module):
     def __setstate__(self, state):
         super().__setstate__(state)
         if self.mode == "accurate":
-            self._plan = RopePlan.from_hf_config(self.config)
+            self._plan = _accurate_plan(self.config)
 
     @property
     def attention_scaling(self):

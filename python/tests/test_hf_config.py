@@ -33,8 +33,8 @@ import posenc
 from posenc import _hfconfig
 
 
-def from_hf(config, seq_len=None, f32=False):
-    return posenc.RopePlan.from_hf_config(config, seq_len=seq_len, f32=f32)
+def from_hf(config, seq_len=None, f32=False, **kw):
+    return posenc.RopePlan.from_hf_config(config, seq_len=seq_len, f32=f32, **kw)
 
 
 # --- transformers, and HF's code in float64 -------------------------------------------------
@@ -93,16 +93,17 @@ def assert_matches_hf(plan, inv32, inv64, att):
     assert plan.attention_factor == att
 
 
-def check_config(hf, config, rope_type, seq_lens=(None,)):
-    """The plan of the config object and of its to_dict() agree with HF at each seq_len."""
+def check_config(hf, config, rope_type, seq_lens=(None,), **kw):
+    """The plan of the config object and of its to_dict() agree with HF at each seq_len
+    (kw: from_hf_config's transformers=)."""
     for seq_len in seq_lens:
         inv32, inv64, att = hf_inv_freq(hf, config, rope_type, seq_len)
-        base = from_hf(config)
-        for plan in (from_hf(config, seq_len), from_hf(config.to_dict(), seq_len),
+        base = from_hf(config, **kw)
+        for plan in (from_hf(config, seq_len, **kw), from_hf(config.to_dict(), seq_len, **kw),
                      base.hf.for_seq_len(seq_len)):
             assert plan.hf.rope_type == rope_type
             assert_matches_hf(plan, inv32, inv64, att)
-        plan32 = from_hf(config, seq_len, f32=True)
+        plan32 = from_hf(config, seq_len, f32=True, **kw)
         np.testing.assert_array_equal(plan32.freqs, inv32.astype(np.float64))
         assert plan32.attention_factor == att
         if seq_len is not None:  # what the kernels use for a call reaching seq_len - 1
@@ -250,16 +251,21 @@ def test_longrope_phi3_partial_and_legacy_types(hf):
 
 def test_longrope_without_config_level_original(hf):
     # a LlamaConfig with longrope: the pretraining length is max_position_embeddings, the
-    # factor (only for the attention factor) comes from the dict
+    # factor (only for the attention factor) comes from the dict. transformers 5.x switches
+    # to the long factors past that length (ROPE_INIT_FUNCTIONS with seq_len); 4.49's
+    # LlamaRotaryEmbedding never passes a seq_len: the short factors at every length
     short, long = phi3_factors(32, 5)
-    config = llama(hf, max_position_embeddings=8192,
-                   rope_scaling={"rope_type": "longrope", "short_factor": short,
-                                 "long_factor": long, "factor": 4.0})
-    check_config(hf, config, "longrope", (None, 8192, 8193))
-    config = llama(hf, max_position_embeddings=8192,
-                   rope_scaling={"rope_type": "longrope", "short_factor": short,
-                                 "long_factor": long, "factor": 4.0, "attention_factor": 1.3})
-    check_config(hf, config, "longrope", (None, 8193))
+    for extra in ({}, {"attention_factor": 1.3}):
+        config = llama(hf, max_position_embeddings=8192,
+                       rope_scaling={"rope_type": "longrope", "short_factor": short,
+                                     "long_factor": long, "factor": 4.0, **extra})
+        check_config(hf, config, "longrope", (None, 8192, 8193), transformers="5")
+        inv32, inv64, att = hf_inv_freq(hf, config, "longrope", None)
+        plan = from_hf(config, transformers="4")
+        assert not plan.hf.seq_dependent
+        for seq_len in (None, 8192, 8193, 10 ** 6):
+            assert_matches_hf(plan.hf.for_seq_len(seq_len), inv32, inv64, att)
+            assert_matches_hf(from_hf(config, seq_len, transformers="4"), inv32, inv64, att)
 
 
 def test_llama3(hf):
@@ -412,21 +418,23 @@ def v4_configs(hf):
 
 @pytest.mark.parametrize("name", ["default", "linear", "dynamic", "yarn", "longrope",
                                   "longrope_no_original", "llama3", "partial", "mrope"])
-def test_v4_and_v5_dicts_agree(hf, name):
+@pytest.mark.parametrize("reading", ["4", "5"])
+def test_v4_and_v5_dicts_agree(hf, name, reading):
+    # either reading, the keys in either layout
     config = v4_configs(hf)[name]
-    want = from_hf(config)
+    want = from_hf(config, transformers=reading)
     d4 = config.to_dict()
     d5 = v5_dict(d4)
     assert "rope_scaling" not in d5 and "rope_theta" not in d5
     for seq_len in (None, 10 ** 6):
-        expected = from_hf(config, seq_len)
+        expected = from_hf(config, seq_len, transformers=reading)
         for d in (d4, d5):
-            assert_same_plan(from_hf(d, seq_len), expected)
+            assert_same_plan(from_hf(d, seq_len, transformers=reading), expected)
     # 5.x keeps "type" next to the "rope_type" it derives; and both dicts at once
     d5["rope_parameters"]["type"] = d5["rope_parameters"]["rope_type"]
-    assert_same_plan(from_hf(d5), want)
+    assert_same_plan(from_hf(d5, transformers=reading), want)
     both = dict(d4, rope_parameters=d5["rope_parameters"])
-    assert_same_plan(from_hf(both), want)
+    assert_same_plan(from_hf(both, transformers=reading), want)
 
 
 # --- transformers 5.x keys that 4.49 does not read (dicts; a float64 reference) --------------
@@ -479,7 +487,7 @@ def test_yarn_v5_keys(extra, factor, original, max_pos):
           "rope_theta": 1e6, **extra}
     config = {"hidden_size": 1024, "num_attention_heads": 8, "max_position_embeddings": max_pos,
               "rope_parameters": rp}
-    plan = from_hf(config)
+    plan = from_hf(config, transformers="5")
     want, att = yarn_reference(128, 1e6, factor, original, max_pos,
                                extra.get("beta_fast"), extra.get("beta_slow"),
                                extra.get("truncate", True), extra.get("mscale"),
@@ -489,7 +497,7 @@ def test_yarn_v5_keys(extra, factor, original, max_pos):
     # the same keys in a 4.x rope_scaling dict
     v4 = {"hidden_size": 1024, "num_attention_heads": 8, "max_position_embeddings": max_pos,
           "rope_theta": 1e6, "rope_scaling": {k: v for k, v in rp.items() if k != "rope_theta"}}
-    assert_same_plan(from_hf(v4), plan)
+    assert_same_plan(from_hf(v4, transformers="5"), plan)
 
 
 def test_v5_original_max_position_embeddings_defaults():
@@ -500,12 +508,12 @@ def test_v5_original_max_position_embeddings_defaults():
                                            "original_max_position_embeddings": 8192})
     implicit = copy.deepcopy(explicit)
     del implicit["rope_parameters"]["original_max_position_embeddings"]
-    assert_same_plan(from_hf(implicit), from_hf(explicit))
+    assert_same_plan(from_hf(implicit, transformers="5"), from_hf(explicit, transformers="5"))
     # the config-level value (Phi-3) serves llama3 and yarn as well
     level = dict(copy.deepcopy(implicit), original_max_position_embeddings=2048)
     in_dict = copy.deepcopy(implicit)
     in_dict["rope_parameters"]["original_max_position_embeddings"] = 2048
-    assert_same_plan(from_hf(level), from_hf(in_dict))
+    assert_same_plan(from_hf(level, transformers="5"), from_hf(in_dict, transformers="5"))
 
 
 # --- errors: nothing ignored ---------------------------------------------------------------
@@ -565,7 +573,6 @@ def config_with(scaling=None, **top):
     (config_with({"rope_type": "dynamic", "factor": 2.0,
                   "original_max_position_embeddings": 2048}),
      "original_max_position_embeddings"),
-    (config_with(dict(LONGROPE, factor=2.0), original_max_position_embeddings=1024), "factor"),
     (dict(BASE, rope_scaling={"rope_type": "linear", "factor": 2.0},
           rope_parameters={"rope_type": "linear", "factor": 4.0}), "factor"),
     (dict(BASE, rope_scaling={"rope_type": "linear", "factor": 2.0},
@@ -578,7 +585,6 @@ def config_with(scaling=None, **top):
     (config_with({"rope_type": "linear", "factor": True}), "factor"),
     (config_with({"rope_type": "linear", "factor": float("nan")}), "factor"),
     (config_with({"rope_type": "yarn", "factor": 2.0, "truncate": "no"}), "truncate"),
-    (config_with({"rope_type": "yarn", "factor": 0.5}), "factor"),
     (config_with({"rope_type": "yarn", "factor": 2.0, "attention_factor": 0.0}),
      "attention_factor"),
     (config_with(dict(LONGROPE, attention_factor=-1.0)), "attention_factor"),
@@ -613,9 +619,11 @@ def config_with(scaling=None, **top):
     (dict(BASE, rope_scaling=[("rope_type", "linear")]), "rope_scaling"),
 ])
 def test_config_errors(config, key):
-    # the message names the key (as a whole word: "factor" is not "partial_rotary_factor")
+    # the message names the key (as a whole word: "factor" is not "partial_rotary_factor");
+    # transformers 5.x's reading, the one that reads every key listed (4.x reads fewer of the
+    # length keys: test_readings_* below)
     with pytest.raises(ValueError, match=rf"(?<!\w){re.escape(key)}(?!\w)"):
-        from_hf(config)
+        from_hf(config, transformers="5")
 
 
 @pytest.mark.parametrize("config", [
@@ -631,7 +639,7 @@ def test_config_errors(config, key):
 ])
 def test_values_the_library_refuses(config):
     with pytest.raises(posenc.PosencError):
-        from_hf(config)
+        from_hf(config, transformers="5")
 
 
 def test_config_type_errors():
@@ -659,11 +667,13 @@ def test_config_type_errors():
     config_with(dict(LLAMA3, original_max_position_embeddings=2048),
                 original_max_position_embeddings=2048),
     config_with(dict(LONGROPE, factor=4.0), original_max_position_embeddings=1024),
+    config_with(dict(LONGROPE, factor=2.0), original_max_position_embeddings=1024),
     config_with({"rope_type": "dynamic", "factor": 2.0,
                  "original_max_position_embeddings": 4096}),
     config_with({"rope_type": "yarn", "factor": 2.0, "attention_factor": None,
                  "beta_fast": None, "beta_slow": None, "mscale": None}),
     config_with({"rope_type": "yarn", "factor": 0.5, "attention_factor": 1.0}),
+    config_with({"rope_type": "yarn", "factor": 0.5}),
     config_with(head_dim=None),
     # Phi3Config always has original_max_position_embeddings; other types do not read it
     config_with(original_max_position_embeddings=2048),
@@ -672,7 +682,7 @@ def test_config_type_errors():
                                                    "rope_theta": 10000.0}),
 ])
 def test_accepted(config):
-    plan = from_hf(config)
+    plan = from_hf(config, transformers="5")
     assert plan.rotary_dim == plan.hf.rotary_dim
 
 
@@ -682,20 +692,23 @@ def test_yarn_factor_none_is_the_length_ratio():
                           "original_max_position_embeddings": 1024})
     explicit = config_with({"rope_type": "yarn", "factor": 4.0,
                             "original_max_position_embeddings": 1024})
-    assert_same_plan(from_hf(config), from_hf(explicit))
+    assert_same_plan(from_hf(config, transformers="5"), from_hf(explicit, transformers="5"))
+    # transformers 4.x refuses it (math.log(None) in 4.49)
+    with pytest.raises(ValueError, match=r"factor None.*transformers='5'"):
+        from_hf(config, transformers="4")
 
 
 # --- resolve_plan, for_seq_len and the cache -------------------------------------------------
 
 DYNAMIC = config_with({"rope_type": "dynamic", "factor": 2.0})
 PHI3_LIKE = config_with(LONGROPE, max_position_embeddings=32768,
-                        original_max_position_embeddings=4096)
+                        original_max_position_embeddings=4096, model_type="phi3")
 
 
 def test_resolve_plan_not_sequence_dependent():
     for config in (BASE, config_with({"rope_type": "linear", "factor": 2.0}),
                    config_with(LLAMA3),
-                   config_with(dict(LONGROPE, long_factor=SHORT))):  # long == short
+                   config_with(dict(LONGROPE, long_factor=SHORT, factor=2.0))):  # long == short
         plan = from_hf(config)
         assert not plan.hf.seq_dependent and plan.hf.seq_len_threshold is None
         for top in (0, 4095, 4096, 10 ** 7):
@@ -863,3 +876,146 @@ def test_phi3_small_config_dict():
     with pytest.raises(ValueError, match="long_mscale"):
         from_hf(bad)
 
+
+
+# --- transformers 4.x and 5.x readings (issue 26, case 1) -----------------------------------
+
+def readings_warning(config, **kw):
+    """from_hf_config with the installed transformers' reading, returning (plan, the
+    HfReadingWarning messages)."""
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plan = from_hf(config, **kw)
+    return plan, [str(w.message) for w in caught
+                  if issubclass(w.category, posenc.HfReadingWarning)]
+
+
+def qwen_yarn(hf):
+    """Qwen2.5 / Qwen3 with YaRN as their model cards say: max_position_embeddings 131072,
+    rope_scaling {yarn, factor 4, original_max_position_embeddings 32768}."""
+    return hf.tf.Qwen2Config(hidden_size=1024, num_attention_heads=8, rope_theta=1000000.0,
+                             max_position_embeddings=131072,
+                             rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                           "original_max_position_embeddings": 32768})
+
+
+def test_readings_follow_the_installed_transformers(hf):
+    assert hf.tf.__version__.startswith("4.49"), "these tests check transformers 4.49's reading"
+    assert _hfconfig.installed_transformers() == hf.tf.__version__
+    config = qwen_yarn(hf)
+    plan, messages = readings_warning(config)
+    # 4.49 computes the correction range from max_position_embeddings: HF's own numbers
+    inv32, inv64, att = hf_inv_freq(hf, config, "yarn")
+    assert_matches_hf(plan, inv32, inv64, att)
+    assert plan.hf.transformers == "4"
+    assert len(messages) == 1 and "original_max_position_embeddings" in messages[0]
+    assert "131072" in messages[0] and "32768" in messages[0] and "transformers='5'" in messages[0]
+    # 5.x's reading, named: no warning; its formula from original_max_position_embeddings
+    five, messages = readings_warning(config, transformers="5")
+    assert messages == [] and five.hf.transformers == "5"
+    want, att5 = yarn_reference(128, 1e6, 4.0, 32768, 131072)
+    np.testing.assert_allclose(five.freqs, want, rtol=1e-14, atol=0)
+    assert att5 == att
+    # the two readings are far apart (the issue measured up to 55%)
+    assert np.max(np.abs(five.freqs / plan.freqs - 1)) > 0.5
+    # named 4.x (or a 4.x version): the installed reading without a warning
+    for name in ("4", "4.49.0", 4):
+        again, messages = readings_warning(config, transformers=name)
+        assert messages == []
+        assert_same_plan(again, plan)
+
+
+def test_readings_deepseek_yarn_mscale(hf):
+    """DeepSeek-V2's yarn keys: 4.49 reads neither mscale nor mscale_all_dim (attention
+    factor 0.1 ln 40 + 1 = 1.369); 5.x takes their ratio (1.0 when they are equal)."""
+    scaling = {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096,
+               "beta_fast": 32, "beta_slow": 1, "mscale": 0.707, "mscale_all_dim": 0.707}
+    config = llama(hf, hidden_size=1024, num_attention_heads=16, head_dim=64,
+                   max_position_embeddings=163840, rope_scaling=dict(scaling))
+    plan, messages = readings_warning(config)
+    inv32, inv64, att = hf_inv_freq(hf, config, "yarn")
+    assert_matches_hf(plan, inv32, inv64, att)
+    assert plan.attention_factor == att == 0.1 * math.log(40) + 1
+    assert len(messages) == 1 and "mscale, mscale_all_dim" in messages[0]
+    assert "original_max_position_embeddings" in messages[0]
+    five = from_hf(config, transformers="5")
+    want, att5 = yarn_reference(64, 10000.0, 40.0, 4096, 163840, 32, 1, True, 0.707, 0.707)
+    assert five.attention_factor == att5 == 1.0
+    np.testing.assert_allclose(five.freqs, want, rtol=1e-14, atol=0)
+
+
+def test_readings_llama_longrope_switch(hf):
+    """A Llama with LongRoPE: 4.49's LlamaRotaryEmbedding keeps the short factors at every
+    length; 5.x switches to the long ones past the pretraining length."""
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    short, long = phi3_factors(32, 5)
+    config = llama(hf, max_position_embeddings=8192,
+                   rope_scaling={"rope_type": "longrope", "short_factor": short,
+                                 "long_factor": long, "factor": 4.0})
+    plan, messages = readings_warning(config)
+    assert not plan.hf.seq_dependent
+    assert len(messages) == 1 and "long_factor" in messages[0]
+    assert "the short factors at every length" in messages[0]
+    module = LlamaRotaryEmbedding(config)
+    inv, att = module_inv_freq(hf, module, 20000)
+    np.testing.assert_allclose(_hfconfig.resolve_plan(plan, 19999).freqs, inv, rtol=1e-6)
+    assert _hfconfig.resolve_plan(plan, 19999).attention_factor == att
+    five = from_hf(config, transformers="5")
+    assert five.hf.seq_dependent and five.hf.seq_len_threshold == 8192
+    assert not np.allclose(_hfconfig.resolve_plan(five, 19999).freqs, inv, rtol=1e-3)
+
+
+def test_readings_llama3_and_phi3_config_level_values(hf):
+    # llama3: 4.x reads original_max_position_embeddings from rope_scaling only
+    config = llama(hf, rope_theta=500000.0, max_position_embeddings=131072,
+                   rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                 "high_freq_factor": 4.0,
+                                 "original_max_position_embeddings": 8192})
+    config.original_max_position_embeddings = 4096  # a config-level value, as Phi-3's
+    plan, messages = readings_warning(config)
+    assert_matches_hf(plan, *hf_inv_freq(hf, config, "llama3"))
+    assert len(messages) == 1 and "original_max_position_embeddings" in messages[0]
+    with pytest.raises(ValueError, match="original_max_position_embeddings"):
+        from_hf(config, transformers="5")  # two values: 5.x's reading refuses
+    bare = config_with({k: v for k, v in LLAMA3.items()
+                        if k != "original_max_position_embeddings"})
+    with pytest.raises(ValueError, match=r"original_max_position_embeddings.*transformers='5'"):
+        from_hf(bare, transformers="4")
+    # Phi-3 with a dict factor that is not max_position_embeddings / original: 4.x uses the
+    # ratio (sqrt(1 + ln 32 / ln 4096)), 5.x the dict's factor
+    config = phi3(hf)
+    config.rope_scaling = dict(config.rope_scaling, factor=8.0)
+    plan, messages = readings_warning(config)
+    assert_matches_hf(plan, *hf_inv_freq(hf, config, "longrope"))
+    assert plan.attention_factor == math.sqrt(1 + math.log(32) / math.log(4096))
+    assert len(messages) == 1 and "factor" in messages[0]
+    assert from_hf(config, transformers="5").attention_factor == \
+        math.sqrt(1 + math.log(8) / math.log(4096))
+
+
+@pytest.mark.parametrize("name", ["default", "linear", "dynamic", "yarn", "longrope", "llama3",
+                                  "partial", "mrope"])
+def test_readings_agree_without_a_warning(hf, name):
+    """Where both readings give the same plan, nothing is said (the yarn config here has no
+    original_max_position_embeddings; Phi-3's factor is the length ratio)."""
+    import warnings
+    config = v4_configs(hf)[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", posenc.HfReadingWarning)
+        plan = from_hf(config)
+        five = from_hf(config, transformers="5")
+        np.testing.assert_array_equal(five.freqs, plan.freqs)
+        assert five.attention_factor == plan.attention_factor
+        assert (five.hf.seq_dependent, five.hf.seq_len_threshold) == \
+            (plan.hf.seq_dependent, plan.hf.seq_len_threshold)
+        assert_same_plan(from_hf(config.to_dict()), plan)
+
+
+def test_reading_argument_errors():
+    with pytest.raises(ValueError, match="transformers"):
+        from_hf(BASE, transformers="3.0")
+    with pytest.raises(ValueError, match="transformers"):
+        from_hf(BASE, transformers="latest")
+    with pytest.raises(TypeError, match="transformers"):
+        from_hf(BASE, transformers=["5"])

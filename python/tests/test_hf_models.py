@@ -649,3 +649,59 @@ def test_direct_path_is_the_generic_binding(dtype):
         got = phf._apply_direct(factors, src, "BLHD", 3, torch.empty((2, 3, 1, 16), dtype=out))
         want = posenc.rope_apply(factors, src, axes="BLHD", dst_dtype=str(out)[6:])
         assert torch.equal(got, want)
+
+
+# --- accurate mode reads configs as the installed transformers (issue 26, case 1) ------------
+
+def _qwen2_yarn():
+    # Qwen2.5 / Qwen3's YaRN: transformers 4.49 computes the correction range from
+    # max_position_embeddings (131072), 5.x from original_max_position_embeddings (32768)
+    return transformers.Qwen2Config(**COMMON, max_position_embeddings=131072,
+                                    rope_theta=1000000.0, sliding_window=None,
+                                    rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                                  "original_max_position_embeddings": 32768}
+                                    ), transformers.Qwen2ForCausalLM
+
+
+def _llama_longrope():
+    # LongRoPE on a Llama: 4.49's LlamaRotaryEmbedding keeps the short factors at every length
+    short = [1.0, 1.05, 1.2, 1.5, 2.0, 3.0, 4.0, 5.0]
+    long = [1.0, 1.3, 2.1, 4.5, 9.0, 17.0, 25.0, 40.0]
+    return transformers.LlamaConfig(**COMMON, max_position_embeddings=4096, rope_theta=10000.0,
+                                    rope_scaling={"rope_type": "longrope", "factor": 4.0,
+                                                  "original_max_position_embeddings": 1024,
+                                                  "short_factor": short, "long_factor": long}
+                                    ), transformers.LlamaForCausalLM
+
+
+EXTRA.update(qwen2_yarn=_qwen2_yarn, llama_longrope=_llama_longrope)
+
+
+@pytest.mark.parametrize("name,start,rtol", [("qwen2_yarn", 100, 1e-5),
+                                             ("llama_longrope", 2000, 1e-4)])
+def test_accurate_follows_the_installed_transformers(name, start, rtol):
+    """posenc.hf.patch's default mode on configs that transformers 4.x and 5.x read
+    differently: the logits are HF's (the installed 4.49's modules), within float32 rounding
+    (HF's float32 angles at positions near 2000 are off by ~1e-4 rad: rtol 1e-4 there), not
+    5.x's reading, which used to be followed (the yarn frequencies differ by up to 55%, the
+    Llama switched to the long factors); and no HfReadingWarning is raised."""
+    import warnings
+    model = model_of(name)
+    ids = ids_of(2)
+    pos = positions_of(name, [start, start + 37])
+    want = logits(model, ids, pos)
+    scale = want.abs().max().item()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", posenc.HfReadingWarning)
+        with phf.patched(model):
+            assert phf.patch_mode(model) == "accurate"
+            assert rotary_of(model).plan().hf.transformers == "4"
+            err = (logits(model, ids, pos) - want).abs().max().item()
+            # the same model rotating by transformers 5.x's reading of its config
+            rotary_of(model)._plan = posenc.RopePlan.from_hf_config(model.config,
+                                                                    transformers="5")
+            err5 = (logits(model, ids, pos) - want).abs().max().item()
+    print(f"{name}: max |logits - HF 4.49's| relative to max |logits|: accurate "
+          f"{err / scale:.1e}, with 5.x's reading {err5 / scale:.1e}")
+    assert err <= rtol * scale
+    assert err5 > 100 * err
