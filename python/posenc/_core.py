@@ -17,13 +17,30 @@ _F32 = np.dtype(np.float32)
 
 class PosencError(ValueError):
     """A C function returned a status other than POSENC_OK. `status` is the posenc_status
-    value, `status_string` its posenc_status_string()."""
+    value, `status_string` its posenc_status_string(), `detail` what the library said about
+    this refusal (posenc_last_error(), read right after the call on the same thread; "" from
+    a library without it)."""
 
-    def __init__(self, function, status):
+    def __init__(self, function, status, detail=""):
         self.function = function
         self.status = status
         self.status_string = lib.posenc_status_string(status).decode()
-        super().__init__(f"{function}: {self.status_string}")
+        self.detail = detail
+        if not detail:
+            message = f"{function}: {self.status_string}"
+        elif detail.startswith(function.split("(")[0]):
+            message = f"{detail} ({self.status_string})"
+        else:
+            message = f"{function}: {self.status_string}: {detail}"
+        super().__init__(message)
+
+
+def _last_error():
+    """posenc_last_error() of this thread, or "" (a library older than it)."""
+    if not _lib.HAS_LAST_ERROR:
+        return ""
+    text = lib.posenc_last_error()
+    return text.decode(errors="replace") if text else ""
 
 
 class PosencMemoryError(PosencError, MemoryError):
@@ -32,9 +49,9 @@ class PosencMemoryError(PosencError, MemoryError):
 
 def _check(status, function):
     if status == _lib.POSENC_ERR_OUT_OF_MEMORY:
-        raise PosencMemoryError(function, status)
+        raise PosencMemoryError(function, status, _last_error())
     if status != _lib.POSENC_OK:
-        raise PosencError(function, status)
+        raise PosencError(function, status, _last_error())
 
 
 

@@ -138,6 +138,10 @@ def _declare(name, restype, *argtypes):
 
 
 _declare("posenc_version", ctypes.c_char_p)
+# The detail of the calling thread's last refused call (a library without it: "")
+HAS_LAST_ERROR = hasattr(lib, "posenc_last_error")
+if HAS_LAST_ERROR:
+    _declare("posenc_last_error", ctypes.c_char_p)
 _declare("posenc_status_string", ctypes.c_char_p, c_status)
 _declare("posenc_isa_name", ctypes.c_char_p, ctypes.c_int)
 _declare("posenc_isa_from_name", c_status, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int))

@@ -408,3 +408,16 @@ def test_rope_out_third_argument_is_not_a_destination(rng):
     with pytest.raises(TypeError, match="positional"):
         posenc.sinusoid_fill(posenc.SinusoidPlan(8), 3, 0, "interleaved", False,
                              np.zeros((3, 8), np.float32))
+
+
+def test_posenc_error_carries_the_library_detail():
+    """PosencError.detail: posenc_last_error() of the refused call ("" from a library without
+    it); the message ends with it when there is one."""
+    with pytest.raises(posenc.PosencError) as error:
+        posenc.RopePlan(3)  # odd rotary_dim
+    detail = error.value.detail
+    assert isinstance(detail, str)
+    if detail:
+        assert detail in str(error.value) and "invalid argument" in str(error.value)
+    else:
+        assert str(error.value) == "posenc_rope_plan_create: " + error.value.status_string
