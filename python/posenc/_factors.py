@@ -77,6 +77,12 @@ class RopeFactors:
         return self._f32_angles
 
     @property
+    def deterministic(self):
+        """Whether the factors were made with POSENC_ROPE_DETERMINISTIC (rope_apply then
+        rotates bitwise alike on every ISA and CPU)."""
+        return bool(self._struct.flags & _lib.ROPE_DETERMINISTIC)
+
+    @property
     def storage(self):
         """The float32 array that holds the rows (its beginning may precede row 0 of a
         sub-range)."""
@@ -106,14 +112,15 @@ class RopeFactors:
 
 
 def rope_factors(plan, *, positions=None, start_pos=0, n_rows=None, layout=None,
-                 f32_angles=False, storage=None):
+                 f32_angles=False, deterministic=False, storage=None):
     """Computes the rotation factors of n_rows positions: posenc_rope_factors_compute.
     Returns a RopeFactors.
 
     positions: integers, 1-D (row r at positions[r]) or [B, L] (flattened row-major: row
     b * L + t, what rope_apply's default row_batch_stride = L reads for token t of batch b);
     or None with n_rows for the run start_pos + r. layout: "neox" or "gptj", fixed for
-    applying. f32_angles: POSENC_ROPE_F32_ANGLES (inverse is chosen when applying). The
+    applying. f32_angles: POSENC_ROPE_F32_ANGLES (inverse is chosen when applying).
+    deterministic: POSENC_ROPE_DETERMINISTIC (rope_apply then applies them as such). The
     factors are exactly those rope() uses, so applying them gives bitwise rope_out()'s result.
     storage: None (new, cache-line aligned) or a C-contiguous writeable float32 array to
     reuse (its bytes must cover posenc_rope_factors_bytes, else PosencError).
@@ -133,7 +140,7 @@ def rope_factors(plan, *, positions=None, start_pos=0, n_rows=None, layout=None,
         n_rows = pos.shape[0]
     plan_used = _resolve(plan, pos, start_pos, n_rows)  # alive through the call
     handle = plan_used._ptr()
-    flags = _rope_flags(layout, f32_angles=f32_angles, plan=plan)
+    flags = _rope_flags(layout, f32_angles=f32_angles, plan=plan, deterministic=deterministic)
     storage, nbytes = _factor_storage(plan.rotary_dim, n_rows, flags & _lib.ROPE_GPTJ, storage)
     struct = _lib.RopeFactors()
     _check(lib.posenc_rope_factors_compute(handle, n_rows, _pointer(pos), start_pos, flags,
@@ -143,12 +150,12 @@ def rope_factors(plan, *, positions=None, start_pos=0, n_rows=None, layout=None,
 
 
 def mrope_factors(plan, sections, *, positions, layout=None, interleaved=False,
-                  f32_angles=False, storage=None):
+                  f32_angles=False, deterministic=False, storage=None):
     """The M-RoPE rotation factors: posenc_mrope_factors_compute. Returns a RopeFactors.
 
     positions: integers of shape (3, n_rows) (rows temporal, height, width), or HF's
     position_ids (3, B, L), row b * L + t. sections, interleaved: as for mrope(); layout,
-    f32_angles, storage: as for rope_factors().
+    f32_angles, deterministic, storage: as for rope_factors().
     """
     _plan_handle(plan, RopePlan)
     array = np.asarray(positions)
@@ -160,7 +167,8 @@ def mrope_factors(plan, sections, *, positions, layout=None, interleaved=False,
     plan_used = _resolve(plan, flat, 0, n_rows)  # alive through the call
     handle = plan_used._ptr()
     sec_array = _sections(sections)
-    flags = _rope_flags(layout, f32_angles=f32_angles, interleaved=interleaved, plan=plan)
+    flags = _rope_flags(layout, f32_angles=f32_angles, interleaved=interleaved, plan=plan,
+                        deterministic=deterministic)
     storage, nbytes = _factor_storage(plan.rotary_dim, n_rows, flags & _lib.ROPE_GPTJ, storage)
     struct = _lib.RopeFactors()
     _check(lib.posenc_mrope_factors_compute(handle, sec_array, n_rows, _pointer(flat), flags,

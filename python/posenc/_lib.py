@@ -5,32 +5,38 @@ import ctypes.util
 import os
 from pathlib import Path
 
-POSENC_OK = 0
-POSENC_ERR_INVALID_ARGUMENT = 1
-POSENC_ERR_UNSUPPORTED = 2
-POSENC_ERR_OUT_OF_MEMORY = 3
+from . import _constants as C
 
-ROPE_GPTJ = 1
-ROPE_INVERSE = 2
-ROPE_F32_ANGLES = 4
-ROPE_MROPE_INTERLEAVED = 8
-SINUSOID_SIN_COS = 1
-SINUSOID_COS_SIN = 2
-SINUSOID_F32_ANGLES = 4
-ALIBI_CAUSAL = 1
-SOFTMAX_CAUSAL = 1
-SOFTMAX_WINDOW = 2
-SOFTMAX_SOFTCAP = 4
-SOFTMAX_ALIBI_SYMMETRIC = 8
-SOFTMAX_MASK_SLOPE = 16
+# include/posenc.h's constants (_constants.py is generated from the header and checked against
+# it by python/tests/test_constants.py), under the short names the package uses.
+POSENC_OK = C.POSENC_OK
+POSENC_ERR_INVALID_ARGUMENT = C.POSENC_ERR_INVALID_ARGUMENT
+POSENC_ERR_UNSUPPORTED = C.POSENC_ERR_UNSUPPORTED
+POSENC_ERR_OUT_OF_MEMORY = C.POSENC_ERR_OUT_OF_MEMORY
+
+ROPE_GPTJ = C.POSENC_ROPE_GPTJ
+ROPE_INVERSE = C.POSENC_ROPE_INVERSE
+ROPE_F32_ANGLES = C.POSENC_ROPE_F32_ANGLES
+ROPE_MROPE_INTERLEAVED = C.POSENC_ROPE_MROPE_INTERLEAVED
+ROPE_DETERMINISTIC = C.POSENC_ROPE_DETERMINISTIC
+SINUSOID_SIN_COS = C.POSENC_SINUSOID_SIN_COS
+SINUSOID_COS_SIN = C.POSENC_SINUSOID_COS_SIN
+SINUSOID_F32_ANGLES = C.POSENC_SINUSOID_F32_ANGLES
+SINUSOID_DETERMINISTIC = C.POSENC_SINUSOID_DETERMINISTIC
+ALIBI_CAUSAL = C.POSENC_ALIBI_CAUSAL
+SOFTMAX_CAUSAL = C.POSENC_SOFTMAX_CAUSAL
+SOFTMAX_WINDOW = C.POSENC_SOFTMAX_WINDOW
+SOFTMAX_SOFTCAP = C.POSENC_SOFTMAX_SOFTCAP
+SOFTMAX_ALIBI_SYMMETRIC = C.POSENC_SOFTMAX_ALIBI_SYMMETRIC
+SOFTMAX_MASK_SLOPE = C.POSENC_SOFTMAX_MASK_SLOPE
 # posenc_softmax's accuracy: |y - y*| <= REL * y* + ABS (include/posenc.h).
-SOFTMAX_REL_TOLERANCE = 2.0 ** -18
-SOFTMAX_ABS_TOLERANCE = 2.0 ** -24
+SOFTMAX_REL_TOLERANCE = C.POSENC_SOFTMAX_REL_TOLERANCE
+SOFTMAX_ABS_TOLERANCE = C.POSENC_SOFTMAX_ABS_TOLERANCE
 
 # posenc_dtype: the storage type of a posenc_rope_view's or posenc_scores_view's elements.
-DTYPE_F32 = 0
-DTYPE_BF16 = 1
-DTYPE_F16 = 2
+DTYPE_F32 = C.POSENC_DTYPE_F32
+DTYPE_BF16 = C.POSENC_DTYPE_BF16
+DTYPE_F16 = C.POSENC_DTYPE_F16
 
 
 def _candidates():
@@ -127,8 +133,16 @@ class ScoresView(ctypes.Structure):
                 ("row_stride", c_size)]
 
 
-ROPE_SCALING_TYPES = {"default": 0, "linear": 1, "dynamic": 2, "yarn": 3, "longrope": 4,
-                      "su": 4, "llama3": 5, "ntk_alpha": 6, "pair_factors": 7}
+# posenc_rope_scaling_type by HF's rope_type names (and posenc's own two)
+ROPE_SCALING_TYPES = {"default": C.POSENC_ROPE_SCALING_DEFAULT,
+                      "linear": C.POSENC_ROPE_SCALING_LINEAR,
+                      "dynamic": C.POSENC_ROPE_SCALING_DYNAMIC,
+                      "yarn": C.POSENC_ROPE_SCALING_YARN,
+                      "longrope": C.POSENC_ROPE_SCALING_LONGROPE,
+                      "su": C.POSENC_ROPE_SCALING_LONGROPE,
+                      "llama3": C.POSENC_ROPE_SCALING_LLAMA3,
+                      "ntk_alpha": C.POSENC_ROPE_SCALING_NTK_ALPHA,
+                      "pair_factors": C.POSENC_ROPE_SCALING_PAIR_FACTORS}
 
 
 def _declare(name, restype, *argtypes):

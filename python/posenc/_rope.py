@@ -25,8 +25,10 @@ def _plan_layout(layout, plan):
     return getattr(getattr(plan, "hf", None), "layout", "neox")
 
 
-def _rope_flags(layout, inverse=False, f32_angles=False, interleaved=False, plan=None):
+def _rope_flags(layout, inverse=False, f32_angles=False, interleaved=False, plan=None,
+                deterministic=False):
     flags = _layout(_plan_layout(layout, plan), _ROPE_LAYOUTS)
+    flags |= _lib.ROPE_DETERMINISTIC if deterministic else 0
     flags |= _lib.ROPE_INVERSE if inverse else 0
     flags |= _lib.ROPE_F32_ANGLES if f32_angles else 0
     flags |= _lib.ROPE_MROPE_INTERLEAVED if interleaved else 0
@@ -65,7 +67,7 @@ def _is_batched(q, axes):
 
 
 def rope(plan, q, k=None, *, positions=None, start_pos=0, layout=None, inverse=False,
-         f32_angles=False, axes=None, dtype=None):
+         f32_angles=False, deterministic=False, axes=None, dtype=None):
     """Rotates q (and k) in place: posenc_rope_f32, _bf16 or _f16 by q's storage type.
 
     q, k: arrays [L, H, D] (k may have its own head count, GQA/MQA), or any 3-D view indexed
@@ -83,13 +85,16 @@ def rope(plan, q, k=None, *, positions=None, start_pos=0, layout=None, inverse=F
     family's (plan.hf.layout of RopePlan.from_hf_config, e.g. "gptj" for GPT-J, GLM,
     Cohere, DeepSeek), else "neox". inverse: rotate by -angle
     (POSENC_ROPE_INVERSE). f32_angles: the float32 angle recipe of most reference code
-    (POSENC_ROPE_F32_ANGLES). Returns None.
+    (POSENC_ROPE_F32_ANGLES). deterministic: results bitwise identical on every ISA and CPU
+    (POSENC_ROPE_DETERMINISTIC: one fixed sequence of IEEE operations, no FMA, no libm;
+    combines with every other option). Returns None.
     """
     if _is_batched(q, axes):
         for x in (q, k):
             if x is not None:
                 rope_out(plan, x, dst=x, positions=positions, start_pos=start_pos, axes=axes,
-                         layout=layout, inverse=inverse, f32_angles=f32_angles, src_dtype=dtype,
+                         layout=layout, inverse=inverse, f32_angles=f32_angles,
+                         deterministic=deterministic, src_dtype=dtype,
                          dst_dtype=dtype)
         return None
     code, q_view, k_view = _qk_views(q, k, dtype)
@@ -100,16 +105,18 @@ def rope(plan, q, k=None, *, positions=None, start_pos=0, layout=None, inverse=F
     function, name = _c_function("posenc_rope", code)
     _check(function(handle, head_dim, n_tokens, _pointer(positions), start_pos,
                     ctypes.byref(q_view), None if k_view is None else ctypes.byref(k_view),
-                    _rope_flags(layout, inverse, f32_angles, plan=plan)),
+                    _rope_flags(layout, inverse, f32_angles, plan=plan,
+                                deterministic=deterministic)),
            name)
 
 
 def mrope(plan, sections, q, k=None, *, positions=None, layout=None, interleaved=False,
-          inverse=False, f32_angles=False, axes=None, dtype=None):
+          inverse=False, f32_angles=False, deterministic=False, axes=None, dtype=None):
     """Multimodal RoPE (Qwen2-VL; Qwen3-VL with interleaved=True) in place:
     posenc_mrope_f32, _bf16 or _f16 by q's storage type.
 
-    q, k, axes, dtype: as for rope() (4-D: mrope_out in place, positions (3, B, L)).
+    q, k, axes, dtype, layout, inverse, f32_angles, deterministic: as for rope() (4-D:
+    mrope_out in place, positions (3, B, L)).
     positions: integers of shape (3, L), HF's position_ids (3, batch, seq) for one sequence:
     rows temporal, height, width. sections: HF's mrope_section, three pair counts summing to
     plan.rotary_dim / 2. Pair i takes its angle from the row its section says (contiguous
@@ -121,7 +128,8 @@ def mrope(plan, sections, q, k=None, *, positions=None, layout=None, interleaved
             if x is not None:
                 mrope_out(plan, sections, x, dst=x, positions=positions, axes=axes,
                           layout=layout, interleaved=interleaved, inverse=inverse,
-                          f32_angles=f32_angles, src_dtype=dtype, dst_dtype=dtype)
+                          f32_angles=f32_angles, deterministic=deterministic,
+                          src_dtype=dtype, dst_dtype=dtype)
         return None
     code, q_view, k_view = _qk_views(q, k, dtype)
     n_tokens, _, head_dim = q.shape
@@ -134,7 +142,8 @@ def mrope(plan, sections, q, k=None, *, positions=None, layout=None, interleaved
     function, name = _c_function("posenc_mrope", code)
     _check(function(handle, _sections(sections), head_dim, n_tokens, _pointer(flat),
                     ctypes.byref(q_view), None if k_view is None else ctypes.byref(k_view),
-                    _rope_flags(layout, inverse, f32_angles, interleaved, plan=plan)),
+                    _rope_flags(layout, inverse, f32_angles, interleaved, plan=plan,
+                                deterministic=deterministic)),
            name)
 
 
@@ -146,15 +155,17 @@ def _rerotate_plan(layout, from_plan, to_plan):
     return from_plan
 
 
-def rope_rerotate(from_plan, to_plan, k, *, from_positions=None, from_start=0, to_positions=None,
-                  to_start=0, layout=None, f32_angles=False, dtype=None):
+def rope_rerotate(from_plan, to_plan, k, *, from_positions=None, from_start=0,
+                  to_positions=None, to_start=0, layout=None, f32_angles=False,
+                  deterministic=False, dtype=None):
     """Re-rotates cached keys in place in one pass: posenc_rope_rerotate_f32, _bf16 or _f16
     by k's storage type.
 
     k: [L, H, D] (as for rope(); float32, float16 or bfloat16) holding keys rotated by
     (from_plan, position p_t); afterwards they are rotated by (to_plan, p'_t): each pair by
     p'_t w'_i - p_t w_i, scaled by to_plan.attention_factor / from_plan.attention_factor.
-    Positions: L integers, or None for a run from *_start. Returns None.
+    Positions: L integers, or None for a run from *_start. layout, f32_angles,
+    deterministic: as for rope(). Returns None.
     """
     code, k_view = _rope_view("k", k, dtype)
     n_tokens, _, head_dim = k.shape
@@ -168,7 +179,7 @@ def rope_rerotate(from_plan, to_plan, k, *, from_positions=None, from_start=0, t
     _check(function(from_handle, _pointer(from_pos), from_start, to_handle, _pointer(to_pos),
                     to_start, head_dim, n_tokens, ctypes.byref(k_view),
                     _rope_flags(layout, f32_angles=f32_angles, plan=_rerotate_plan(
-                        layout, from_plan, to_plan))),
+                        layout, from_plan, to_plan), deterministic=deterministic)),
            name)
 
 
@@ -290,7 +301,8 @@ def _mrope_positions(positions, n_batch, n_tokens):
 
 
 def rope_out(plan, src, *, dst=None, positions=None, start_pos=0, axes=None, layout=None,
-             inverse=False, f32_angles=False, src_dtype=None, dst_dtype=None):
+             inverse=False, f32_angles=False, deterministic=False, src_dtype=None,
+             dst_dtype=None):
     """Out-of-place RoPE over a batch, dst = rope(src): posenc_rope_out. Returns dst.
 
     src: a 4-D array whose axis order `axes` names with the letters B (batch), L (tokens),
@@ -311,9 +323,10 @@ def rope_out(plan, src, *, dst=None, positions=None, start_pos=0, axes=None, lay
     (a uint16 dst holds src's 16-bit type, else bfloat16, unless dst_dtype says). dst is src
     (the same view) rotates in place; any other overlap of the two is refused.
     positions: None (start_pos + t in every batch), [B, L] integers (HF's position_ids: token
-    t of batch b at positions[b, t]), or [L] for every batch. layout, inverse, f32_angles:
-    as for rope(). Each rotated element is bitwise what rope() (or the C library's in-place
-    bf16/f16 form for 16-bit sources) gives at the same position, rounded to dst's type.
+    t of batch b at positions[b, t]), or [L] for every batch. layout, inverse, f32_angles,
+    deterministic: as for rope(). Each rotated element is bitwise what rope() (or the C
+    library's in-place bf16/f16 form for 16-bit sources) gives at the same position, rounded
+    to dst's type.
     """
     _plan_handle(plan, RopePlan)
     dst, src_view, dst_view, (n_batch, n_tokens, _, head_dim) = _src_dst(
@@ -321,7 +334,7 @@ def rope_out(plan, src, *, dst=None, positions=None, start_pos=0, axes=None, lay
     positions, start_pos = _batch_positions(positions, n_batch, n_tokens, start_pos)
     plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
     handle = plan_used._ptr()
-    flags = _rope_flags(layout, inverse, f32_angles, plan=plan)
+    flags = _rope_flags(layout, inverse, f32_angles, plan=plan, deterministic=deterministic)
     _check(lib.posenc_rope_out(handle, head_dim, n_batch, n_tokens, _pointer(positions),
                                start_pos, ctypes.byref(src_view), ctypes.byref(dst_view), flags),
            "posenc_rope_out")
@@ -329,13 +342,14 @@ def rope_out(plan, src, *, dst=None, positions=None, start_pos=0, axes=None, lay
 
 
 def mrope_out(plan, sections, src, *, dst=None, positions=None, axes=None, layout=None,
-              interleaved=False, inverse=False, f32_angles=False, src_dtype=None,
+              interleaved=False, inverse=False, f32_angles=False, deterministic=False,
+              src_dtype=None,
               dst_dtype=None):
     """Out-of-place M-RoPE over a batch: posenc_mrope_out. Returns dst.
 
     src, dst, axes, src_dtype, dst_dtype: as for rope_out(). sections, interleaved, layout,
-    inverse, f32_angles: as for mrope(). positions: integers of shape (3, B, L), HF's
-    position_ids (rows temporal, height, width), or (3, L) for every batch.
+    inverse, f32_angles, deterministic: as for mrope(). positions: integers of shape
+    (3, B, L), HF's position_ids (rows temporal, height, width), or (3, L) for every batch.
     """
     _plan_handle(plan, RopePlan)
     dst, src_view, dst_view, (n_batch, n_tokens, _, head_dim) = _src_dst(
@@ -344,7 +358,8 @@ def mrope_out(plan, sections, src, *, dst=None, positions=None, axes=None, layou
     plan_used = _resolve(plan, flat, 0, n_tokens)  # alive through the call
     handle = plan_used._ptr()
     sec_array = _sections(sections)
-    flags = _rope_flags(layout, inverse, f32_angles, interleaved, plan=plan)
+    flags = _rope_flags(layout, inverse, f32_angles, interleaved, plan=plan,
+                        deterministic=deterministic)
     _check(lib.posenc_mrope_out(handle, sec_array, head_dim, n_batch, n_tokens, _pointer(flat),
                                 ctypes.byref(src_view), ctypes.byref(dst_view), flags),
            "posenc_mrope_out")

@@ -60,8 +60,9 @@ class SinusoidPlan(_Plan):
         return "SinusoidPlan(<closed>)" if self._handle is None else f"SinusoidPlan(dim={self.dim})"
 
 
-def _sinusoid_flags(layout, f32_angles):
-    return _layout(layout, _SINUSOID_LAYOUTS) | (_lib.SINUSOID_F32_ANGLES if f32_angles else 0)
+def _sinusoid_flags(layout, f32_angles, deterministic=False):
+    return (_layout(layout, _SINUSOID_LAYOUTS) | (_lib.SINUSOID_F32_ANGLES if f32_angles else 0)
+            | (_lib.SINUSOID_DETERMINISTIC if deterministic else 0))
 
 
 def _rows(name, array, n_rows, dim, writeable, dtype=None):
@@ -73,8 +74,8 @@ def _rows(name, array, n_rows, dim, writeable, dtype=None):
     return code, row_stride
 
 
-def sinusoid_fill(plan, rows, *, start_pos=0, layout="interleaved", f32_angles=False, out=None,
-                  dtype=None):
+def sinusoid_fill(plan, rows, *, start_pos=0, layout="interleaved", f32_angles=False,
+                  deterministic=False, out=None, dtype=None):
     """Writes sinusoidal encodings: posenc_sinusoid_fill_f32, _bf16 or _f16 by out's storage
     type. Returns out.
 
@@ -84,7 +85,8 @@ def sinusoid_fill(plan, rows, *, start_pos=0, layout="interleaved", f32_angles=F
     "float16"), or a writeable [n, d] view in one of them (rows may be strided; elements
     between rows are untouched; a uint16 out holds bfloat16 unless dtype="float16").
     layout: "interleaved" (sin, cos, sin, ...), "sin_cos" or "cos_sin". f32_angles:
-    POSENC_SINUSOID_F32_ANGLES.
+    POSENC_SINUSOID_F32_ANGLES. deterministic: POSENC_SINUSOID_DETERMINISTIC, values bitwise
+    identical on every ISA and CPU.
     """
     handle = _plan_handle(plan, SinusoidPlan)
     if isinstance(rows, (int, np.integer)):
@@ -93,7 +95,7 @@ def sinusoid_fill(plan, rows, *, start_pos=0, layout="interleaved", f32_angles=F
     else:
         positions, start_pos = _positions(rows, None, start_pos)
         n_rows = positions.shape[0]
-    flags = _sinusoid_flags(layout, f32_angles)
+    flags = _sinusoid_flags(layout, f32_angles, deterministic)
     out = _new_or_given(out, (n_rows, plan.dim), dtype)
     code, row_stride = _rows("out", out, n_rows, plan.dim, True, dtype)
     function, name = _c_function("posenc_sinusoid_fill", code)
@@ -103,17 +105,18 @@ def sinusoid_fill(plan, rows, *, start_pos=0, layout="interleaved", f32_angles=F
     return out
 
 
-def sinusoid_fill_timesteps(plan, timesteps, *, layout="interleaved", f32_angles=False, out=None,
-                            dtype=None):
+def sinusoid_fill_timesteps(plan, timesteps, *, layout="interleaved", f32_angles=False,
+                            deterministic=False, out=None, dtype=None):
     """Writes the encodings of float positions (diffusion timesteps):
     posenc_sinusoid_fill_timesteps_f32, _bf16 or _f16. Returns out.
 
     timesteps: n real numbers, used as float32 (converted if given in another real dtype);
-    each finite with |t| < 2^31. out, dtype, layout, f32_angles: as for sinusoid_fill.
+    each finite with |t| < 2^31. out, dtype, layout, f32_angles, deterministic: as for
+    sinusoid_fill.
     """
     handle = _plan_handle(plan, SinusoidPlan)
     timesteps = _real_vector("timesteps", timesteps, np.float32)
-    flags = _sinusoid_flags(layout, f32_angles)
+    flags = _sinusoid_flags(layout, f32_angles, deterministic)
     out = _new_or_given(out, (timesteps.shape[0], plan.dim), dtype)
     code, row_stride = _rows("out", out, timesteps.shape[0], plan.dim, True, dtype)
     function, name = _c_function("posenc_sinusoid_fill_timesteps", code)
@@ -123,22 +126,23 @@ def sinusoid_fill_timesteps(plan, timesteps, *, layout="interleaved", f32_angles
     return out
 
 
-def sinusoid_add(plan, x, *, positions=None, start_pos=0, layout="interleaved", f32_angles=False,
-                 dtype=None):
+def sinusoid_add(plan, x, *, positions=None, start_pos=0, layout="interleaved",
+                 f32_angles=False, deterministic=False, dtype=None):
     """Adds the encoding into embeddings in place, x[r] += PE(position of row r), without a
     table (seeds 003/004): posenc_sinusoid_add_f32, _bf16 or _f16 by x's storage type.
     Returns None.
 
     x: a writeable [L, d] view (d = plan.dim; rows may be strided) of float32, float16 or
     bfloat16 (uint16 bits: bfloat16 unless dtype="float16"). positions: L integer
-    positions, or None for start_pos + r. layout, f32_angles: as for sinusoid_fill.
+    positions, or None for start_pos + r. layout, f32_angles, deterministic: as for
+    sinusoid_fill.
     """
     handle = _plan_handle(plan, SinusoidPlan)
     if not isinstance(x, np.ndarray) or x.ndim != 2:
         _data("x", x, 2, True, dtype)  # raises the type or shape error
     code, row_stride = _rows("x", x, x.shape[0], plan.dim, True, dtype)
     positions, start_pos = _positions(positions, x.shape[0], start_pos)
-    flags = _sinusoid_flags(layout, f32_angles)
+    flags = _sinusoid_flags(layout, f32_angles, deterministic)
     function, name = _c_function("posenc_sinusoid_add", code)
     _check(function(handle, x.shape[0], _pointer(positions), start_pos, _address(x),
                     row_stride, flags),
