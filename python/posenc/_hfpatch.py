@@ -17,6 +17,16 @@ _MODELS = {
              "apply_rotary_pos_emb", False),
     "qwen2_vl": ("transformers.models.qwen2_vl.modeling_qwen2_vl", "Qwen2VLRotaryEmbedding",
                  "apply_multimodal_rotary_pos_emb", True),
+    "mistral": ("transformers.models.mistral.modeling_mistral", "MistralRotaryEmbedding",
+                "apply_rotary_pos_emb", False),
+    "gemma": ("transformers.models.gemma.modeling_gemma", "GemmaRotaryEmbedding",
+              "apply_rotary_pos_emb", False),
+    "gemma2": ("transformers.models.gemma2.modeling_gemma2", "Gemma2RotaryEmbedding",
+               "apply_rotary_pos_emb", False),
+    "olmo2": ("transformers.models.olmo2.modeling_olmo2", "Olmo2RotaryEmbedding",
+              "apply_rotary_pos_emb", False),
+    # Qwen3 and Gemma 3 came with transformers 4.51 and 4.50: their modeling files call
+    # apply_rotary_pos_emb alike, but are not tested here (transformers 4.49)
 }
 
 SUPPORTED_MODEL_TYPES = tuple(_MODELS)
@@ -116,9 +126,12 @@ def patch(model, mode="accurate"):
     """Switches a loaded HF model to posenc's RoPE; returns the model.
 
     model: LlamaForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM,
-    Qwen2VLForConditionalGeneration, or another module of transformers 4.4x's llama, qwen2,
-    phi3, qwen2_vl modeling files holding the decoder (known by model.config.model_type;
-    others: ValueError). CPU only. mode: "accurate" or "compat" (see RotaryEmbedding).
+    Qwen2VLForConditionalGeneration, MistralForCausalLM, GemmaForCausalLM,
+    Gemma2ForCausalLM, Olmo2ForCausalLM, or another module of transformers 4.4x's llama,
+    qwen2, phi3, qwen2_vl, mistral, gemma, gemma2, olmo2 modeling files holding the decoder
+    (known by model.config.model_type; others: ValueError). CPU only. mode: "accurate"
+    (the default: the config read as the installed transformers reads it) or "compat" (see
+    RotaryEmbedding).
 
     What changes, on this model only:
       - every rotary module of the decoder (the modeling file's *RotaryEmbedding held by a

@@ -14,8 +14,9 @@ function needs it (RotaryEmbedding's compat mode, patch()). It provides:
   functions, same signatures and results. With cos/sin from a RotaryEmbedding they rotate
   with posenc (posenc.rope_apply); with any other cos/sin they compute HF's formula.
 - patch(model, mode="accurate"), unpatch(model), patched(model, mode) (a context manager),
-  patch_mode(model): switch a loaded LlamaForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM or
-  Qwen2VLForConditionalGeneration (or their base models) to posenc and back.
+  patch_mode(model): switch a loaded LlamaForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM,
+  Qwen2VLForConditionalGeneration, MistralForCausalLM, GemmaForCausalLM, Gemma2ForCausalLM
+  or Olmo2ForCausalLM (or their base models) to posenc and back.
 
 Modes:
   "compat": the frequencies are HF's own float32 inv_freq (read from the HF module being
