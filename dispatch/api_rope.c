@@ -43,16 +43,23 @@ static void *take(unsigned char **cursor, size_t bytes) {
   return p;
 }
 
-posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t rotary_dim,
-                                                 const double *freqs, double attention_factor) {
-  if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
+posenc_status posenc_rope_plan_make(const char *fn, const char *freqs_arg, const char *att_arg,
+                                    posenc_rope_plan **plan, size_t rotary_dim, const double *freqs,
+                                    double attention_factor) {
+  if (!plan) return posenc_reject(fn, "plan", "is NULL");
   *plan = NULL;
-  if (!freqs || !posenc_rotary_dim_valid(rotary_dim) || !isfinite(attention_factor) ||
-      !(attention_factor > 0) || attention_factor > FLT_MAX)
-    return POSENC_ERR_INVALID_ARGUMENT;
+  if (!freqs) return posenc_reject(fn, freqs_arg, "is NULL");
+  const posenc_status r_ok = posenc_check_rotary_dim(fn, "rotary_dim", rotary_dim);
+  if (r_ok != POSENC_OK) return r_ok;
+  if (!isfinite(attention_factor) || !(attention_factor > 0) || attention_factor > FLT_MAX)
+    return posenc_reject(fn, att_arg, "the attention factor %g is not in (0, FLT_MAX]",
+                         attention_factor);
   const size_t n = rotary_dim / 2, n_pad = round_up(n, POSENC_PLAN_PAD);
   for (size_t i = 0; i < n; ++i)
-    if (!(fabs(freqs[i]) <= MAX_FREQ)) return POSENC_ERR_INVALID_ARGUMENT; /* and NaN */
+    if (!(fabs(freqs[i]) <= MAX_FREQ)) /* and NaN */
+      return posenc_reject(fn, freqs_arg,
+                           "the frequency of pair %zu is %g; |w| must be at most %g rad/position",
+                           i, freqs[i], MAX_FREQ);
 
   /* One block: the header, then 64-byte aligned arrays, zero padded to n_pad entries. */
   const size_t header = round_up(sizeof(struct posenc_rope_plan), 64);
@@ -63,7 +70,7 @@ posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t
   const size_t steps = stepped ? 2 * POSENC_ROPE_ANCHOR * doubles : 0;
   const size_t bytes = header + 7 * doubles + floats + steps;
   unsigned char *block = aligned_alloc(64, bytes);
-  if (!block) return POSENC_ERR_OUT_OF_MEMORY;
+  if (!block) return posenc_out_of_memory(fn, "plan", bytes);
   memset(block, 0, bytes);
   unsigned char *cursor = block + header;
   double *w = take(&cursor, doubles), *hi = take(&cursor, doubles);
@@ -110,16 +117,23 @@ posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t
   return POSENC_OK;
 }
 
+posenc_status posenc_rope_plan_create_from_freqs(posenc_rope_plan **plan, size_t rotary_dim,
+                                                 const double *freqs, double attention_factor) {
+  return posenc_rope_plan_make(__func__, "freqs", "attention_factor", plan, rotary_dim, freqs,
+                               attention_factor);
+}
+
 posenc_status posenc_rope_plan_create(posenc_rope_plan **plan, size_t rotary_dim, double base,
                                       double attention_factor) {
-  if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
+  const char *fn = __func__;
+  if (!plan) return posenc_reject(fn, "plan", "is NULL");
   *plan = NULL;
-  if (!posenc_base_valid(base) || !posenc_rotary_dim_valid(rotary_dim))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  posenc_status st = posenc_check_base(fn, "base", base);
+  if (st == POSENC_OK) st = posenc_check_rotary_dim(fn, "rotary_dim", rotary_dim);
+  if (st != POSENC_OK) return st;
   double *w = posenc_default_freqs(base, rotary_dim / 2, rotary_dim);
-  if (!w) return POSENC_ERR_OUT_OF_MEMORY;
-  const posenc_status st =
-      posenc_rope_plan_create_from_freqs(plan, rotary_dim, w, attention_factor);
+  if (!w) return posenc_out_of_memory(fn, "plan", rotary_dim / 2 * sizeof *w);
+  st = posenc_rope_plan_make(fn, "base", "attention_factor", plan, rotary_dim, w, attention_factor);
   free(w);
   return st;
 }
@@ -135,7 +149,8 @@ double posenc_rope_plan_attention_factor(const posenc_rope_plan *plan) {
 }
 
 posenc_status posenc_rope_plan_freqs(const posenc_rope_plan *plan, double *freqs) {
-  if (!plan || !freqs) return POSENC_ERR_INVALID_ARGUMENT;
+  if (!plan) return posenc_reject(__func__, "plan", "is NULL");
+  if (!freqs) return posenc_reject(__func__, "freqs", "is NULL");
   memcpy(freqs, plan->freqs, plan->n_pairs * sizeof *freqs);
   return POSENC_OK;
 }
@@ -164,13 +179,16 @@ static const posenc_dtype elem_dtype[] = {[POSENC_ELEM_F32] = POSENC_DTYPE_F32,
                                           [POSENC_ELEM_BF16] = POSENC_DTYPE_BF16,
                                           [POSENC_ELEM_F16] = POSENC_DTYPE_F16};
 
-/* The view checks of posenc_rope_f32 for q and k (k may be NULL), for elements of any
- * storage type: each an in-place pair of views of one batch (posenc_rope_check_views),
- * then q and k disjoint; then one call of the active ISA's kernel for that type with `args`
- * (whose other fields the caller has checked and set). */
-static posenc_status rope_run(rope_args *args, size_t head_dim, const posenc_rope_tensor *q,
+/* The view checks of posenc_rope_f32 (fn) for q and k (k may be NULL; q_name and k_name
+ * their argument names), for elements of any storage type: each an in-place pair of views of
+ * one batch (posenc_rope_check_views), then q and k disjoint; then one call of the active
+ * ISA's kernel for that type with `args` (whose other fields the caller has checked and
+ * set). */
+static posenc_status rope_run(const char *fn, const char *q_name, const char *k_name,
+                              rope_args *args, size_t head_dim, const posenc_rope_tensor *q,
                               const posenc_rope_tensor *k, posenc_elem elem) {
   const posenc_rope_tensor *tensors[2] = {q, k};
+  const char *names[2] = {q_name, k_name};
   size_t bytes[2];
   int used[2] = {0, 0};
   rope_view views[2];
@@ -183,13 +201,17 @@ static posenc_status rope_run(rope_args *args, size_t head_dim, const posenc_rop
                                 .head_stride = tensors[i]->head_stride};
     posenc_elem x, y;
     size_t dst_bytes;
-    const posenc_status st = posenc_rope_check_views(head_dim, 1, args->n_tokens, &v, &v, &x, &y,
-                                                     &views[i], &used[i], &bytes[i], &dst_bytes);
+    const posenc_status st =
+        posenc_rope_check_views(fn, names[i], names[i], head_dim, 1, args->n_tokens, &v, &v, &x, &y,
+                                &views[i], &used[i], &bytes[i], &dst_bytes);
     if (st != POSENC_OK) return st;
   }
   if (used[0] && used[1] &&
       !views_disjoint(q, bytes[0], k, bytes[1], args->n_tokens, head_dim, posenc_elem_size(elem)))
-    return POSENC_ERR_INVALID_ARGUMENT;
+    return posenc_reject(fn, k_name,
+                         "shares addresses with %s other than as packed QKV rows (the same "
+                         "token_stride, each token's heads in a part of it apart from %s's)",
+                         q_name, q_name);
   for (int i = 0; i < 2; ++i)
     if (used[i]) args->views[args->n_views++] = views[i];
   if (args->n_views == 0) return POSENC_OK;
@@ -198,46 +220,74 @@ static posenc_status rope_run(rope_args *args, size_t head_dim, const posenc_rop
   return POSENC_OK;
 }
 
-static posenc_status rope_plain(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
-                                const int32_t *positions, int32_t start_pos,
+static posenc_status rope_plain(const char *fn, const posenc_rope_plan *plan, size_t head_dim,
+                                size_t n_tokens, const int32_t *positions, int32_t start_pos,
                                 const posenc_rope_tensor *q, const posenc_rope_tensor *k,
                                 unsigned flags, posenc_elem elem) {
-  if (!plan || !q || (flags & ~POSENC_ROPE_FLAGS) || head_dim < plan->rotary_dim)
-    return POSENC_ERR_INVALID_ARGUMENT;
-  if (!posenc_positions_valid(positions, start_pos, n_tokens)) return POSENC_ERR_INVALID_ARGUMENT;
+  if (!plan) return posenc_reject(fn, "plan", "is NULL");
+  if (!q) return posenc_reject(fn, "q", "is NULL");
+  posenc_status st = posenc_check_flags(fn, "flags", flags, POSENC_ROPE_FLAGS);
+  if (st == POSENC_OK)
+    st = posenc_check_head_dim(fn, head_dim, plan->rotary_dim, "the plan's rotary_dim");
+  if (st == POSENC_OK)
+    st = posenc_check_run(fn, "start_pos", "n_tokens", positions, start_pos, n_tokens);
+  if (st != POSENC_OK) return st;
   rope_args args = posenc_rope_args(plan, n_tokens, positions, start_pos, flags);
-  return rope_run(&args, head_dim, q, k, elem);
+  return rope_run(fn, "q", "k", &args, head_dim, q, k, elem);
 }
 
-static posenc_status mrope(const posenc_rope_plan *plan, const size_t sections[3], size_t head_dim,
-                           size_t n_tokens, const int32_t *positions, const posenc_rope_tensor *q,
-                           const posenc_rope_tensor *k, unsigned flags, posenc_elem elem) {
+static posenc_status mrope(const char *fn, const posenc_rope_plan *plan, const size_t sections[3],
+                           size_t head_dim, size_t n_tokens, const int32_t *positions,
+                           const posenc_rope_tensor *q, const posenc_rope_tensor *k, unsigned flags,
+                           posenc_elem elem) {
   const int interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0;
-  if (!plan || !q || (flags & ~(POSENC_ROPE_FLAGS | POSENC_ROPE_MROPE_INTERLEAVED)) ||
-      head_dim < plan->rotary_dim ||
-      !posenc_mrope_sections_valid(sections, plan->n_pairs, interleaved))
-    return POSENC_ERR_INVALID_ARGUMENT;
-  if (!positions && n_tokens > 0) return POSENC_ERR_INVALID_ARGUMENT;
+  if (!plan) return posenc_reject(fn, "plan", "is NULL");
+  if (!q) return posenc_reject(fn, "q", "is NULL");
+  posenc_status st =
+      posenc_check_flags(fn, "flags", flags, POSENC_ROPE_FLAGS | POSENC_ROPE_MROPE_INTERLEAVED);
+  if (st == POSENC_OK)
+    st = posenc_check_head_dim(fn, head_dim, plan->rotary_dim, "the plan's rotary_dim");
+  if (st == POSENC_OK) st = posenc_mrope_check_sections(fn, sections, plan->n_pairs, interleaved);
+  if (st != POSENC_OK) return st;
+  if (!positions && n_tokens > 0)
+    return posenc_reject(fn, "positions", "is NULL with n_tokens %zu > 0", n_tokens);
   /* 3 * n_tokens positions must be addressable. */
-  if (n_tokens > SIZE_MAX / 3 / sizeof(int32_t)) return POSENC_ERR_INVALID_ARGUMENT;
+  if (n_tokens > SIZE_MAX / 3 / sizeof(int32_t))
+    return posenc_reject(fn, "n_tokens", "%zu: 3 rows of that many positions are not addressable",
+                         n_tokens);
   rope_args args = posenc_mrope_args(plan, sections, n_tokens, positions, flags);
-  return rope_run(&args, head_dim, q, k, elem);
+  return rope_run(fn, "q", "k", &args, head_dim, q, k, elem);
 }
 
-static posenc_status rerotate(const posenc_rope_plan *from, const int32_t *from_positions,
-                              int32_t from_start, const posenc_rope_plan *to,
-                              const int32_t *to_positions, int32_t to_start, size_t head_dim,
-                              size_t n_tokens, const posenc_rope_tensor *keys, unsigned flags,
-                              posenc_elem elem) {
-  if (!from || !to || !keys || from->rotary_dim != to->rotary_dim ||
-      (flags & ~(POSENC_ROPE_GPTJ | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC)) ||
-      head_dim < to->rotary_dim)
-    return POSENC_ERR_INVALID_ARGUMENT;
+static posenc_status rerotate(const char *fn, const posenc_rope_plan *from,
+                              const int32_t *from_positions, int32_t from_start,
+                              const posenc_rope_plan *to, const int32_t *to_positions,
+                              int32_t to_start, size_t head_dim, size_t n_tokens,
+                              const posenc_rope_tensor *keys, unsigned flags, posenc_elem elem) {
+  if (!from) return posenc_reject(fn, "from", "is NULL");
+  if (!to) return posenc_reject(fn, "to", "is NULL");
+  if (!keys) return posenc_reject(fn, "keys", "is NULL");
+  if (from->rotary_dim != to->rotary_dim)
+    return posenc_reject(fn, "to", "its rotary_dim %zu differs from the rotary_dim %zu of from",
+                         to->rotary_dim, from->rotary_dim);
+  if (flags & POSENC_ROPE_INVERSE)
+    return posenc_reject(fn, "flags",
+                         "POSENC_ROPE_INVERSE is refused here (swap the plans and positions)");
+  posenc_status st = posenc_check_flags(
+      fn, "flags", flags, POSENC_ROPE_GPTJ | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC);
+  if (st == POSENC_OK)
+    st = posenc_check_head_dim(fn, head_dim, to->rotary_dim, "the plans' rotary_dim");
+  if (st != POSENC_OK) return st;
   const double ratio = to->attention_factor / from->attention_factor;
-  if (!(ratio >= FLT_MIN && ratio <= FLT_MAX)) return POSENC_ERR_INVALID_ARGUMENT;
-  if (!posenc_positions_valid(from_positions, from_start, n_tokens) ||
-      !posenc_positions_valid(to_positions, to_start, n_tokens))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  if (!(ratio >= FLT_MIN && ratio <= FLT_MAX))
+    return posenc_reject(fn, "to",
+                         "its attention factor %g over from's %g gives r = %g, outside "
+                         "[FLT_MIN, FLT_MAX]",
+                         to->attention_factor, from->attention_factor, ratio);
+  st = posenc_check_run(fn, "from_start", "n_tokens", from_positions, from_start, n_tokens);
+  if (st == POSENC_OK)
+    st = posenc_check_run(fn, "to_start", "n_tokens", to_positions, to_start, n_tokens);
+  if (st != POSENC_OK) return st;
   const int same_freqs =
       from == to || memcmp(from->freqs, to->freqs, from->n_pairs * sizeof *from->freqs) == 0;
   rope_args args = posenc_rope_args(to, n_tokens, to_positions, to_start, flags);
@@ -247,7 +297,7 @@ static posenc_status rerotate(const posenc_rope_plan *from, const int32_t *from_
   args.from_positions = from_positions;
   args.from_start = from_start;
   args.same_freqs = same_freqs;
-  return rope_run(&args, head_dim, keys, NULL, elem);
+  return rope_run(fn, "keys", "keys", &args, head_dim, keys, NULL, elem);
 }
 
 /* The public entry points: one per operation and storage type. */
@@ -256,42 +306,48 @@ posenc_status posenc_rope_f32(const posenc_rope_plan *plan, size_t head_dim, siz
                               const int32_t *positions, int32_t start_pos,
                               const posenc_rope_tensor *q, const posenc_rope_tensor *k,
                               unsigned flags) {
-  return rope_plain(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, POSENC_ELEM_F32);
+  return rope_plain(__func__, plan, head_dim, n_tokens, positions, start_pos, q, k, flags,
+                    POSENC_ELEM_F32);
 }
 
 posenc_status posenc_rope_bf16(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
                                const int32_t *positions, int32_t start_pos,
                                const posenc_rope_tensor *q, const posenc_rope_tensor *k,
                                unsigned flags) {
-  return rope_plain(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, POSENC_ELEM_BF16);
+  return rope_plain(__func__, plan, head_dim, n_tokens, positions, start_pos, q, k, flags,
+                    POSENC_ELEM_BF16);
 }
 
 posenc_status posenc_rope_f16(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
                               const int32_t *positions, int32_t start_pos,
                               const posenc_rope_tensor *q, const posenc_rope_tensor *k,
                               unsigned flags) {
-  return rope_plain(plan, head_dim, n_tokens, positions, start_pos, q, k, flags, POSENC_ELEM_F16);
+  return rope_plain(__func__, plan, head_dim, n_tokens, positions, start_pos, q, k, flags,
+                    POSENC_ELEM_F16);
 }
 
 posenc_status posenc_mrope_f32(const posenc_rope_plan *plan, const size_t sections[3],
                                size_t head_dim, size_t n_tokens, const int32_t *positions,
                                const posenc_rope_tensor *q, const posenc_rope_tensor *k,
                                unsigned flags) {
-  return mrope(plan, sections, head_dim, n_tokens, positions, q, k, flags, POSENC_ELEM_F32);
+  return mrope(__func__, plan, sections, head_dim, n_tokens, positions, q, k, flags,
+               POSENC_ELEM_F32);
 }
 
 posenc_status posenc_mrope_bf16(const posenc_rope_plan *plan, const size_t sections[3],
                                 size_t head_dim, size_t n_tokens, const int32_t *positions,
                                 const posenc_rope_tensor *q, const posenc_rope_tensor *k,
                                 unsigned flags) {
-  return mrope(plan, sections, head_dim, n_tokens, positions, q, k, flags, POSENC_ELEM_BF16);
+  return mrope(__func__, plan, sections, head_dim, n_tokens, positions, q, k, flags,
+               POSENC_ELEM_BF16);
 }
 
 posenc_status posenc_mrope_f16(const posenc_rope_plan *plan, const size_t sections[3],
                                size_t head_dim, size_t n_tokens, const int32_t *positions,
                                const posenc_rope_tensor *q, const posenc_rope_tensor *k,
                                unsigned flags) {
-  return mrope(plan, sections, head_dim, n_tokens, positions, q, k, flags, POSENC_ELEM_F16);
+  return mrope(__func__, plan, sections, head_dim, n_tokens, positions, q, k, flags,
+               POSENC_ELEM_F16);
 }
 
 posenc_status posenc_rope_rerotate_f32(const posenc_rope_plan *from, const int32_t *from_positions,
@@ -299,8 +355,8 @@ posenc_status posenc_rope_rerotate_f32(const posenc_rope_plan *from, const int32
                                        const int32_t *to_positions, int32_t to_start,
                                        size_t head_dim, size_t n_tokens,
                                        const posenc_rope_tensor *keys, unsigned flags) {
-  return rerotate(from, from_positions, from_start, to, to_positions, to_start, head_dim, n_tokens,
-                  keys, flags, POSENC_ELEM_F32);
+  return rerotate(__func__, from, from_positions, from_start, to, to_positions, to_start, head_dim,
+                  n_tokens, keys, flags, POSENC_ELEM_F32);
 }
 
 posenc_status posenc_rope_rerotate_bf16(const posenc_rope_plan *from, const int32_t *from_positions,
@@ -308,8 +364,8 @@ posenc_status posenc_rope_rerotate_bf16(const posenc_rope_plan *from, const int3
                                         const int32_t *to_positions, int32_t to_start,
                                         size_t head_dim, size_t n_tokens,
                                         const posenc_rope_tensor *keys, unsigned flags) {
-  return rerotate(from, from_positions, from_start, to, to_positions, to_start, head_dim, n_tokens,
-                  keys, flags, POSENC_ELEM_BF16);
+  return rerotate(__func__, from, from_positions, from_start, to, to_positions, to_start, head_dim,
+                  n_tokens, keys, flags, POSENC_ELEM_BF16);
 }
 
 posenc_status posenc_rope_rerotate_f16(const posenc_rope_plan *from, const int32_t *from_positions,
@@ -317,6 +373,6 @@ posenc_status posenc_rope_rerotate_f16(const posenc_rope_plan *from, const int32
                                        const int32_t *to_positions, int32_t to_start,
                                        size_t head_dim, size_t n_tokens,
                                        const posenc_rope_tensor *keys, unsigned flags) {
-  return rerotate(from, from_positions, from_start, to, to_positions, to_start, head_dim, n_tokens,
-                  keys, flags, POSENC_ELEM_F16);
+  return rerotate(__func__, from, from_positions, from_start, to, to_positions, to_start, head_dim,
+                  n_tokens, keys, flags, POSENC_ELEM_F16);
 }

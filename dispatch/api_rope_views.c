@@ -6,6 +6,18 @@
 
 #include "checks.h"
 
+/* The rejection of an n_batch x n_tokens that overflows size_t. */
+static posenc_status batch_overflow(const char *fn, size_t n_batch, size_t n_tokens) {
+  return posenc_reject(fn, "n_batch", "%zu x n_tokens %zu overflows size_t", n_batch, n_tokens);
+}
+
+/* The flags of the factor computations: INVERSE is chosen when applying. */
+static posenc_status check_factor_flags(const char *fn, unsigned flags, unsigned known) {
+  if (flags & POSENC_ROPE_INVERSE)
+    return posenc_reject(fn, "flags", "POSENC_ROPE_INVERSE is chosen when applying factors");
+  return posenc_check_flags(fn, "flags", flags, known);
+}
+
 /* The kernel for a (source, destination) type pair; NULL for an unsupported pair. */
 static rope_fn pair_kernel(const posenc_kernel_table *t, posenc_elem x, posenc_elem y) {
   if (x == y) return POSENC_BY_ELEM(x, t->rope_f32, t->rope_bf16, t->rope_f16);
@@ -17,29 +29,34 @@ static rope_fn pair_kernel(const posenc_kernel_table *t, posenc_elem x, posenc_e
 /* The view checks (posenc_rope_check_views) and the kernel of the type pair. On POSENC_OK:
  * *kernel is the active ISA's kernel for the pair and args->views[0] the view, or
  * args->n_views = 0 when there is nothing to do. */
-static posenc_status check_views(size_t head_dim, size_t n_batch, size_t n_tokens,
+static posenc_status check_views(const char *fn, size_t head_dim, size_t n_batch, size_t n_tokens,
                                  const posenc_rope_view *src, const posenc_rope_view *dst,
                                  rope_args *args, rope_fn *kernel, size_t *dst_bytes) {
   posenc_elem x, y;
   int used;
   size_t src_bytes;
-  const posenc_status st = posenc_rope_check_views(head_dim, n_batch, n_tokens, src, dst, &x, &y,
-                                                   &args->views[0], &used, &src_bytes, dst_bytes);
+  const posenc_status st =
+      posenc_rope_check_views(fn, "src", "dst", head_dim, n_batch, n_tokens, src, dst, &x, &y,
+                              &args->views[0], &used, &src_bytes, dst_bytes);
   if (st != POSENC_OK) return st;
   *kernel = pair_kernel(posenc_active_table(), x, y);
-  if (!*kernel) return POSENC_ERR_INVALID_ARGUMENT;
+  if (!*kernel)
+    return posenc_reject_field(fn, "dst", "dtype",
+                               "%d from src->dtype %d is not a supported type pair (f32, bf16 "
+                               "and f16 to their own type; f32 to bf16 or f16)",
+                               (int)dst->dtype, (int)src->dtype);
   args->n_views = (size_t)used;
   return POSENC_OK;
 }
 
 /* posenc_rope_out and posenc_mrope_out once their own arguments are checked and set in
  * `args`: the views' checks, then the kernel. */
-static posenc_status run_views(rope_args *args, size_t head_dim, const posenc_rope_view *src,
-                               const posenc_rope_view *dst) {
+static posenc_status run_views(const char *fn, rope_args *args, size_t head_dim,
+                               const posenc_rope_view *src, const posenc_rope_view *dst) {
   rope_fn kernel;
   size_t dst_bytes;
   const posenc_status st =
-      check_views(head_dim, args->n_batch, args->n_tokens, src, dst, args, &kernel, &dst_bytes);
+      check_views(fn, head_dim, args->n_batch, args->n_tokens, src, dst, args, &kernel, &dst_bytes);
   if (st != POSENC_OK || args->n_views == 0) return st;
   kernel(args);
   return POSENC_OK;
@@ -49,31 +66,48 @@ posenc_status posenc_rope_out(const posenc_rope_plan *plan, size_t head_dim, siz
                               size_t n_tokens, const int32_t *positions, int32_t start_pos,
                               const posenc_rope_view *src, const posenc_rope_view *dst,
                               unsigned flags) {
+  const char *fn = __func__;
   size_t n_all;
-  if (!plan || (flags & ~POSENC_ROPE_FLAGS) || head_dim < plan->rotary_dim ||
-      __builtin_mul_overflow(n_batch, n_tokens, &n_all) ||
-      !posenc_positions_valid(positions, start_pos, n_tokens))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  if (!plan) return posenc_reject(fn, "plan", "is NULL");
+  posenc_status st = posenc_check_flags(fn, "flags", flags, POSENC_ROPE_FLAGS);
+  if (st == POSENC_OK)
+    st = posenc_check_head_dim(fn, head_dim, plan->rotary_dim, "the plan's rotary_dim");
+  if (st != POSENC_OK) return st;
+  if (__builtin_mul_overflow(n_batch, n_tokens, &n_all))
+    return batch_overflow(fn, n_batch, n_tokens);
+  st = posenc_check_run(fn, "start_pos", "n_tokens", positions, start_pos, n_tokens);
+  if (st != POSENC_OK) return st;
   rope_args args = posenc_rope_args(plan, n_tokens, positions, start_pos, flags);
   args.n_batch = n_batch;
-  return run_views(&args, head_dim, src, dst);
+  return run_views(fn, &args, head_dim, src, dst);
 }
 
 posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const size_t sections[3],
                                size_t head_dim, size_t n_batch, size_t n_tokens,
                                const int32_t *positions, const posenc_rope_view *src,
                                const posenc_rope_view *dst, unsigned flags) {
+  const char *fn = __func__;
   const int interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0;
   size_t n_all;
-  if (!plan || (flags & ~(POSENC_ROPE_FLAGS | POSENC_ROPE_MROPE_INTERLEAVED)) ||
-      head_dim < plan->rotary_dim ||
-      !posenc_mrope_sections_valid(sections, plan->n_pairs, interleaved) ||
-      __builtin_mul_overflow(n_batch, n_tokens, &n_all) || n_all > SIZE_MAX / 3 / sizeof(int32_t) ||
-      (!positions && n_all > 0))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  if (!plan) return posenc_reject(fn, "plan", "is NULL");
+  posenc_status st =
+      posenc_check_flags(fn, "flags", flags, POSENC_ROPE_FLAGS | POSENC_ROPE_MROPE_INTERLEAVED);
+  if (st == POSENC_OK)
+    st = posenc_check_head_dim(fn, head_dim, plan->rotary_dim, "the plan's rotary_dim");
+  if (st == POSENC_OK) st = posenc_mrope_check_sections(fn, sections, plan->n_pairs, interleaved);
+  if (st != POSENC_OK) return st;
+  if (__builtin_mul_overflow(n_batch, n_tokens, &n_all))
+    return batch_overflow(fn, n_batch, n_tokens);
+  if (n_all > SIZE_MAX / 3 / sizeof(int32_t))
+    return posenc_reject(fn, "n_tokens",
+                         "n_batch %zu x n_tokens %zu: 3 rows of that many positions are not "
+                         "addressable",
+                         n_batch, n_tokens);
+  if (!positions && n_all > 0)
+    return posenc_reject(fn, "positions", "is NULL with %zu tokens", n_all);
   rope_args args = posenc_mrope_args(plan, sections, n_tokens, positions, flags);
   args.n_batch = n_batch;
-  return run_views(&args, head_dim, src, dst);
+  return run_views(fn, &args, head_dim, src, dst);
 }
 
 /* What factors record of the flags that made them, and applying them must repeat: the pair
@@ -92,14 +126,21 @@ size_t posenc_rope_factors_bytes(size_t rotary_dim, size_t n_rows, unsigned flag
 
 /* Fills the factor rows of `args` (a plain or M-RoPE call whose other fields are checked and
  * set) into storage, and describes them in *factors. */
-static posenc_status compute_factors(rope_args *args, unsigned flags, void *storage,
+static posenc_status compute_factors(const char *fn, rope_args *args, unsigned flags, void *storage,
                                      size_t storage_bytes, posenc_rope_factors *factors) {
   const struct posenc_rope_plan *plan = args->plan;
   const size_t n_rows = args->n_tokens;
   const unsigned layout = flags & FACTOR_FLAGS;
   const size_t need = posenc_rope_factors_bytes(plan->rotary_dim, n_rows, layout);
-  if (n_rows > 0 && (need == 0 || !posenc_float_aligned(storage) || storage_bytes < need))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  if (n_rows > 0) {
+    if (need == 0)
+      return posenc_reject(fn, "n_rows", "%zu rows of factors overflow size_t bytes", n_rows);
+    if (!posenc_float_aligned(storage))
+      return posenc_reject_data(fn, "storage", NULL, storage, sizeof(float));
+    if (storage_bytes < need)
+      return posenc_reject(fn, "storage_bytes", "%zu is less than the %zu bytes of %zu rows",
+                           storage_bytes, need, n_rows);
+  }
   args->factors_out = storage;
   args->factor_half = rope_factor_half(plan->n_pairs, layout);
   if (n_rows > 0) posenc_active_table()->rope_f32(args);
@@ -115,39 +156,68 @@ posenc_status posenc_rope_factors_compute(const posenc_rope_plan *plan, size_t n
                                           const int32_t *positions, int32_t start_pos,
                                           unsigned flags, void *storage, size_t storage_bytes,
                                           posenc_rope_factors *factors) {
-  if (!plan || !factors || (flags & ~(FACTOR_FLAGS | POSENC_ROPE_F32_ANGLES)) ||
-      !posenc_positions_valid(positions, start_pos, n_rows))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  const char *fn = __func__;
+  if (!plan) return posenc_reject(fn, "plan", "is NULL");
+  if (!factors) return posenc_reject(fn, "factors", "is NULL");
+  posenc_status st = check_factor_flags(fn, flags, FACTOR_FLAGS | POSENC_ROPE_F32_ANGLES);
+  if (st == POSENC_OK)
+    st = posenc_check_run(fn, "start_pos", "n_rows", positions, start_pos, n_rows);
+  if (st != POSENC_OK) return st;
   rope_args args = posenc_rope_args(plan, n_rows, positions, start_pos, flags);
-  return compute_factors(&args, flags, storage, storage_bytes, factors);
+  return compute_factors(fn, &args, flags, storage, storage_bytes, factors);
 }
 
 posenc_status posenc_mrope_factors_compute(const posenc_rope_plan *plan, const size_t sections[3],
                                            size_t n_rows, const int32_t *positions, unsigned flags,
                                            void *storage, size_t storage_bytes,
                                            posenc_rope_factors *factors) {
+  const char *fn = __func__;
   const int interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0;
-  if (!plan || !factors ||
-      (flags & ~(FACTOR_FLAGS | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_MROPE_INTERLEAVED)) ||
-      !posenc_mrope_sections_valid(sections, plan->n_pairs, interleaved) ||
-      n_rows > SIZE_MAX / 3 / sizeof(int32_t) || (!positions && n_rows > 0))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  if (!plan) return posenc_reject(fn, "plan", "is NULL");
+  if (!factors) return posenc_reject(fn, "factors", "is NULL");
+  posenc_status st = check_factor_flags(
+      fn, flags, FACTOR_FLAGS | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_MROPE_INTERLEAVED);
+  if (st == POSENC_OK) st = posenc_mrope_check_sections(fn, sections, plan->n_pairs, interleaved);
+  if (st != POSENC_OK) return st;
+  if (n_rows > SIZE_MAX / 3 / sizeof(int32_t))
+    return posenc_reject(fn, "n_rows", "%zu: 3 rows of that many positions are not addressable",
+                         n_rows);
+  if (!positions && n_rows > 0)
+    return posenc_reject(fn, "positions", "is NULL with n_rows %zu > 0", n_rows);
   rope_args args = posenc_mrope_args(plan, sections, n_rows, positions, flags);
-  return compute_factors(&args, flags, storage, storage_bytes, factors);
+  return compute_factors(fn, &args, flags, storage, storage_bytes, factors);
 }
 
 posenc_status posenc_rope_apply(const posenc_rope_factors *factors, size_t first_row,
                                 size_t row_batch_stride, size_t head_dim, size_t n_batch,
                                 size_t n_tokens, const posenc_rope_view *src,
                                 const posenc_rope_view *dst, unsigned flags) {
-  if (!factors || (flags & ~(FACTOR_FLAGS | POSENC_ROPE_INVERSE)) ||
-      (factors->flags & ~FACTOR_FLAGS) || (flags & FACTOR_FLAGS) != factors->flags ||
-      !posenc_rotary_dim_valid(factors->rotary_dim) || head_dim < factors->rotary_dim)
-    return POSENC_ERR_INVALID_ARGUMENT;
+  const char *fn = __func__;
+  if (!factors) return posenc_reject(fn, "factors", "is NULL");
+  posenc_status st = posenc_check_flags(fn, "flags", flags, FACTOR_FLAGS | POSENC_ROPE_INVERSE);
+  if (st != POSENC_OK) return st;
+  if (factors->flags & ~FACTOR_FLAGS)
+    return posenc_reject_field(fn, "factors", "flags",
+                               "0x%x has bits other than POSENC_ROPE_GPTJ and "
+                               "POSENC_ROPE_DETERMINISTIC",
+                               factors->flags);
+  if ((flags & FACTOR_FLAGS) != factors->flags)
+    return posenc_reject(fn, "flags",
+                         "0x%x: its GPTJ and DETERMINISTIC bits must be factors->flags 0x%x, as "
+                         "the factors were made",
+                         flags, factors->flags);
+  st = posenc_check_rotary_dim(fn, "factors->rotary_dim", factors->rotary_dim);
+  if (st == POSENC_OK)
+    st = posenc_check_head_dim(fn, head_dim, factors->rotary_dim, "factors->rotary_dim");
+  if (st != POSENC_OK) return st;
   const size_t n_pairs = factors->rotary_dim / 2, half = rope_factor_half(n_pairs, flags);
   size_t n_all;
-  if (factors->row_floats != 2 * half || __builtin_mul_overflow(n_batch, n_tokens, &n_all))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  if (factors->row_floats != 2 * half)
+    return posenc_reject_field(fn, "factors", "row_floats",
+                               "%zu is not the %zu floats of posenc_rope_factors_compute's rows",
+                               factors->row_floats, 2 * half);
+  if (__builtin_mul_overflow(n_batch, n_tokens, &n_all))
+    return batch_overflow(fn, n_batch, n_tokens);
   rope_args args = {.n_pairs = n_pairs,
                     .n_batch = n_batch,
                     .n_tokens = n_tokens,
@@ -159,19 +229,31 @@ posenc_status posenc_rope_apply(const posenc_rope_factors *factors, size_t first
                     .factor_batch_stride = row_batch_stride};
   rope_fn kernel;
   size_t dst_bytes;
-  const posenc_status st =
-      check_views(head_dim, n_batch, n_tokens, src, dst, &args, &kernel, &dst_bytes);
+  st = check_views(fn, head_dim, n_batch, n_tokens, src, dst, &args, &kernel, &dst_bytes);
   if (st != POSENC_OK || args.n_views == 0) return st;
   /* The last row read, within the factors; the rows must not be written by this call. */
   size_t last, span;
   if (__builtin_mul_overflow(n_batch - 1, row_batch_stride, &last) ||
       __builtin_add_overflow(last, first_row, &last) ||
-      __builtin_add_overflow(last, n_tokens - 1, &last) || last >= factors->n_rows ||
-      !posenc_float_aligned(factors->data) ||
-      __builtin_mul_overflow(last + 1, factors->row_floats * sizeof(float), &span))
-    return POSENC_ERR_INVALID_ARGUMENT;
+      __builtin_add_overflow(last, n_tokens - 1, &last))
+    return posenc_reject(fn, "first_row",
+                         "%zu + (n_batch %zu - 1) x row_batch_stride %zu + n_tokens %zu - 1, the "
+                         "last row read, overflows size_t",
+                         first_row, n_batch, row_batch_stride, n_tokens);
+  if (last >= factors->n_rows)
+    return posenc_reject_field(fn, "factors", "n_rows",
+                               "%zu: row %zu is read (first_row %zu + (n_batch %zu - 1) x "
+                               "row_batch_stride %zu + n_tokens %zu - 1)",
+                               factors->n_rows, last, first_row, n_batch, row_batch_stride,
+                               n_tokens);
+  if (!posenc_float_aligned(factors->data))
+    return posenc_reject_data(fn, "factors", "data", factors->data, sizeof(float));
+  if (__builtin_mul_overflow(last + 1, factors->row_floats * sizeof(float), &span))
+    return posenc_reject_field(fn, "factors", "n_rows",
+                               "%zu rows of %zu floats overflow size_t bytes", last + 1,
+                               factors->row_floats);
   if (!posenc_bytes_disjoint(factors->data, span, dst->data, dst_bytes))
-    return POSENC_ERR_INVALID_ARGUMENT;
+    return posenc_reject(fn, "dst", "overlaps the factor rows it reads (factors->data)");
   kernel(&args);
   return POSENC_OK;
 }

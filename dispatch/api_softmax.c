@@ -29,16 +29,18 @@ static int read_extent(size_t elem_size, size_t n_heads, size_t head_stride, siz
   return 1;
 }
 
-static int finite_all(const float *v, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    if (!isfinite(v[i])) return 0;
-  return 1;
+/* The first element of v[n] that is not finite, or n. */
+static size_t first_not_finite(const float *v, size_t n) {
+  size_t i = 0;
+  while (i < n && isfinite(v[i])) ++i;
+  return i;
 }
 
-static int nonnegative_all(const int32_t *v, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    if (v[i] < 0) return 0;
-  return 1;
+/* The first element of v[n] that is negative, or n. */
+static size_t first_negative(const int32_t *v, size_t n) {
+  size_t i = 0;
+  while (i < n && v[i] >= 0) ++i;
+  return i;
 }
 
 /* 1 if n_bytes at p (NULL: nothing) lie apart from the y extent. */
@@ -46,28 +48,66 @@ static int apart(const void *p, size_t n_bytes, const void *y, size_t y_bytes) {
   return !p || posenc_bytes_disjoint(p, n_bytes, y, y_bytes);
 }
 
+static const char *const fn_softmax = "posenc_softmax";
+
+/* The rejection of params->`field` (an array of n_bytes, NULL: none) when it lies in y's
+ * extent; POSENC_OK otherwise. */
+static posenc_status check_apart(const char *field, const void *p, size_t n_bytes, const void *y,
+                                 size_t y_bytes) {
+  if (apart(p, n_bytes, y, y_bytes)) return POSENC_OK;
+  return posenc_reject_field(fn_softmax, "params", field, "lies within y's address range");
+}
+
+/* The rejection of a view (name) with NULL or misaligned data. */
+static posenc_status check_view_data(const char *name, const posenc_scores_view *v, size_t size) {
+  if (posenc_elem_aligned(v->data, size)) return POSENC_OK;
+  return posenc_reject_data(fn_softmax, name, "data", v->data, size);
+}
+
 posenc_status posenc_softmax(const posenc_softmax_params *p, size_t n_heads, size_t n_q, size_t n_k,
                              const posenc_scores_view *x, const posenc_scores_view *y) {
+  const char *fn = fn_softmax;
   /* Checks that need no array. */
-  if (!p || !x || !y) return POSENC_ERR_INVALID_ARGUMENT;
+  if (!p) return posenc_reject(fn, "params", "is NULL");
+  if (!x) return posenc_reject(fn, "x", "is NULL");
+  if (!y) return posenc_reject(fn, "y", "is NULL");
   const unsigned flags = p->flags;
   posenc_elem xe, ye, me = POSENC_ELEM_F32;
-  if ((flags & ~(unsigned)SOFTMAX_FLAGS) || !isfinite(p->scale) ||
-      !posenc_dtype_elem(x->dtype, &xe) || !posenc_dtype_elem(y->dtype, &ye))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  if (flags & ~(unsigned)SOFTMAX_FLAGS)
+    return posenc_reject_field(fn, "params", "flags", "0x%x has unknown bits 0x%x", flags,
+                               flags & ~(unsigned)SOFTMAX_FLAGS);
+  if (!isfinite(p->scale))
+    return posenc_reject_field(fn, "params", "scale", "%g is not finite", (double)p->scale);
+  if (!posenc_dtype_elem(x->dtype, &xe))
+    return posenc_reject_field(fn, "x", "dtype", "%d is not a posenc_dtype", (int)x->dtype);
+  if (!posenc_dtype_elem(y->dtype, &ye))
+    return posenc_reject_field(fn, "y", "dtype", "%d is not a posenc_dtype", (int)y->dtype);
   if ((flags & POSENC_SOFTMAX_SOFTCAP) && !(isfinite(p->softcap) && p->softcap > 0))
-    return POSENC_ERR_INVALID_ARGUMENT;
-  if ((flags & POSENC_SOFTMAX_WINDOW) && p->window < 1) return POSENC_ERR_INVALID_ARGUMENT;
+    return posenc_reject_field(fn, "params", "softcap",
+                               "%g is not finite and > 0 (POSENC_SOFTMAX_SOFTCAP)",
+                               (double)p->softcap);
+  if ((flags & POSENC_SOFTMAX_WINDOW) && p->window < 1)
+    return posenc_reject_field(fn, "params", "window", "%ld is below 1 (POSENC_SOFTMAX_WINDOW)",
+                               (long)p->window);
   if (p->mask && !(p->mask_dtype == POSENC_DTYPE_F32 || p->mask_dtype == POSENC_DTYPE_F16))
-    return POSENC_ERR_INVALID_ARGUMENT;
+    return posenc_reject_field(fn, "params", "mask_dtype", "%d is not POSENC_DTYPE_F32 or _F16",
+                               (int)p->mask_dtype);
   if (p->mask) posenc_dtype_elem(p->mask_dtype, &me);
-  if ((flags & POSENC_SOFTMAX_MASK_SLOPE) && !(p->mask && p->slopes))
-    return POSENC_ERR_INVALID_ARGUMENT;
-  if (!p->qpos && (p->q_offset < 0 || (n_q > 0 && !posenc_run_fits_int32(p->q_offset, n_q))))
-    return POSENC_ERR_INVALID_ARGUMENT;
-  if (!p->kpos && n_k > (size_t)INT32_MAX + 1) return POSENC_ERR_INVALID_ARGUMENT;
+  if ((flags & POSENC_SOFTMAX_MASK_SLOPE) && !p->mask)
+    return posenc_reject_field(fn, "params", "mask", "is NULL with POSENC_SOFTMAX_MASK_SLOPE");
+  if ((flags & POSENC_SOFTMAX_MASK_SLOPE) && !p->slopes)
+    return posenc_reject_field(fn, "params", "slopes", "is NULL with POSENC_SOFTMAX_MASK_SLOPE");
+  if (!p->qpos && p->q_offset < 0)
+    return posenc_reject_field(fn, "params", "q_offset", "%ld is negative (no qpos)",
+                               (long)p->q_offset);
+  if (!p->qpos && n_q > 0 && !posenc_run_fits_int32(p->q_offset, n_q))
+    return posenc_reject_field(fn, "params", "q_offset", "%ld + n_q %zu - 1 passes INT32_MAX",
+                               (long)p->q_offset, n_q);
+  if (!p->kpos && n_k > (size_t)INT32_MAX + 1)
+    return posenc_reject(fn, "n_k", "%zu keys are more than 2^31 without params->kpos", n_k);
   if (p->mask && p->mask_row_stride != 0 && p->mask_row_stride < n_k)
-    return POSENC_ERR_INVALID_ARGUMENT;
+    return posenc_reject_field(fn, "params", "mask_row_stride", "%zu is less than n_k %zu",
+                               p->mask_row_stride, n_k);
   if (n_heads == 0 || n_q == 0 || n_k == 0) return POSENC_OK;
 
   /* The views. */
@@ -75,40 +115,74 @@ posenc_status posenc_softmax(const posenc_softmax_params *p, size_t n_heads, siz
   const size_t x_row = x->row_stride ? x->row_stride : n_k;
   const size_t y_row = y->row_stride ? y->row_stride : n_k;
   size_t x_ext, y_ext;
-  if (!x->data || !y->data || !posenc_elem_aligned(x->data, xs) ||
-      !posenc_elem_aligned(y->data, ys) ||
-      !read_extent(xs, n_heads, x->head_stride, n_q, x_row, n_k, &x_ext) ||
-      !posenc_grid_extent_elems(ys, n_heads, y->head_stride, n_q, y_row, n_k, &y_ext))
-    return POSENC_ERR_INVALID_ARGUMENT;
-  if (n_q > 1 && x_row < n_k) return POSENC_ERR_INVALID_ARGUMENT;
+  posenc_status st = check_view_data("x", x, xs);
+  if (st == POSENC_OK) st = check_view_data("y", y, ys);
+  if (st != POSENC_OK) return st;
+  if (!read_extent(xs, n_heads, x->head_stride, n_q, x_row, n_k, &x_ext))
+    return posenc_reject(fn, "x",
+                         "the extent of n_heads %zu x head_stride %zu, n_q %zu x row_stride %zu, "
+                         "n_k %zu overflows size_t or passes PTRDIFF_MAX bytes",
+                         n_heads, x->head_stride, n_q, x_row, n_k);
+  if (!posenc_grid_extent_elems(ys, n_heads, y->head_stride, n_q, y_row, n_k, &y_ext)) {
+    size_t need = 0;
+    const int d = posenc_grid_refusal(ys, n_heads, y->head_stride, n_q, y_row, n_k, &need);
+    if (d < 0)
+      return posenc_reject(fn, "y",
+                           "the extent of n_heads %zu x head_stride %zu, n_q %zu x row_stride "
+                           "%zu, n_k %zu overflows size_t or passes PTRDIFF_MAX bytes",
+                           n_heads, y->head_stride, n_q, y_row, n_k);
+    return posenc_reject_field(
+        fn, "y", d == 0 ? "head_stride" : "row_stride",
+        "%zu is below %zu, the extent of what it steps over (n_k %zu): %s overlap",
+        d == 0 ? y->head_stride : y_row, need, n_k, d == 0 ? "heads" : "rows");
+  }
+  if (n_q > 1 && x_row < n_k)
+    return posenc_reject_field(fn, "x", "row_stride", "%zu is less than n_k %zu", x_row, n_k);
   const size_t y_bytes = y_ext * ys;
   const int in_place = x->data == y->data && xe == ye && x->head_stride == y->head_stride &&
                        (n_q == 1 || x_row == y_row);
   if (!in_place && !posenc_bytes_disjoint(x->data, x_ext * xs, y->data, y_bytes))
-    return POSENC_ERR_INVALID_ARGUMENT;
+    return posenc_reject(fn, "y",
+                         "overlaps x other than in place (the same data, dtype and strides)");
 
   /* The arrays. */
   const size_t mask_row = p->mask_row_stride ? p->mask_row_stride : n_k;
   size_t m_ext = 0;
-  if (p->mask && (!posenc_elem_aligned(p->mask, posenc_elem_size(me)) ||
-                  !read_extent(posenc_elem_size(me), n_heads, p->mask_head_stride, n_q, mask_row,
-                               n_k, &m_ext)))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  if (p->mask) {
+    if (!posenc_elem_aligned(p->mask, posenc_elem_size(me)))
+      return posenc_reject_data(fn, "params", "mask", p->mask, posenc_elem_size(me));
+    if (!read_extent(posenc_elem_size(me), n_heads, p->mask_head_stride, n_q, mask_row, n_k,
+                     &m_ext))
+      return posenc_reject_field(fn, "params", "mask",
+                                 "the extent of n_heads %zu x mask_head_stride %zu, n_q %zu x "
+                                 "mask_row_stride %zu, n_k %zu overflows size_t or passes "
+                                 "PTRDIFF_MAX bytes",
+                                 n_heads, p->mask_head_stride, n_q, mask_row, n_k);
+  }
   const size_t fsz = sizeof(float), isz = sizeof(int32_t);
-  if ((p->slopes && !posenc_elem_aligned(p->slopes, fsz)) ||
-      (p->sinks && !posenc_elem_aligned(p->sinks, fsz)) ||
-      (p->kpos && !posenc_elem_aligned(p->kpos, isz)) ||
-      (p->qpos && !posenc_elem_aligned(p->qpos, isz)))
-    return POSENC_ERR_INVALID_ARGUMENT;
-  if (!apart(p->mask, m_ext * posenc_elem_size(me), y->data, y_bytes) ||
-      !apart(p->slopes, n_heads * fsz, y->data, y_bytes) ||
-      !apart(p->sinks, n_heads * fsz, y->data, y_bytes) ||
-      !apart(p->kpos, n_k * isz, y->data, y_bytes) || !apart(p->qpos, n_q * isz, y->data, y_bytes))
-    return POSENC_ERR_INVALID_ARGUMENT;
-  if ((p->slopes && !finite_all(p->slopes, n_heads)) ||
-      (p->sinks && !finite_all(p->sinks, n_heads)) || (p->kpos && !nonnegative_all(p->kpos, n_k)) ||
-      (p->qpos && !nonnegative_all(p->qpos, n_q)))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  if (p->slopes && !posenc_elem_aligned(p->slopes, fsz))
+    return posenc_reject_data(fn, "params", "slopes", p->slopes, fsz);
+  if (p->sinks && !posenc_elem_aligned(p->sinks, fsz))
+    return posenc_reject_data(fn, "params", "sinks", p->sinks, fsz);
+  if (p->kpos && !posenc_elem_aligned(p->kpos, isz))
+    return posenc_reject_data(fn, "params", "kpos", p->kpos, isz);
+  if (p->qpos && !posenc_elem_aligned(p->qpos, isz))
+    return posenc_reject_data(fn, "params", "qpos", p->qpos, isz);
+  st = check_apart("mask", p->mask, m_ext * posenc_elem_size(me), y->data, y_bytes);
+  if (st == POSENC_OK) st = check_apart("slopes", p->slopes, n_heads * fsz, y->data, y_bytes);
+  if (st == POSENC_OK) st = check_apart("sinks", p->sinks, n_heads * fsz, y->data, y_bytes);
+  if (st == POSENC_OK) st = check_apart("kpos", p->kpos, n_k * isz, y->data, y_bytes);
+  if (st == POSENC_OK) st = check_apart("qpos", p->qpos, n_q * isz, y->data, y_bytes);
+  if (st != POSENC_OK) return st;
+  size_t i;
+  if (p->slopes && (i = first_not_finite(p->slopes, n_heads)) < n_heads)
+    return posenc_reject_elem(fn, "params", "slopes", i, "%g is not finite", (double)p->slopes[i]);
+  if (p->sinks && (i = first_not_finite(p->sinks, n_heads)) < n_heads)
+    return posenc_reject_elem(fn, "params", "sinks", i, "%g is not finite", (double)p->sinks[i]);
+  if (p->kpos && (i = first_negative(p->kpos, n_k)) < n_k)
+    return posenc_reject_elem(fn, "params", "kpos", i, "%ld is negative", (long)p->kpos[i]);
+  if (p->qpos && (i = first_negative(p->qpos, n_q)) < n_q)
+    return posenc_reject_elem(fn, "params", "qpos", i, "%ld is negative", (long)p->qpos[i]);
 
   const softmax_args a = {.n_heads = n_heads,
                           .n_q = n_q,
@@ -140,13 +214,14 @@ posenc_status posenc_softmax(const posenc_softmax_params *p, size_t n_heads, siz
 
 /* The ALiBi forms: posenc_alibi_add_f32's checks, then the softmax with the symmetric ALiBi
  * term, key j at position j and query i at q_offset + i, in place. */
-static posenc_status run_alibi(const float *slopes, size_t n_heads, size_t n_q, size_t n_k,
-                               size_t q_offset, void *scores, posenc_elem e, size_t head_stride,
-                               size_t row_stride, float scale, unsigned flags) {
+static posenc_status run_alibi(const char *fn, const float *slopes, size_t n_heads, size_t n_q,
+                               size_t n_k, size_t q_offset, void *scores, posenc_elem e,
+                               size_t head_stride, size_t row_stride, float scale, unsigned flags) {
   const posenc_alibi_rules rules = {.extent_elem_size = sizeof(float), .slopes_apart = 1};
   alibi_args c;
-  const posenc_status st = posenc_alibi_check(slopes, n_heads, n_q, n_k, q_offset, scores, e,
-                                              head_stride, row_stride, scale, flags, rules, &c);
+  const posenc_status st =
+      posenc_alibi_check(fn, "scores", slopes, n_heads, n_q, n_k, q_offset, scores, e, head_stride,
+                         row_stride, scale, flags, rules, &c);
   if (st != POSENC_OK || c.n_heads == 0) return st;
   const softmax_args a = {
       .n_heads = c.n_heads,
@@ -173,13 +248,13 @@ static posenc_status run_alibi(const float *slopes, size_t n_heads, size_t n_q, 
 posenc_status posenc_alibi_softmax_f32(const float *slopes, size_t n_heads, size_t n_q, size_t n_k,
                                        size_t q_offset, float *scores, size_t head_stride,
                                        size_t row_stride, float scale, unsigned flags) {
-  return run_alibi(slopes, n_heads, n_q, n_k, q_offset, scores, POSENC_ELEM_F32, head_stride,
-                   row_stride, scale, flags);
+  return run_alibi(__func__, slopes, n_heads, n_q, n_k, q_offset, scores, POSENC_ELEM_F32,
+                   head_stride, row_stride, scale, flags);
 }
 
 posenc_status posenc_alibi_softmax_bf16(const float *slopes, size_t n_heads, size_t n_q, size_t n_k,
                                         size_t q_offset, uint16_t *scores, size_t head_stride,
                                         size_t row_stride, float scale, unsigned flags) {
-  return run_alibi(slopes, n_heads, n_q, n_k, q_offset, scores, POSENC_ELEM_BF16, head_stride,
-                   row_stride, scale, flags);
+  return run_alibi(__func__, slopes, n_heads, n_q, n_k, q_offset, scores, POSENC_ELEM_BF16,
+                   head_stride, row_stride, scale, flags);
 }

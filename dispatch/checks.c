@@ -42,6 +42,17 @@ int posenc_positions_valid(const int32_t *positions, int32_t start_pos, size_t n
   return positions || n == 0 || posenc_run_fits_int32(start_pos, n);
 }
 
+posenc_status posenc_reject_run(const char *fn, const char *start_name, const char *count_name,
+                                int32_t start_pos, size_t n) {
+  return posenc_reject(fn, start_name, "%ld + %s %zu - 1 passes INT32_MAX (no positions given)",
+                       (long)start_pos, count_name, n);
+}
+
+posenc_status posenc_reject_flags(const char *fn, const char *arg, unsigned flags, unsigned known) {
+  return posenc_reject(fn, arg, "0x%x has unknown bits 0x%x (known here: 0x%x)", flags,
+                       flags & ~known, known);
+}
+
 int posenc_dtype_elem(posenc_dtype d, posenc_elem *e) {
   switch (d) {
     case POSENC_DTYPE_F32:
@@ -68,8 +79,24 @@ int posenc_spans_disjoint(const float *a, size_t n_a, const float *b, size_t n_b
 
 int posenc_base_valid(double base) { return isfinite(base) && base > 0 && base != 1; }
 
+posenc_status posenc_check_base(const char *fn, const char *arg, double base) {
+  if (posenc_base_valid(base)) return POSENC_OK;
+  return posenc_reject(fn, arg, "%g is not a valid base (finite, > 0 and != 1)", base);
+}
+
 int posenc_rotary_dim_valid(size_t rotary_dim) {
   return rotary_dim >= 2 && rotary_dim % 2 == 0 && rotary_dim <= POSENC_MAX_ROTARY_DIM;
+}
+
+posenc_status posenc_check_rotary_dim(const char *fn, const char *arg, size_t rotary_dim) {
+  if (posenc_rotary_dim_valid(rotary_dim)) return POSENC_OK;
+  return posenc_reject(fn, arg, "%zu is not an even number from 2 to %zu", rotary_dim,
+                       (size_t)POSENC_MAX_ROTARY_DIM);
+}
+
+posenc_status posenc_reject_head_dim(const char *fn, size_t head_dim, size_t rotary_dim,
+                                     const char *whose) {
+  return posenc_reject(fn, "head_dim", "%zu is less than %s %zu", head_dim, whose, rotary_dim);
 }
 
 double posenc_default_freq(double base, size_t i, size_t d) {
@@ -83,13 +110,34 @@ double *posenc_default_freqs(double base, size_t n, size_t d) {
   return w;
 }
 
-int posenc_mrope_sections_valid(const size_t *sections, size_t n, int interleaved) {
-  if (!sections || sections[0] > n || sections[1] > n || sections[2] > n ||
+posenc_status posenc_mrope_check_sections(const char *fn, const size_t *sections, size_t n,
+                                          int interleaved) {
+  if (!sections) return posenc_reject(fn, "sections", "is NULL");
+  if (sections[0] > n || sections[1] > n || sections[2] > n ||
       sections[0] + sections[1] + sections[2] != n)
-    return 0;
-  if (!interleaved) return 1;
-  return (sections[1] == 0 || 3 * sections[1] - 2 < n) &&
-         (sections[2] == 0 || 3 * sections[2] - 1 < n);
+    return posenc_reject(fn, "sections", "{%zu, %zu, %zu} do not sum to the plan's R/2 = %zu",
+                         sections[0], sections[1], sections[2], n);
+  if (!interleaved) return POSENC_OK;
+  if (sections[1] != 0 && !(3 * sections[1] - 2 < n))
+    return posenc_reject(fn, "sections",
+                         "{%zu, %zu, %zu} do not fit the interleaved layout: 3 * %zu - 2 is not "
+                         "below R/2 = %zu",
+                         sections[0], sections[1], sections[2], sections[1], n);
+  if (sections[2] != 0 && !(3 * sections[2] - 1 < n))
+    return posenc_reject(fn, "sections",
+                         "{%zu, %zu, %zu} do not fit the interleaved layout: 3 * %zu - 1 is not "
+                         "below R/2 = %zu",
+                         sections[0], sections[1], sections[2], sections[2], n);
+  return POSENC_OK;
+}
+
+posenc_status posenc_reject_data(const char *fn, const char *arg, const char *field, const void *p,
+                                 size_t align) {
+  if (!p)
+    return field ? posenc_reject_field(fn, arg, field, "is NULL with work to do")
+                 : posenc_reject(fn, arg, "is NULL with work to do");
+  return field ? posenc_reject_field(fn, arg, field, "%p is not aligned to %zu bytes", p, align)
+               : posenc_reject(fn, arg, "%p is not aligned to %zu bytes", p, align);
 }
 
 /* The dimensions (count > 1) of a 3-D grid sorted by stride, for the nesting check. */
@@ -124,6 +172,51 @@ int posenc_grid3_extent_elems(size_t elem_size, const size_t count[3], const siz
   return 1;
 }
 
+int posenc_grid_refusal(size_t elem_size, size_t n_a, size_t stride_a, size_t n_b, size_t stride_b,
+                        size_t width, size_t *need) {
+  size_t span_a, span_b, ext;
+  if (__builtin_mul_overflow(n_a - 1, stride_a, &span_a) ||
+      __builtin_mul_overflow(n_b - 1, stride_b, &span_b) ||
+      __builtin_add_overflow(span_a, span_b, &ext) || __builtin_add_overflow(ext, width, &ext) ||
+      ext > PTRDIFF_MAX / elem_size)
+    return -1;
+  *need = width;
+  if (n_a == 1) return 1;
+  if (n_b == 1) return 0;
+  const int b_inner = stride_b <= stride_a;
+  if ((b_inner ? stride_b : stride_a) < width) return b_inner ? 1 : 0;
+  *need = (b_inner ? span_b : span_a) + width;
+  return b_inner ? 0 : 1;
+}
+
+int posenc_grid3_refusal(size_t elem_size, const size_t count[3], const size_t stride[3],
+                         size_t width, size_t *need) {
+  size_t ext = width;
+  int order[3], m = 0;
+  for (int d = 0; d < 3; ++d) {
+    size_t span;
+    if (count[d] == 0 || __builtin_mul_overflow(count[d] - 1, stride[d], &span) ||
+        __builtin_add_overflow(ext, span, &ext))
+      return -1;
+    if (count[d] > 1) { /* insertion by stride, as posenc_grid3_extent_elems sorts */
+      int j = m++;
+      for (; j > 0 && stride[order[j - 1]] > stride[d]; --j) order[j] = order[j - 1];
+      order[j] = d;
+    }
+  }
+  if (ext > PTRDIFF_MAX / elem_size) return -1;
+  size_t inner = width;
+  for (int j = 0; j < m; ++j) {
+    const int d = order[j];
+    if (stride[d] < inner) {
+      *need = inner;
+      return d;
+    }
+    inner += (count[d] - 1) * stride[d];
+  }
+  return -1;
+}
+
 rope_args posenc_rope_args(const posenc_rope_plan *plan, size_t n_tokens, const int32_t *positions,
                            int32_t start_pos, unsigned flags) {
   return (rope_args){.plan = plan,
@@ -137,13 +230,38 @@ rope_args posenc_rope_args(const posenc_rope_plan *plan, size_t n_tokens, const 
                      .kind = ROPE_PLAIN};
 }
 
-posenc_status posenc_rope_check_views(size_t head_dim, size_t n_batch, size_t n_tokens,
+/* The rejection of a view (fn's argument `name`) whose head vectors' grid
+ * posenc_grid3_extent_elems refused. */
+static posenc_status view_refused(const char *fn, const char *name, size_t elem_size,
+                                  const size_t count[3], const size_t stride[3], size_t head_dim) {
+  static const char *const stride_name[3] = {"batch_stride", "token_stride", "head_stride"};
+  size_t need = 0;
+  const int d = posenc_grid3_refusal(elem_size, count, stride, head_dim, &need);
+  if (d < 0)
+    return posenc_reject(fn, name,
+                         "the extent of %zu x %zu x %zu head vectors of %zu elements (batch, "
+                         "token, head strides %zu, %zu, %zu) overflows or passes PTRDIFF_MAX bytes",
+                         count[0], count[1], count[2], head_dim, stride[0], stride[1], stride[2]);
+  return posenc_reject_field(fn, name, stride_name[d],
+                             "%zu is below %zu, the extent of what it steps over (head_dim %zu): "
+                             "head vectors overlap",
+                             stride[d], need, head_dim);
+}
+
+posenc_status posenc_rope_check_views(const char *fn, const char *src_name, const char *dst_name,
+                                      size_t head_dim, size_t n_batch, size_t n_tokens,
                                       const posenc_rope_view *src, const posenc_rope_view *dst,
                                       posenc_elem *x, posenc_elem *y, rope_view *view, int *used,
                                       size_t *src_bytes, size_t *dst_bytes) {
-  if (!src || !dst || !posenc_dtype_elem(src->dtype, x) || !posenc_dtype_elem(dst->dtype, y) ||
-      src->n_heads != dst->n_heads)
-    return POSENC_ERR_INVALID_ARGUMENT;
+  if (!src) return posenc_reject(fn, src_name, "is NULL");
+  if (!dst) return posenc_reject(fn, dst_name, "is NULL");
+  if (!posenc_dtype_elem(src->dtype, x))
+    return posenc_reject_field(fn, src_name, "dtype", "%d is not a posenc_dtype", (int)src->dtype);
+  if (!posenc_dtype_elem(dst->dtype, y))
+    return posenc_reject_field(fn, dst_name, "dtype", "%d is not a posenc_dtype", (int)dst->dtype);
+  if (src->n_heads != dst->n_heads)
+    return posenc_reject_field(fn, dst_name, "n_heads", "%zu differs from %s->n_heads %zu",
+                               dst->n_heads, src_name, src->n_heads);
   *used = 0;
   if (n_batch == 0 || n_tokens == 0 || src->n_heads == 0) return POSENC_OK;
   const size_t xs = posenc_elem_size(*x), ys = posenc_elem_size(*y);
@@ -151,17 +269,38 @@ posenc_status posenc_rope_check_views(size_t head_dim, size_t n_batch, size_t n_
   const size_t src_stride[3] = {src->batch_stride, src->token_stride, src->head_stride};
   const size_t dst_stride[3] = {dst->batch_stride, dst->token_stride, dst->head_stride};
   size_t src_extent, dst_extent;
-  if (!posenc_elem_aligned(src->data, xs) || !posenc_elem_aligned(dst->data, ys) ||
-      !posenc_grid3_extent_elems(xs, count, src_stride, head_dim, 0, &src_extent) ||
-      !posenc_grid3_extent_elems(ys, count, dst_stride, head_dim, 1, &dst_extent))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  if (!posenc_elem_aligned(src->data, xs))
+    return posenc_reject_data(fn, src_name, "data", src->data, xs);
+  if (!posenc_elem_aligned(dst->data, ys))
+    return posenc_reject_data(fn, dst_name, "data", dst->data, ys);
+  if (!posenc_grid3_extent_elems(xs, count, src_stride, head_dim, 0, &src_extent))
+    return view_refused(fn, src_name, xs, count, src_stride, head_dim);
+  if (!posenc_grid3_extent_elems(ys, count, dst_stride, head_dim, 1, &dst_extent))
+    return view_refused(fn, dst_name, ys, count, dst_stride, head_dim);
   if (src->data == dst->data) { /* in place: the same view */
-    if (*x != *y || src->token_stride != dst->token_stride ||
-        src->head_stride != dst->head_stride ||
-        (n_batch > 1 && src->batch_stride != dst->batch_stride))
-      return POSENC_ERR_INVALID_ARGUMENT;
+#define POSENC_IN_PLACE_ONLY "on the same data (in place needs the same view)"
+    if (*x != *y)
+      return posenc_reject_field(fn, dst_name, "dtype",
+                                 "%d differs from %s's %d " POSENC_IN_PLACE_ONLY, (int)dst->dtype,
+                                 src_name, (int)src->dtype);
+    if (src->token_stride != dst->token_stride)
+      return posenc_reject_field(fn, dst_name, "token_stride",
+                                 "%zu differs from %s's %zu " POSENC_IN_PLACE_ONLY,
+                                 dst->token_stride, src_name, src->token_stride);
+    if (src->head_stride != dst->head_stride)
+      return posenc_reject_field(fn, dst_name, "head_stride",
+                                 "%zu differs from %s's %zu " POSENC_IN_PLACE_ONLY,
+                                 dst->head_stride, src_name, src->head_stride);
+    if (n_batch > 1 && src->batch_stride != dst->batch_stride)
+      return posenc_reject_field(fn, dst_name, "batch_stride",
+                                 "%zu differs from %s's %zu " POSENC_IN_PLACE_ONLY,
+                                 dst->batch_stride, src_name, src->batch_stride);
+#undef POSENC_IN_PLACE_ONLY
   } else if (!posenc_bytes_disjoint(src->data, src_extent * xs, dst->data, dst_extent * ys)) {
-    return POSENC_ERR_INVALID_ARGUMENT;
+    return posenc_reject(fn, dst_name,
+                         "overlaps %s other than in place (the same data, dtype and "
+                         "strides)",
+                         src_name);
   }
   *view = (rope_view){.src = src->data,
                       .dst = dst->data,

@@ -5,6 +5,38 @@
 
 #include "dispatch.h"
 
+/* The detail of a refused call (posenc_last_error): records "<fn>: <arg>: <rule>", the rule
+ * formatted from fmt as by printf, in the calling thread's buffer (truncated to fit), and
+ * returns `status`. fn is the public function the user called (its __func__, passed down
+ * by every internal helper), arg the argument at fault (a field "q->head_stride" or an
+ * element "params->slopes[2]" where one is). Formats only here, on the rejection path; a
+ * successful call never touches the buffer. */
+posenc_status posenc_fail(posenc_status status, const char *fn, const char *arg, const char *fmt,
+                          ...) __attribute__((cold, format(printf, 4, 5)));
+/* No element index, for posenc_fail_at. */
+#define POSENC_NO_INDEX SIZE_MAX
+/* posenc_fail for a field of a struct argument and / or an element of an array one:
+ * "<fn>: <arg>[-><field>][[<index>]]: <rule>" (field NULL: none; index POSENC_NO_INDEX:
+ * none). */
+posenc_status posenc_fail_at(posenc_status status, const char *fn, const char *arg,
+                             const char *field, size_t index, const char *fmt, ...)
+    __attribute__((cold, format(printf, 6, 7)));
+/* The same with POSENC_ERR_INVALID_ARGUMENT, one line per rejection:
+ * `return posenc_reject(fn, "head_dim", "%zu is less than ...", ...);`. */
+#define posenc_reject(fn, arg, ...) \
+  posenc_fail_at(POSENC_ERR_INVALID_ARGUMENT, fn, arg, NULL, POSENC_NO_INDEX, __VA_ARGS__)
+#define posenc_reject_field(fn, arg, field, ...) \
+  posenc_fail_at(POSENC_ERR_INVALID_ARGUMENT, fn, arg, field, POSENC_NO_INDEX, __VA_ARGS__)
+#define posenc_reject_elem(fn, arg, field, index, ...) \
+  posenc_fail_at(POSENC_ERR_INVALID_ARGUMENT, fn, arg, field, index, __VA_ARGS__)
+/* The rejection of a data pointer (arg, or arg->field when field is not NULL) that is NULL
+ * or not aligned to `align` bytes. */
+posenc_status posenc_reject_data(const char *fn, const char *arg, const char *field, const void *p,
+                                 size_t align) __attribute__((cold));
+/* "allocating N bytes failed" for `arg` (the plan being made): POSENC_ERR_OUT_OF_MEMORY. */
+posenc_status posenc_out_of_memory(const char *fn, const char *arg, size_t bytes)
+    __attribute__((cold));
+
 /* The one choice of a kernel by storage type: the f32, bf16 or f16 expression for elements
  * of type e, for example POSENC_BY_ELEM(e, t->rope_f32, t->rope_bf16, t->rope_f16). Only
  * the chosen expression is evaluated. */
@@ -21,14 +53,65 @@ int posenc_bytes_disjoint(const void *a, size_t n_a, const void *b, size_t n_b);
  * [0, n) within int32 (or n == 0). */
 int posenc_positions_valid(const int32_t *positions, int32_t start_pos, size_t n);
 
+/* The checks every call makes are inline, and only their rejection (formatting the detail)
+ * is a call: a valid call costs what it did before posenc_last_error existed. */
+
+/* The rejection of a run of n positions from start_pos that passes INT32_MAX. */
+posenc_status posenc_reject_run(const char *fn, const char *start_name, const char *count_name,
+                                int32_t start_pos, size_t n) __attribute__((cold));
+
+/* posenc_positions_valid, or the rejection of fn's argument start_name (the run's start;
+ * count_name: the argument that counts the rows). */
+static inline posenc_status posenc_check_run(const char *fn, const char *start_name,
+                                             const char *count_name, const int32_t *positions,
+                                             int32_t start_pos, size_t n) {
+  if (positions || n == 0 || n - 1 <= (size_t)((int64_t)INT32_MAX - start_pos)) return POSENC_OK;
+  return posenc_reject_run(fn, start_name, count_name, start_pos, n);
+}
+
+/* The rejection of flags with bits outside `known`. */
+posenc_status posenc_reject_flags(const char *fn, const char *arg, unsigned flags, unsigned known)
+    __attribute__((cold));
+
+/* POSENC_OK if flags has no bit outside `known`; else the rejection of fn's argument arg. */
+static inline posenc_status posenc_check_flags(const char *fn, const char *arg, unsigned flags,
+                                               unsigned known) {
+  if (!(flags & ~known)) return POSENC_OK;
+  return posenc_reject_flags(fn, arg, flags, known);
+}
+
 /* 1 if base is a valid frequency base: finite, positive, not 1. */
 int posenc_base_valid(double base);
+
+/* posenc_base_valid, or the rejection of fn's argument arg. */
+posenc_status posenc_check_base(const char *fn, const char *arg, double base);
 
 /* The largest rotary_dim of a RoPE plan. */
 #define POSENC_MAX_ROTARY_DIM ((size_t)1 << 20)
 
 /* 1 if rotary_dim is a valid RoPE plan rotary_dim: even, 2 to POSENC_MAX_ROTARY_DIM. */
 int posenc_rotary_dim_valid(size_t rotary_dim);
+
+/* posenc_rotary_dim_valid, or the rejection of fn's argument arg. */
+posenc_status posenc_check_rotary_dim(const char *fn, const char *arg, size_t rotary_dim);
+
+/* The rejection of a head_dim below rotary_dim (`whose`: "the plan's rotary_dim", ...). */
+posenc_status posenc_reject_head_dim(const char *fn, size_t head_dim, size_t rotary_dim,
+                                     const char *whose) __attribute__((cold));
+
+/* POSENC_OK if head_dim >= rotary_dim, else the rejection of fn's head_dim. */
+static inline posenc_status posenc_check_head_dim(const char *fn, size_t head_dim,
+                                                  size_t rotary_dim, const char *whose) {
+  if (head_dim >= rotary_dim) return POSENC_OK;
+  return posenc_reject_head_dim(fn, head_dim, rotary_dim, whose);
+}
+
+/* posenc_rope_plan_create_from_freqs on behalf of the public function fn: its rejections name
+ * fn, and freqs_arg and att_arg as the arguments the frequencies and the attention factor
+ * came from ("freqs", or "base" for frequencies made from a base, ...). */
+posenc_status posenc_rope_plan_make(const char *fn, const char *freqs_arg, const char *att_arg,
+                                    posenc_rope_plan **plan, size_t rotary_dim, const double *freqs,
+                                    double attention_factor);
 
 /* Pair i's default frequency base^(-2i/d) of a d-dimensional encoding (d = rotary_dim for
  * RoPE, dim for sinusoids): the one formula of every default and scaled plan. */
@@ -48,12 +131,14 @@ typedef struct posenc_alibi_rules {
 } posenc_alibi_rules;
 
 /* The argument checks of every ALiBi entry point (dispatch/api_alibi.c) for scores of type
- * e. On POSENC_OK, *args holds the call for the kernel (flags as given), or is all zero
+ * e, on behalf of the public function fn (scores_name: its argument `scores` or `out`). On
+ * POSENC_OK, *args holds the call for the kernel (flags as given), or is all zero
  * (args->n_heads == 0) when a count is 0 and there is nothing to do. */
-posenc_status posenc_alibi_check(const float *slopes, size_t n_heads, size_t n_q, size_t n_k,
-                                 size_t q_offset, void *scores, posenc_elem e, size_t head_stride,
-                                 size_t row_stride, float scale, unsigned flags,
-                                 posenc_alibi_rules rules, alibi_args *args);
+posenc_status posenc_alibi_check(const char *fn, const char *scores_name, const float *slopes,
+                                 size_t n_heads, size_t n_q, size_t n_k, size_t q_offset,
+                                 void *scores, posenc_elem e, size_t head_stride, size_t row_stride,
+                                 float scale, unsigned flags, posenc_alibi_rules rules,
+                                 alibi_args *args);
 
 /* The flags of posenc_rope_f32 (and the other plain RoPE forms). */
 #define POSENC_ROPE_FLAGS \
@@ -65,7 +150,8 @@ posenc_status posenc_alibi_check(const float *slopes, size_t n_heads, size_t n_q
 rope_args posenc_rope_args(const posenc_rope_plan *plan, size_t n_tokens, const int32_t *positions,
                            int32_t start_pos, unsigned flags);
 
-/* The one view check of every RoPE entry point: a (src, dst) pair of views of n_batch x
+/* The one view check of every RoPE entry point, on behalf of the public function fn whose
+ * arguments src_name and dst_name are the views: a (src, dst) pair of views of n_batch x
  * n_tokens tokens of head_dim elements (in place: the same data, type and strides; the
  * in-place tensors of posenc_rope_f32 and the rest are such pairs of one batch). Storage
  * types known and the same head counts; element-aligned; every head vector's extent without
@@ -73,7 +159,8 @@ rope_args posenc_rope_args(const posenc_rope_plan *plan, size_t n_tokens, const 
  * and dst disjoint. On POSENC_OK: *x, *y the storage types, *used = 0 when a count is 0 (no
  * geometry checked, nothing to do), else *view filled and *src_bytes, *dst_bytes the
  * views' extents in bytes from their data pointers. */
-posenc_status posenc_rope_check_views(size_t head_dim, size_t n_batch, size_t n_tokens,
+posenc_status posenc_rope_check_views(const char *fn, const char *src_name, const char *dst_name,
+                                      size_t head_dim, size_t n_batch, size_t n_tokens,
                                       const posenc_rope_view *src, const posenc_rope_view *dst,
                                       posenc_elem *x, posenc_elem *y, rope_view *view, int *used,
                                       size_t *src_bytes, size_t *dst_bytes);
@@ -83,8 +170,10 @@ posenc_status posenc_rope_check_views(size_t head_dim, size_t n_batch, size_t n_
 rope_args posenc_mrope_args(const posenc_rope_plan *plan, const size_t sections[3], size_t n_tokens,
                             const int32_t *positions, unsigned flags);
 
-/* 1 if sections[3] assign a plan's n pairs as posenc_mrope_f32 requires. */
-int posenc_mrope_sections_valid(const size_t *sections, size_t n, int interleaved);
+/* POSENC_OK if sections[3] assign a plan's n pairs as posenc_mrope_f32 requires; else the
+ * rejection of fn's argument `sections`. */
+posenc_status posenc_mrope_check_sections(const char *fn, const size_t *sections, size_t n,
+                                          int interleaved);
 
 /* 1 if a grid of rows of `width` elements at sum_d i_d * stride[d] (i_d < count[d], every
  * count >= 1) spans at most PTRDIFF_MAX bytes of elements of elem_size bytes (*extent: the
@@ -93,5 +182,17 @@ int posenc_mrope_sections_valid(const size_t *sections, size_t n, int interleave
  * stride of at least the extent of those inside it (the first at least `width`). */
 int posenc_grid3_extent_elems(size_t elem_size, const size_t count[3], const size_t stride[3],
                               size_t width, int disjoint, size_t *extent);
+
+/* Why posenc_grid_extent_elems refused a grid (called on that failure only, every count
+ * >= 1): -1 when its extent overflows size_t or exceeds PTRDIFF_MAX bytes, else the
+ * dimension whose stride is too small for the rows not to overlap (0: a, 1: b), with *need
+ * the least stride that would nest. */
+int posenc_grid_refusal(size_t elem_size, size_t n_a, size_t stride_a, size_t n_b, size_t stride_b,
+                        size_t width, size_t *need);
+
+/* The same for posenc_grid3_extent_elems: -1 for the extent, else the dimension d (0, 1, 2)
+ * whose stride[d] is below *need. */
+int posenc_grid3_refusal(size_t elem_size, const size_t count[3], const size_t stride[3],
+                         size_t width, size_t *need);
 
 #endif /* POSENC_CHECKS_H */

@@ -33,25 +33,50 @@ static double yarn_ramp(double lo, double hi, size_t i) {
   return 1 - fmin(1, fmax(0, y));
 }
 
-/* Every check of the header but those on the results (left to create_from_freqs). */
-static int params_valid(const posenc_rope_ggml_params *g) {
-  if (!posenc_rotary_dim_valid(g->n_dims) || !posenc_base_valid(g->freq_base) ||
-      !non_negative(g->freq_scale) || !non_negative(g->attn_factor) || !non_negative(g->ext_factor))
-    return 0;
-  if (g->ext_factor != 0 &&
-      (g->n_ctx_orig == 0 || !positive(g->beta_fast) || !positive(g->beta_slow)))
-    return 0;
+/* The rejection of params->field (value x) that is not finite and >= 0. */
+static posenc_status check_non_negative(const char *fn, const char *field, double x) {
+  if (non_negative(x)) return POSENC_OK;
+  return posenc_reject_field(fn, "params", field, "%g is not finite and >= 0", x);
+}
+
+/* The rejection of params->field (value x) that is not finite and > 0 with ext_factor != 0. */
+static posenc_status check_yarn_positive(const char *fn, const char *field, double x) {
+  if (positive(x)) return POSENC_OK;
+  return posenc_reject_field(fn, "params", field, "%g is not finite and > 0 (ext_factor != 0)", x);
+}
+
+/* Every check of the header but those on the results (left to posenc_rope_plan_make). */
+static posenc_status check_params(const char *fn, const posenc_rope_ggml_params *g) {
+  posenc_status st = posenc_check_rotary_dim(fn, "params->n_dims", g->n_dims);
+  if (st == POSENC_OK) st = posenc_check_base(fn, "params->freq_base", g->freq_base);
+  if (st == POSENC_OK) st = check_non_negative(fn, "freq_scale", g->freq_scale);
+  if (st == POSENC_OK) st = check_non_negative(fn, "attn_factor", g->attn_factor);
+  if (st == POSENC_OK) st = check_non_negative(fn, "ext_factor", g->ext_factor);
+  if (st != POSENC_OK) return st;
+  if (g->ext_factor != 0) {
+    if (g->n_ctx_orig == 0)
+      return posenc_reject_field(fn, "params", "n_ctx_orig", "is 0 with ext_factor %g != 0",
+                                 g->ext_factor);
+    st = check_yarn_positive(fn, "beta_fast", g->beta_fast);
+    if (st == POSENC_OK) st = check_yarn_positive(fn, "beta_slow", g->beta_slow);
+    if (st != POSENC_OK) return st;
+  }
   if (g->freq_factors)
     for (size_t i = 0; i < g->n_dims / 2; ++i)
-      if (!positive((double)g->freq_factors[i])) return 0;
-  return 1;
+      if (!positive((double)g->freq_factors[i]))
+        return posenc_reject_elem(fn, "params", "freq_factors", i, "%g is not finite and > 0",
+                                  (double)g->freq_factors[i]);
+  return POSENC_OK;
 }
 
 posenc_status posenc_rope_plan_create_ggml(posenc_rope_plan **plan,
                                            const posenc_rope_ggml_params *params) {
-  if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
+  const char *fn = __func__;
+  if (!plan) return posenc_reject(fn, "plan", "is NULL");
   *plan = NULL;
-  if (!params || !params_valid(params)) return POSENC_ERR_INVALID_ARGUMENT;
+  if (!params) return posenc_reject(fn, "params", "is NULL");
+  const posenc_status valid = check_params(fn, params);
+  if (valid != POSENC_OK) return valid;
   const posenc_rope_ggml_params *g = params;
   const size_t r = g->n_dims, n = r / 2;
   const double freq_scale = one_if_zero(g->freq_scale), ext_factor = g->ext_factor;
@@ -64,7 +89,7 @@ posenc_status posenc_rope_plan_create_ggml(posenc_rope_plan **plan,
   }
 
   double *w = malloc(n * sizeof *w);
-  if (!w) return POSENC_ERR_OUT_OF_MEMORY;
+  if (!w) return posenc_out_of_memory(fn, "plan", n * sizeof *w);
   for (size_t i = 0; i < n; ++i) { /* ggml_rope_cache_init and rope_yarn, per unit position */
     const double ff = g->freq_factors ? (double)g->freq_factors[i] : 1.0;
     const double theta_extrap = posenc_default_freq(g->freq_base, i, r) / ff;
@@ -77,7 +102,7 @@ posenc_status posenc_rope_plan_create_ggml(posenc_rope_plan **plan,
     w[i] = theta;
   }
   /* Refuses NaN or out-of-range frequencies and attention factors, storing NULL. */
-  const posenc_status st = posenc_rope_plan_create_from_freqs(plan, r, w, att);
+  const posenc_status st = posenc_rope_plan_make(fn, "params", "params", plan, r, w, att);
   free(w);
   return st;
 }

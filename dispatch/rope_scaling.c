@@ -13,10 +13,11 @@ static const double PI = 3.141592653589793; /* Python's math.pi */
 
 /* What every fill function gets: the plan's shape, and what it fills in. */
 typedef struct scaled_plan {
-  size_t r, n; /* rotary_dim, R/2 */
-  double base; /* rope_theta */
-  double *w;   /* R/2 frequencies to fill */
-  double att;  /* the type's own attention factor (1 unless it sets one) */
+  const char *fn; /* the public function called, for the detail of a rejection */
+  size_t r, n;    /* rotary_dim, R/2 */
+  double base;    /* rope_theta */
+  double *w;      /* R/2 frequencies to fill */
+  double att;     /* the type's own attention factor (1 unless it sets one) */
 } scaled_plan;
 
 static int positive(double x) { return isfinite(x) && x > 0; }
@@ -28,24 +29,37 @@ static void fill_default(scaled_plan *p, double base) {
   for (size_t i = 0; i < p->n; ++i) p->w[i] = posenc_default_freq(base, i, p->r);
 }
 
-/* A factor array of exactly R/2 positive finite values. */
-static int valid_factors(const double *f, size_t len, size_t n) {
-  if (!f || len != n) return 0;
+/* A factor array (scaling->name, scaling->len_name) of exactly R/2 positive finite values. */
+static posenc_status check_factors(const char *fn, const char *name, const char *len_name,
+                                   const double *f, size_t len, size_t n) {
+  if (!f) return posenc_reject_field(fn, "scaling", name, "is NULL");
+  if (len != n) return posenc_reject_field(fn, "scaling", len_name, "%zu is not R/2 = %zu", len, n);
   for (size_t i = 0; i < n; ++i)
-    if (!positive(f[i])) return 0;
-  return 1;
+    if (!positive(f[i]))
+      return posenc_reject_elem(fn, "scaling", name, i, "%g is not finite and > 0", f[i]);
+  return POSENC_OK;
+}
+
+/* POSENC_OK if scaling->field (value x) is finite and > 0; `type` says who needs it. */
+static posenc_status check_positive(const char *fn, const char *field, double x, const char *type) {
+  if (positive(x)) return POSENC_OK;
+  return posenc_reject_field(fn, "scaling", field, "%g is not finite and > 0 (%s)", x, type);
 }
 
 static posenc_status fill_linear(const posenc_rope_scaling *s, scaled_plan *p) {
-  if (!positive(s->factor)) return POSENC_ERR_INVALID_ARGUMENT;
+  const posenc_status st = check_positive(p->fn, "factor", s->factor, "LINEAR");
+  if (st != POSENC_OK) return st;
   for (size_t i = 0; i < p->n; ++i) p->w[i] = posenc_default_freq(p->base, i, p->r) / s->factor;
   return POSENC_OK;
 }
 
-/* The NTK-aware base for R: base * scale^(R/(R-2)). */
-static posenc_status fill_ntk_base(scaled_plan *p, double scale) {
+/* The NTK-aware base for R: base * scale^(R/(R-2)); `field`: the scaling's field the scale
+ * came from. */
+static posenc_status fill_ntk_base(scaled_plan *p, double scale, const char *field) {
   const double base = p->base * pow(scale, (double)p->r / (double)(p->r - 2));
-  if (!positive(base)) return POSENC_ERR_INVALID_ARGUMENT;
+  if (!positive(base))
+    return posenc_reject_field(p->fn, "scaling", field,
+                               "gives the NTK-aware base %g, which is not finite and > 0", base);
   fill_default(p, base);
   return POSENC_OK;
 }
@@ -54,18 +68,25 @@ static posenc_status fill_ntk_base(scaled_plan *p, double scale) {
  * at or below max_position_embeddings HF keeps (and posenc returns) the default plan. */
 static posenc_status fill_dynamic(const posenc_rope_scaling *s, scaled_plan *p) {
   const size_t m = s->max_position_embeddings;
-  if (!positive(s->factor) || m == 0 || p->r < 4) return POSENC_ERR_INVALID_ARGUMENT;
+  posenc_status st = check_positive(p->fn, "factor", s->factor, "DYNAMIC");
+  if (st == POSENC_OK && m == 0)
+    st = posenc_reject_field(p->fn, "scaling", "max_position_embeddings", "is 0 (DYNAMIC)");
+  if (st == POSENC_OK && p->r < 4)
+    st = posenc_reject(p->fn, "rotary_dim", "%zu: DYNAMIC needs at least 4", p->r);
+  if (st != POSENC_OK) return st;
   if (s->seq_len <= m) {
     fill_default(p, p->base);
     return POSENC_OK;
   }
   const double factor = s->factor;
-  return fill_ntk_base(p, factor * (double)s->seq_len / (double)m - (factor - 1));
+  return fill_ntk_base(p, factor * (double)s->seq_len / (double)m - (factor - 1), "factor");
 }
 
 static posenc_status fill_ntk_alpha(const posenc_rope_scaling *s, scaled_plan *p) {
-  if (!positive(s->alpha) || p->r < 4) return POSENC_ERR_INVALID_ARGUMENT;
-  return fill_ntk_base(p, s->alpha);
+  const posenc_status st = check_positive(p->fn, "alpha", s->alpha, "NTK_ALPHA");
+  if (st != POSENC_OK) return st;
+  if (p->r < 4) return posenc_reject(p->fn, "rotary_dim", "%zu: NTK_ALPHA needs at least 4", p->r);
+  return fill_ntk_base(p, s->alpha, "alpha");
 }
 
 /* factor, or, when it is 0, max_position_embeddings / original_max_position_embeddings
@@ -86,16 +107,35 @@ static double yarn_correction_dim(double rotations, size_t r, double base, size_
   return ((double)r * log((double)length / (rotations * 2 * PI))) / (2 * log(base));
 }
 
-static int yarn_params_valid(const posenc_rope_scaling *s, double factor) {
+static posenc_status check_yarn(const char *fn, const posenc_rope_scaling *s, double factor) {
   const double fast = s->beta_fast != 0 ? s->beta_fast : 32;
   const double slow = s->beta_slow != 0 ? s->beta_slow : 1;
-  return positive(factor) && s->original_max_position_embeddings > 0 && positive(fast) &&
-         positive(slow) && fast >= slow && isfinite(s->mscale) && isfinite(s->mscale_all_dim);
+  if (!positive(factor))
+    return posenc_reject_field(fn, "scaling", "factor",
+                               "%g (0: max_position_embeddings / original_max_position_embeddings) "
+                               "is not finite and > 0 (YARN)",
+                               factor);
+  if (s->original_max_position_embeddings == 0)
+    return posenc_reject_field(fn, "scaling", "original_max_position_embeddings", "is 0 (YARN)");
+  posenc_status st = check_positive(fn, "beta_fast", fast, "YARN");
+  if (st == POSENC_OK) st = check_positive(fn, "beta_slow", slow, "YARN");
+  if (st != POSENC_OK) return st;
+  if (!(fast >= slow))
+    return posenc_reject_field(fn, "scaling", "beta_fast",
+                               "%g is less than beta_slow %g (after their defaults 32 and 1)", fast,
+                               slow);
+  if (!isfinite(s->mscale))
+    return posenc_reject_field(fn, "scaling", "mscale", "%g is not finite", s->mscale);
+  if (!isfinite(s->mscale_all_dim))
+    return posenc_reject_field(fn, "scaling", "mscale_all_dim", "%g is not finite",
+                               s->mscale_all_dim);
+  return POSENC_OK;
 }
 
 static posenc_status fill_yarn(const posenc_rope_scaling *s, scaled_plan *p) {
   const double factor = factor_or_ratio(s);
-  if (!yarn_params_valid(s, factor)) return POSENC_ERR_INVALID_ARGUMENT;
+  const posenc_status st = check_yarn(p->fn, s, factor);
+  if (st != POSENC_OK) return st;
   const size_t length = s->original_max_position_embeddings;
   if (s->mscale != 0 && s->mscale_all_dim != 0)
     p->att = yarn_mscale(factor, s->mscale) / yarn_mscale(factor, s->mscale_all_dim);
@@ -110,7 +150,10 @@ static posenc_status fill_yarn(const posenc_rope_scaling *s, scaled_plan *p) {
   }
   low = fmax(low, 0);
   high = fmin(high, (double)(p->r - 1));
-  if (!isfinite(low) || !isfinite(high)) return POSENC_ERR_INVALID_ARGUMENT;
+  if (!isfinite(low) || !isfinite(high))
+    return posenc_reject(p->fn, "scaling",
+                         "YaRN's ramp over the pairs has bounds that are not finite (%g, %g)", low,
+                         high);
   if (low == high) high += 0.001; /* HF's guard against a zero-width ramp */
   for (size_t i = 0; i < p->n; ++i) {
     const double ramp = fmin(fmax(((double)i - low) / (high - low), 0), 1);
@@ -123,13 +166,31 @@ static posenc_status fill_yarn(const posenc_rope_scaling *s, scaled_plan *p) {
 }
 
 static posenc_status fill_longrope(const posenc_rope_scaling *s, scaled_plan *p) {
+  const char *fn = p->fn;
   const size_t length = s->original_max_position_embeddings;
-  if (length == 0 || !valid_factors(s->short_factor, s->short_factor_len, p->n) ||
-      !valid_factors(s->long_factor, s->long_factor_len, p->n) || !zero_or_positive(s->factor))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  if (length == 0)
+    return posenc_reject_field(fn, "scaling", "original_max_position_embeddings",
+                               "is 0 (LONGROPE)");
+  posenc_status st = check_factors(fn, "short_factor", "short_factor_len", s->short_factor,
+                                   s->short_factor_len, p->n);
+  if (st == POSENC_OK)
+    st = check_factors(fn, "long_factor", "long_factor_len", s->long_factor, s->long_factor_len,
+                       p->n);
+  if (st != POSENC_OK) return st;
+  if (!zero_or_positive(s->factor))
+    return posenc_reject_field(fn, "scaling", "factor", "%g is not 0 or finite and > 0 (LONGROPE)",
+                               s->factor);
   if (s->attention_factor == 0) { /* otherwise the factor is not needed */
     const double factor = factor_or_ratio(s);
-    if (!positive(factor) || (factor > 1 && length < 2)) return POSENC_ERR_INVALID_ARGUMENT;
+    if (!positive(factor))
+      return posenc_reject_field(fn, "scaling", "factor",
+                                 "is 0 and max_position_embeddings / "
+                                 "original_max_position_embeddings cannot give it (LONGROPE "
+                                 "without attention_factor)");
+    if (factor > 1 && length < 2)
+      return posenc_reject_field(fn, "scaling", "original_max_position_embeddings",
+                                 "%zu: the attention factor of factor %g > 1 divides by ln(%zu)",
+                                 length, factor, length);
     p->att = factor <= 1 ? 1.0 : sqrt(1 + log(factor) / log((double)length));
   }
   const double *ext = s->seq_len > length ? s->long_factor : s->short_factor;
@@ -143,8 +204,16 @@ static posenc_status fill_longrope(const posenc_rope_scaling *s, scaled_plan *p)
 static posenc_status fill_llama3(const posenc_rope_scaling *s, scaled_plan *p) {
   const double factor = s->factor, low = s->low_freq_factor, high = s->high_freq_factor;
   const size_t length = s->original_max_position_embeddings;
-  if (!positive(factor) || !positive(low) || !positive(high) || !(low < high) || length == 0)
-    return POSENC_ERR_INVALID_ARGUMENT;
+  posenc_status st = check_positive(p->fn, "factor", factor, "LLAMA3");
+  if (st == POSENC_OK) st = check_positive(p->fn, "low_freq_factor", low, "LLAMA3");
+  if (st == POSENC_OK) st = check_positive(p->fn, "high_freq_factor", high, "LLAMA3");
+  if (st != POSENC_OK) return st;
+  if (!(low < high))
+    return posenc_reject_field(p->fn, "scaling", "high_freq_factor",
+                               "%g is not above low_freq_factor %g", high, low);
+  if (length == 0)
+    return posenc_reject_field(p->fn, "scaling", "original_max_position_embeddings",
+                               "is 0 (LLAMA3)");
   const double low_freq_wavelen = (double)length / low;
   const double high_freq_wavelen = (double)length / high;
   for (size_t i = 0; i < p->n; ++i) {
@@ -160,8 +229,9 @@ static posenc_status fill_llama3(const posenc_rope_scaling *s, scaled_plan *p) {
 }
 
 static posenc_status fill_pair_factors(const posenc_rope_scaling *s, scaled_plan *p) {
-  if (!valid_factors(s->pair_factors, s->pair_factors_len, p->n))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  const posenc_status st = check_factors(p->fn, "pair_factors", "pair_factors_len", s->pair_factors,
+                                         s->pair_factors_len, p->n);
+  if (st != POSENC_OK) return st;
   for (size_t i = 0; i < p->n; ++i)
     p->w[i] = posenc_default_freq(p->base, i, p->r) / s->pair_factors[i];
   return POSENC_OK;
@@ -187,62 +257,87 @@ static posenc_status fill(const posenc_rope_scaling *s, scaled_plan *p) {
     case POSENC_ROPE_SCALING_PAIR_FACTORS:
       return fill_pair_factors(s, p);
   }
-  return POSENC_ERR_INVALID_ARGUMENT; /* a value outside the enum */
+  /* a value outside the enum */
+  return posenc_reject_field(p->fn, "scaling", "type", "%d is not a posenc_rope_scaling_type",
+                             (int)s->type);
 }
 
-posenc_status posenc_rope_plan_create_scaled(posenc_rope_plan **plan, size_t rotary_dim,
-                                             double base, const posenc_rope_scaling *scaling) {
-  if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
+/* posenc_rope_plan_create_scaled on behalf of the public function fn. */
+static posenc_status create_scaled(const char *fn, posenc_rope_plan **plan, size_t rotary_dim,
+                                   double base, const posenc_rope_scaling *scaling) {
+  if (!plan) return posenc_reject(fn, "plan", "is NULL");
   *plan = NULL;
   const posenc_rope_scaling none = {.type = POSENC_ROPE_SCALING_DEFAULT};
   const posenc_rope_scaling *s = scaling ? scaling : &none;
-  if (!posenc_base_valid(base) || !posenc_rotary_dim_valid(rotary_dim) ||
-      !zero_or_positive(s->attention_factor))
-    return POSENC_ERR_INVALID_ARGUMENT;
-  scaled_plan p = {.r = rotary_dim, .n = rotary_dim / 2, .base = base, .att = 1.0};
+  posenc_status st = posenc_check_base(fn, "base", base);
+  if (st == POSENC_OK) st = posenc_check_rotary_dim(fn, "rotary_dim", rotary_dim);
+  if (st != POSENC_OK) return st;
+  if (!zero_or_positive(s->attention_factor))
+    return posenc_reject_field(fn, "scaling", "attention_factor", "%g is not 0 or finite and > 0",
+                               s->attention_factor);
+  scaled_plan p = {.fn = fn, .r = rotary_dim, .n = rotary_dim / 2, .base = base, .att = 1.0};
   p.w = malloc(p.n * sizeof *p.w);
-  if (!p.w) return POSENC_ERR_OUT_OF_MEMORY;
-  posenc_status st = fill(s, &p);
+  if (!p.w) return posenc_out_of_memory(fn, "plan", p.n * sizeof *p.w);
+  st = fill(s, &p);
   if (st == POSENC_OK) {
     const double att = s->attention_factor != 0 ? s->attention_factor : p.att;
     /* Refuses NaN or out-of-range frequencies and attention factors, storing NULL. */
-    st = posenc_rope_plan_create_from_freqs(plan, rotary_dim, p.w, att);
+    const char *from = scaling ? "scaling" : "base";
+    st = posenc_rope_plan_make(fn, from,
+                               s->attention_factor != 0 ? "scaling->attention_factor" : from, plan,
+                               rotary_dim, p.w, att);
   }
   free(p.w);
   return st;
 }
 
+posenc_status posenc_rope_plan_create_scaled(posenc_rope_plan **plan, size_t rotary_dim,
+                                             double base, const posenc_rope_scaling *scaling) {
+  return create_scaled(__func__, plan, rotary_dim, base, scaling);
+}
+
 /* ---- Float32 recipes ------------------------------------------------------------------- */
 
-posenc_status posenc_rope_plan_create_from_freqs_f32(posenc_rope_plan **plan, size_t rotary_dim,
-                                                     const float *freqs, double attention_factor) {
-  if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
+/* posenc_rope_plan_create_from_freqs_f32 on behalf of the public function fn, whose
+ * arguments freqs_arg and att_arg gave the frequencies and the attention factor. */
+static posenc_status from_freqs_f32(const char *fn, const char *freqs_arg, const char *att_arg,
+                                    posenc_rope_plan **plan, size_t rotary_dim, const float *freqs,
+                                    double attention_factor) {
+  if (!plan) return posenc_reject(fn, "plan", "is NULL");
   *plan = NULL;
-  if (!freqs || !posenc_rotary_dim_valid(rotary_dim)) return POSENC_ERR_INVALID_ARGUMENT;
+  if (!freqs) return posenc_reject(fn, freqs_arg, "is NULL");
+  posenc_status st = posenc_check_rotary_dim(fn, "rotary_dim", rotary_dim);
+  if (st != POSENC_OK) return st;
   const size_t n = rotary_dim / 2;
   double *w = malloc(n * sizeof *w);
-  if (!w) return POSENC_ERR_OUT_OF_MEMORY;
+  if (!w) return posenc_out_of_memory(fn, "plan", n * sizeof *w);
   for (size_t i = 0; i < n; ++i) w[i] = (double)freqs[i]; /* exact: (float)w[i] == freqs[i] */
-  const posenc_status st =
-      posenc_rope_plan_create_from_freqs(plan, rotary_dim, w, attention_factor);
+  st = posenc_rope_plan_make(fn, freqs_arg, att_arg, plan, rotary_dim, w, attention_factor);
   free(w);
   return st;
 }
 
+posenc_status posenc_rope_plan_create_from_freqs_f32(posenc_rope_plan **plan, size_t rotary_dim,
+                                                     const float *freqs, double attention_factor) {
+  return from_freqs_f32(__func__, "freqs", "attention_factor", plan, rotary_dim, freqs,
+                        attention_factor);
+}
+
 posenc_status posenc_rope_plan_create_powf(posenc_rope_plan **plan, size_t rotary_dim, float base,
                                            double attention_factor) {
-  if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
+  const char *fn = __func__;
+  if (!plan) return posenc_reject(fn, "plan", "is NULL");
   *plan = NULL;
-  if (!posenc_base_valid((double)base) || !posenc_rotary_dim_valid(rotary_dim))
-    return POSENC_ERR_INVALID_ARGUMENT;
+  posenc_status st = posenc_check_base(fn, "base", (double)base);
+  if (st == POSENC_OK) st = posenc_check_rotary_dim(fn, "rotary_dim", rotary_dim);
+  if (st != POSENC_OK) return st;
   const size_t n = rotary_dim / 2;
   float *f = malloc(n * sizeof *f);
-  if (!f) return POSENC_ERR_OUT_OF_MEMORY;
+  if (!f) return posenc_out_of_memory(fn, "plan", n * sizeof *f);
   /* llama2.c, llama.c-style runtimes: 1.0f / powf(base, head_dim / (float)head_size) with
    * head_dim = 2i, in float, the C library's powf. */
   for (size_t i = 0; i < n; ++i) f[i] = 1.0f / powf(base, (float)(2 * i) / (float)rotary_dim);
-  const posenc_status st =
-      posenc_rope_plan_create_from_freqs_f32(plan, rotary_dim, f, attention_factor);
+  st = from_freqs_f32(fn, "base", "attention_factor", plan, rotary_dim, f, attention_factor);
   free(f);
   return st;
 }
@@ -328,17 +423,22 @@ static void hf_f32_freqs(const posenc_rope_scaling *s, size_t r, double base, un
 posenc_status posenc_rope_plan_create_hf_f32(posenc_rope_plan **plan, size_t rotary_dim,
                                              double base, const posenc_rope_scaling *scaling,
                                              unsigned torch_vector_floats) {
-  if (!plan) return POSENC_ERR_INVALID_ARGUMENT;
+  const char *fn = __func__;
+  if (!plan) return posenc_reject(fn, "plan", "is NULL");
   *plan = NULL;
   const unsigned lanes = torch_vector_floats;
-  if (lanes != 0 && lanes != 4 && lanes != 8 && lanes != 16) return POSENC_ERR_INVALID_ARGUMENT;
+  if (lanes != 0 && lanes != 4 && lanes != 8 && lanes != 16)
+    return posenc_reject(fn, "torch_vector_floats", "%u is not 0, 4, 8 or 16", lanes);
   const posenc_rope_scaling none = {.type = POSENC_ROPE_SCALING_DEFAULT};
   const posenc_rope_scaling *s = scaling ? scaling : &none;
   if (s->type == POSENC_ROPE_SCALING_NTK_ALPHA || s->type == POSENC_ROPE_SCALING_PAIR_FACTORS)
-    return POSENC_ERR_INVALID_ARGUMENT; /* not HF types */
+    return posenc_reject_field(fn, "scaling", "type",
+                               "%d: NTK_ALPHA and PAIR_FACTORS are not HF types (no float32 "
+                               "recipe)",
+                               (int)s->type); /* not HF types */
   /* The double plan validates every parameter and gives HF's attention factor. */
   posenc_rope_plan *checked;
-  posenc_status st = posenc_rope_plan_create_scaled(&checked, rotary_dim, base, s);
+  posenc_status st = create_scaled(fn, &checked, rotary_dim, base, scaling);
   if (st != POSENC_OK) return st;
   const double att = posenc_rope_plan_attention_factor(checked);
   posenc_rope_plan_destroy(checked);
@@ -346,7 +446,10 @@ posenc_status posenc_rope_plan_create_hf_f32(posenc_rope_plan **plan, size_t rot
   /* SLEEF's fused multiply-add powf needs the FMA instructions (and the OS's AVX state) when
    * any pair goes through it. */
   if (lanes && rotary_dim / 2 >= 2 * (size_t)lanes && (!posenc_cpu()->fma || !posenc_cpu()->os_ymm))
-    return POSENC_ERR_UNSUPPORTED;
+    return posenc_fail(POSENC_ERR_UNSUPPORTED, fn, "torch_vector_floats",
+                       "%u sends pairs through SLEEF's fused multiply-add powf, and this CPU "
+                       "(or OS) lacks FMA or AVX state; 0 computes every pair with powf",
+                       lanes);
 #endif
   double b = base; /* DYNAMIC: HF's NTK base for seq_len, as fill_dynamic() computes it */
   if (s->type == POSENC_ROPE_SCALING_DYNAMIC && s->seq_len > s->max_position_embeddings) {
@@ -355,9 +458,9 @@ posenc_status posenc_rope_plan_create_hf_f32(posenc_rope_plan **plan, size_t rot
     b = base * pow(scale, (double)rotary_dim / (double)(rotary_dim - 2));
   }
   float *f = malloc(rotary_dim / 2 * sizeof *f);
-  if (!f) return POSENC_ERR_OUT_OF_MEMORY;
+  if (!f) return posenc_out_of_memory(fn, "plan", rotary_dim / 2 * sizeof *f);
   hf_f32_freqs(s, rotary_dim, b, lanes, f);
-  st = posenc_rope_plan_create_from_freqs_f32(plan, rotary_dim, f, att);
+  st = from_freqs_f32(fn, scaling ? "scaling" : "base", "scaling", plan, rotary_dim, f, att);
   free(f);
   return st;
 }

@@ -69,6 +69,20 @@ typedef enum posenc_status {
  * an unknown value gives "unknown status". */
 POSENC_API const char *posenc_status_string(posenc_status status);
 
+/** Why the calling thread's last refused call was refused: "<function>: <argument>: <rule
+ * broken>", naming the public function called and the argument at fault (a field, as in
+ * "q->head_stride", or an element, as in "params->slopes[2]", where the rule is about one),
+ * e.g. "posenc_rope_f32: head_dim: 96 is less than the plan's rotary_dim 128". Every call
+ * that returns a status other than POSENC_OK sets it (POSENC_ERR_UNSUPPORTED and
+ * POSENC_ERR_OUT_OF_MEMORY too, with the argument that asked for it); a successful call
+ * leaves it as it was, as errno is left: read it right after a call returned an error, on
+ * the same thread. "" until the thread's first refused call. Never NULL.
+ * Thread-local, in a fixed buffer of the library (at most 255 characters; a longer detail is
+ * cut there): nothing is allocated, and a success costs nothing. The pointer stays valid for
+ * the thread's lifetime; the text changes at its next refused call. The wording is for
+ * people and may change between versions: branch on the status, not on the text. */
+POSENC_API const char *posenc_last_error(void);
+
 /** @} */
 
 /* --------------------------------------------------------------------------------------- */

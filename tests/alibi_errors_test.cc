@@ -1,7 +1,8 @@
 // ALiBi argument checks: every invalid call of posenc_alibi_slopes, posenc_alibi_add_f32 and
-// posenc_alibi_bias_f32 returns POSENC_ERR_INVALID_ARGUMENT and leaves every buffer bit for
-// bit untouched; valid no-ops and unusual valid strides are accepted and computed. Runs with
-// the active ISA (ctest runs it once per ISA).
+// posenc_alibi_bias_f32 returns POSENC_ERR_INVALID_ARGUMENT, with a posenc_last_error()
+// naming the function and the argument, and leaves every buffer bit for bit untouched; valid no-ops
+// and unusual valid strides are accepted and computed. Runs with the active ISA (ctest runs it once
+// per ISA).
 #include <posenc.h>
 
 #include <cmath>
@@ -36,6 +37,9 @@ struct AlibiCall {
   float scale;
   unsigned flags;
 
+  const char* Function() const {
+    return op == AlibiOp::kAdd ? "posenc_alibi_add_f32" : "posenc_alibi_bias_f32";
+  }
   posenc_status Invoke() const {
     float* s = static_cast<float*>(scores);
     if (op == AlibiOp::kAdd)
@@ -73,11 +77,14 @@ class AlibiArgumentsTest : public testing::Test {
     return c;
   }
 
-  // The call is refused and neither the scores nor the slopes changed.
-  void ExpectRejected(const AlibiCall& call, const std::string& what) {
+  // The call is refused, with a detail naming `argument` ("scores": the scores or out
+  // argument of the call), and neither the scores nor the slopes changed.
+  void ExpectRejected(const AlibiCall& call, const std::string& what, const char* argument) {
     const std::vector<float> slopes_before = slopes_;
+    const bool scores = std::string(argument) == "scores";
     ExpectStatusAndBufferUnchanged(call, POSENC_ERR_INVALID_ARGUMENT, buffer_,
-                                   std::string(OpName(call.op)) + ": " + what);
+                                   std::string(OpName(call.op)) + ": " + what,
+                                   scores && call.op == AlibiOp::kBias ? "out" : argument);
     for (size_t h = 0; h < slopes_.size(); ++h)
       EXPECT_TRUE(BitwiseEqual(slopes_[h], slopes_before[h]))
           << OpName(call.op) << ": " << what << ": slope " << h << " written";
@@ -97,6 +104,7 @@ TEST_F(AlibiArgumentsTest, BaselineCallsAreValidAndWrite) {
 
 struct InvalidCase {
   const char* what;
+  const char* argument;  // the argument posenc_last_error() names ("scores" is out for bias)
   std::function<void(AlibiCall&)> mutate;
   bool add_only;  // scale exists only for add
 };
@@ -110,69 +118,69 @@ std::vector<InvalidCase> InvalidCases(std::vector<float>& slopes) {
     };
   };
   return {
-      {"NULL slopes", [](AlibiCall& c) { c.slopes = nullptr; }, false},
-      {"NULL scores", [](AlibiCall& c) { c.scores = nullptr; }, false},
-      {"NaN slope of the last head", last_slope(NAN), false},
-      {"+inf slope of the last head", last_slope(INFINITY), false},
-      {"-inf slope of the last head", last_slope(-INFINITY), false},
-      {"NaN scale", [](AlibiCall& c) { c.scale = NAN; }, true},
-      {"+inf scale", [](AlibiCall& c) { c.scale = INFINITY; }, true},
-      {"-inf scale", [](AlibiCall& c) { c.scale = -INFINITY; }, true},
-      {"unknown flag bit 1", [](AlibiCall& c) { c.flags = 2u; }, false},
-      {"CAUSAL plus an unknown flag", [](AlibiCall& c) { c.flags = POSENC_ALIBI_CAUSAL | 4u; },
-       false},
-      {"unknown flag bit 31", [](AlibiCall& c) { c.flags = 1u << 31; }, false},
-      {"every flag bit", [](AlibiCall& c) { c.flags = ~0u; }, false},
-      {"row_stride < n_k with 3 rows",
+      {"NULL slopes", "slopes", [](AlibiCall& c) { c.slopes = nullptr; }, false},
+      {"NULL scores", "scores", [](AlibiCall& c) { c.scores = nullptr; }, false},
+      {"NaN slope of the last head", "slopes", last_slope(NAN), false},
+      {"+inf slope of the last head", "slopes", last_slope(INFINITY), false},
+      {"-inf slope of the last head", "slopes", last_slope(-INFINITY), false},
+      {"NaN scale", "scale", [](AlibiCall& c) { c.scale = NAN; }, true},
+      {"+inf scale", "scale", [](AlibiCall& c) { c.scale = INFINITY; }, true},
+      {"-inf scale", "scale", [](AlibiCall& c) { c.scale = -INFINITY; }, true},
+      {"unknown flag bit 1", "flags", [](AlibiCall& c) { c.flags = 2u; }, false},
+      {"CAUSAL plus an unknown flag", "flags",
+       [](AlibiCall& c) { c.flags = POSENC_ALIBI_CAUSAL | 4u; }, false},
+      {"unknown flag bit 31", "flags", [](AlibiCall& c) { c.flags = 1u << 31; }, false},
+      {"every flag bit", "flags", [](AlibiCall& c) { c.flags = ~0u; }, false},
+      {"row_stride < n_k with 3 rows", "row_stride",
        [](AlibiCall& c) {
          c.row_stride = kKeys - 1;
          c.head_stride = 32;
        },
        false},
-      {"row_stride 0 with 3 rows", [](AlibiCall& c) { c.row_stride = 0; }, false},
-      {"head_stride one short of the previous head's rows",
+      {"row_stride 0 with 3 rows", "row_stride", [](AlibiCall& c) { c.row_stride = 0; }, false},
+      {"head_stride one short of the previous head's rows", "head_stride",
        [](AlibiCall& c) { c.head_stride = kHeadStride - 1; }, false},
-      {"head_stride 0 with 3 heads", [](AlibiCall& c) { c.head_stride = 0; }, false},
-      {"q_offset + n_q = 2^31 + 1", [](AlibiCall& c) { c.q_offset = kPositionLimit - kRows + 1; },
-       false},
-      {"q_offset 2^31", [](AlibiCall& c) { c.q_offset = kPositionLimit; }, false},
-      {"q_offset + n_q wraps around size_t", [](AlibiCall& c) { c.q_offset = SIZE_MAX - 1; },
-       false},
-      {"q_offset SIZE_MAX", [](AlibiCall& c) { c.q_offset = SIZE_MAX; }, false},
-      {"n_k = 2^31 + 1 (one head, one row: no stride rule applies)",
+      {"head_stride 0 with 3 heads", "head_stride", [](AlibiCall& c) { c.head_stride = 0; }, false},
+      {"q_offset + n_q = 2^31 + 1", "q_offset",
+       [](AlibiCall& c) { c.q_offset = kPositionLimit - kRows + 1; }, false},
+      {"q_offset 2^31", "q_offset", [](AlibiCall& c) { c.q_offset = kPositionLimit; }, false},
+      {"q_offset + n_q wraps around size_t", "q_offset",
+       [](AlibiCall& c) { c.q_offset = SIZE_MAX - 1; }, false},
+      {"q_offset SIZE_MAX", "q_offset", [](AlibiCall& c) { c.q_offset = SIZE_MAX; }, false},
+      {"n_k = 2^31 + 1 (one head, one row: no stride rule applies)", "n_k",
        [](AlibiCall& c) {
          c.n_heads = c.n_q = 1;
          c.n_k = kPositionLimit + 1;
          c.q_offset = 0;
        },
        false},
-      {"n_k SIZE_MAX, one head, one row",
+      {"n_k SIZE_MAX, one head, one row", "n_k",
        [](AlibiCall& c) {
          c.n_heads = c.n_q = 1;
          c.n_k = SIZE_MAX;
        },
        false},
-      {"(n_heads - 1) * head_stride overflows size_t", [=](AlibiCall& c) { c.head_stride = kHuge; },
-       false},
-      {"head extent plus the last head's rows overflows size_t",
+      {"(n_heads - 1) * head_stride overflows size_t", "scores",
+       [=](AlibiCall& c) { c.head_stride = kHuge; }, false},
+      {"head extent plus the last head's rows overflows size_t", "scores",
        [](AlibiCall& c) { c.head_stride = SIZE_MAX / 2; }, false},
-      {"n_heads SIZE_MAX: extent overflows size_t", [](AlibiCall& c) { c.n_heads = SIZE_MAX; },
-       false},
-      {"(n_q - 1) * row_stride overflows size_t, one head",
+      {"n_heads SIZE_MAX: extent overflows size_t", "scores",
+       [](AlibiCall& c) { c.n_heads = SIZE_MAX; }, false},
+      {"(n_q - 1) * row_stride overflows size_t, one head", "scores",
        [=](AlibiCall& c) {
          c.n_heads = 1;
          c.row_stride = kHuge;
        },
        false},
-      {"extent in bytes overflows size_t, one head",
+      {"extent in bytes overflows size_t, one head", "scores",
        [](AlibiCall& c) {
          c.n_heads = 1;
          c.row_stride = SIZE_MAX / 8;
        },
        false},
-      {"scores one byte past a float boundary",
+      {"scores one byte past a float boundary", "scores",
        [](AlibiCall& c) { c.scores = static_cast<char*>(c.scores) + 1; }, false},
-      {"scores two bytes past a float boundary",
+      {"scores two bytes past a float boundary", "scores",
        [](AlibiCall& c) { c.scores = static_cast<char*>(c.scores) + 2; }, false},
   };
 }
@@ -187,7 +195,8 @@ TEST_F(AlibiArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
         AlibiCall call = ValidCall(op);
         call.flags = flags;
         bad.mutate(call);
-        ExpectRejected(call, std::string(bad.what) + " flags=" + std::to_string(call.flags));
+        ExpectRejected(call, std::string(bad.what) + " flags=" + std::to_string(call.flags),
+                       bad.argument);
         bad_slopes = slopes_;
       }
     }
@@ -226,7 +235,7 @@ TEST_F(AlibiArgumentsTest, HeadsInsideRowsThatOverlapAreRejected) {
     call.n_q = 2;
     call.row_stride = kHeads * kKeys - 1;
     call.head_stride = kKeys;
-    ExpectRejected(call, "[n_q, H, n_k] layout: row_stride 14, head_stride 5");
+    ExpectRejected(call, "[n_q, H, n_k] layout: row_stride 14, head_stride 5", "row_stride");
   }
 }
 
@@ -343,24 +352,27 @@ TEST(AlibiSlopesArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
     size_t n_heads;
     double max_bias;
     bool null_slopes;
+    const char* argument;  // the argument posenc_last_error() names
   } cases[] = {
-      {"n_heads 0", 0, 8.0, false},
-      {"max_bias 0", 8, 0.0, false},
-      {"max_bias -0", 8, -0.0, false},
-      {"max_bias negative", 8, -8.0, false},
-      {"max_bias smallest negative subnormal", 8, -std::numeric_limits<double>::denorm_min(),
-       false},
-      {"max_bias NaN", 8, std::numeric_limits<double>::quiet_NaN(), false},
-      {"max_bias +inf", 8, std::numeric_limits<double>::infinity(), false},
-      {"max_bias -inf", 8, -std::numeric_limits<double>::infinity(), false},
-      {"NULL slopes", 8, 8.0, true},
-      {"NULL slopes, n_heads 0", 0, 8.0, true},
+      {"n_heads 0", 0, 8.0, false, "n_heads"},
+      {"max_bias 0", 8, 0.0, false, "max_bias"},
+      {"max_bias -0", 8, -0.0, false, "max_bias"},
+      {"max_bias negative", 8, -8.0, false, "max_bias"},
+      {"max_bias smallest negative subnormal", 8, -std::numeric_limits<double>::denorm_min(), false,
+       "max_bias"},
+      {"max_bias NaN", 8, std::numeric_limits<double>::quiet_NaN(), false, "max_bias"},
+      {"max_bias +inf", 8, std::numeric_limits<double>::infinity(), false, "max_bias"},
+      {"max_bias -inf", 8, -std::numeric_limits<double>::infinity(), false, "max_bias"},
+      {"NULL slopes", 8, 8.0, true, "slopes"},
+      {"NULL slopes, n_heads 0", 0, 8.0, true, "slopes"},
   };
   for (const auto& c : cases) {
     std::vector<float> slopes(16, kSentinel);
+    PrimeLastError();
     EXPECT_EQ(posenc_alibi_slopes(c.n_heads, c.max_bias, c.null_slopes ? nullptr : slopes.data()),
               POSENC_ERR_INVALID_ARGUMENT)
         << c.what;
+    ExpectLastError("posenc_alibi_slopes", c.argument, c.what);
     for (size_t h = 0; h < slopes.size(); ++h)
       EXPECT_EQ(slopes[h], kSentinel) << c.what << ": slope " << h << " written";
   }

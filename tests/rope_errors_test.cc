@@ -1,7 +1,7 @@
 // posenc_rope_f32, _bf16 and _f16 argument checks (one table, run for each storage type):
-// every invalid call returns POSENC_ERR_INVALID_ARGUMENT and leaves every buffer bit for
-// bit untouched; valid no-ops and unusual valid layouts are accepted. Runs with the active
-// ISA (ctest runs it once per ISA).
+// every invalid call returns POSENC_ERR_INVALID_ARGUMENT, with a posenc_last_error() that
+// names the function and the argument, and leaves every buffer bit for bit untouched; valid no-ops
+// and unusual valid layouts are accepted. Runs with the active ISA (ctest runs it once per ISA).
 #include <posenc.h>
 
 #include <climits>
@@ -19,20 +19,21 @@ constexpr size_t kRotaryDim = 8;
 constexpr size_t kHeadDim = 8;
 constexpr size_t kTokens = 3;
 
-// The entry point of one storage type, and its element size.
+// The entry point of one storage type, its name and its element size.
 struct RopeStorage {
   const char* name;
   posenc_status (*rotate)(const posenc_rope_plan*, size_t, size_t, const int32_t*, int32_t,
                           const posenc_rope_tensor*, const posenc_rope_tensor*, unsigned);
   size_t elem;
+  const char* function;
 };
 // GoogleTest prints a parameter; without this it dumps the struct's bytes through
 // libstdc++'s numeric output (uninstrumented, so MSan reports it).
 void PrintTo(const RopeStorage& storage, std::ostream* os) { *os << storage.name; }
 
-const RopeStorage kStorages[] = {{"f32", posenc_rope_f32, sizeof(float)},
-                                 {"bf16", posenc_rope_bf16, sizeof(uint16_t)},
-                                 {"f16", posenc_rope_f16, sizeof(uint16_t)}};
+const RopeStorage kStorages[] = {{"f32", posenc_rope_f32, sizeof(float), "posenc_rope_f32"},
+                                 {"bf16", posenc_rope_bf16, sizeof(uint16_t), "posenc_rope_bf16"},
+                                 {"f16", posenc_rope_f16, sizeof(uint16_t), "posenc_rope_f16"}};
 
 // Everything posenc_rope_<type> takes; null q or k when has_q / has_k is false.
 struct RopeCall {
@@ -48,6 +49,7 @@ struct RopeCall {
   bool has_k;
   unsigned flags;
 
+  const char* Function() const { return storage.function; }
   posenc_status Invoke() const {
     return storage.rotate(plan, head_dim, n_tokens, positions, start_pos, has_q ? &q : nullptr,
                           has_k ? &k : nullptr, flags);
@@ -84,9 +86,10 @@ class RopeArgumentsTest : public testing::TestWithParam<RopeStorage> {
                     POSENC_ROPE_NEOX};
   }
 
-  // The call is refused and no element of the buffer changed.
-  void ExpectRejected(const RopeCall& call, const std::string& what) {
-    ExpectStatusAndBufferUnchanged(call, POSENC_ERR_INVALID_ARGUMENT, buffer_, what);
+  // The call is refused, with a detail naming `argument`, and no element of the buffer
+  // changed.
+  void ExpectRejected(const RopeCall& call, const std::string& what, const char* argument) {
+    ExpectStatusAndBufferUnchanged(call, POSENC_ERR_INVALID_ARGUMENT, buffer_, what, argument);
   }
 
   PlanPtr plan_;
@@ -102,76 +105,79 @@ TEST_P(RopeArgumentsTest, BaselineCallIsValidAndRotates) {
 
 struct InvalidCase {
   const char* what;
+  const char* argument;  // the argument posenc_last_error() names
   std::function<void(RopeCall&)> mutate;
 };
 
 std::vector<InvalidCase> InvalidCases() {
   const size_t kHuge = SIZE_MAX / 2 + 1;
   return {
-      {"NULL plan", [](RopeCall& c) { c.plan = nullptr; }},
-      {"NULL q", [](RopeCall& c) { c.has_q = false; }},
-      {"NULL q data", [](RopeCall& c) { c.q.data = nullptr; }},
-      {"NULL k data", [](RopeCall& c) { c.k.data = nullptr; }},
-      {"unknown flag bit 8", [](RopeCall& c) { c.flags |= 8u; }},
-      {"unknown flag bit 31", [](RopeCall& c) { c.flags |= 1u << 31; }},
-      {"head_dim < rotary_dim", [](RopeCall& c) { c.head_dim = kRotaryDim - 2; }},
-      {"head_dim 0", [](RopeCall& c) { c.head_dim = 0; }},
-      {"head_stride < head_dim, 2 heads", [](RopeCall& c) { c.q.head_stride = 7; }},
-      {"head_stride 0, 2 heads", [](RopeCall& c) { c.q.head_stride = 0; }},
-      {"token_stride == head_stride, both counts > 1",
+      {"NULL plan", "plan", [](RopeCall& c) { c.plan = nullptr; }},
+      {"NULL q", "q", [](RopeCall& c) { c.has_q = false; }},
+      {"NULL q data", "q->data", [](RopeCall& c) { c.q.data = nullptr; }},
+      {"NULL k data", "k->data", [](RopeCall& c) { c.k.data = nullptr; }},
+      {"unknown flag bit 8", "flags", [](RopeCall& c) { c.flags |= 8u; }},
+      {"unknown flag bit 31", "flags", [](RopeCall& c) { c.flags |= 1u << 31; }},
+      {"head_dim < rotary_dim", "head_dim", [](RopeCall& c) { c.head_dim = kRotaryDim - 2; }},
+      {"head_dim 0", "head_dim", [](RopeCall& c) { c.head_dim = 0; }},
+      {"head_stride < head_dim, 2 heads", "q->head_stride",
+       [](RopeCall& c) { c.q.head_stride = 7; }},
+      {"head_stride 0, 2 heads", "q->head_stride", [](RopeCall& c) { c.q.head_stride = 0; }},
+      {"token_stride == head_stride, both counts > 1", "q",
        [](RopeCall& c) { c.q.token_stride = c.q.head_stride; }},
-      {"token_stride < head_dim, 1 head", [](RopeCall& c) { c.k.token_stride = kHeadDim - 1; }},
-      {"token_stride 0, 3 tokens", [](RopeCall& c) { c.k.token_stride = 0; }},
-      {"tokens overlap the heads of the previous token",
+      {"token_stride < head_dim, 1 head", "k->token_stride",
+       [](RopeCall& c) { c.k.token_stride = kHeadDim - 1; }},
+      {"token_stride 0, 3 tokens", "k->token_stride", [](RopeCall& c) { c.k.token_stride = 0; }},
+      {"tokens overlap the heads of the previous token", "q->token_stride",
        [](RopeCall& c) { c.q.token_stride = 2 * kHeadDim - 1; }},
-      {"[H,L,D] heads overlap tokens",
+      {"[H,L,D] heads overlap tokens", "q->head_stride",
        [](RopeCall& c) {
          c.q.token_stride = kHeadDim;
          c.q.head_stride = 2 * kHeadDim;  // needs 3 * D
        }},
-      {"K is the Q buffer", [](RopeCall& c) { c.k.data = c.q.data; }},
-      {"K overlaps Q's last head",
+      {"K is the Q buffer", "k", [](RopeCall& c) { c.k.data = c.q.data; }},
+      {"K overlaps Q's last head", "k",
        [](RopeCall& c) { c.k.data = c.At(c.q.data, 5 * kHeadDim - 3); }},
-      {"K heads interleave Q's elements",
+      {"K heads interleave Q's elements", "k",
        [](RopeCall& c) {
          c.k.data = c.At(c.q.data, 4);
          c.k.token_stride = c.q.token_stride;
        }},
-      {"start_pos + n_tokens - 1 > INT32_MAX",
+      {"start_pos + n_tokens - 1 > INT32_MAX", "start_pos",
        [](RopeCall& c) {
          c.positions = nullptr;
          c.start_pos = INT32_MAX - 1;
        }},
-      {"start_pos INT32_MAX, 3 tokens",
+      {"start_pos INT32_MAX, 3 tokens", "start_pos",
        [](RopeCall& c) {
          c.positions = nullptr;
          c.start_pos = INT32_MAX;
        }},
-      {"token extent overflows size_t", [=](RopeCall& c) { c.q.token_stride = kHuge; }},
-      {"(L-1)*token_stride + D overflows size_t",
+      {"token extent overflows size_t", "q", [=](RopeCall& c) { c.q.token_stride = kHuge; }},
+      {"(L-1)*token_stride + D overflows size_t", "q",
        [](RopeCall& c) { c.q.token_stride = SIZE_MAX / 2; }},
-      {"head extent overflows size_t",
+      {"head extent overflows size_t", "q",
        [=](RopeCall& c) {
          c.q.n_heads = 3;
          c.q.head_stride = kHuge;
        }},
-      {"head extent beyond PTRDIFF_MAX", [=](RopeCall& c) { c.q.head_stride = kHuge; }},
-      {"token + head extents overflow size_t",
+      {"head extent beyond PTRDIFF_MAX", "q", [=](RopeCall& c) { c.q.head_stride = kHuge; }},
+      {"token + head extents overflow size_t", "q",
        [](RopeCall& c) {
          c.q.token_stride = SIZE_MAX / 3;
          c.q.head_stride = SIZE_MAX / 3;
        }},
-      {"extent in bytes overflows ptrdiff_t",
+      {"extent in bytes overflows ptrdiff_t", "k",
        [](RopeCall& c) { c.k.token_stride = PTRDIFF_MAX / (2 * c.storage.elem); }},
-      {"K head extent overflows, 1 token",
+      {"K head extent overflows, 1 token", "k",
        [](RopeCall& c) {
          c.n_tokens = 1;
          c.k.n_heads = 3;
          c.k.head_stride = SIZE_MAX / 2;
        }},
-      {"q data not element-aligned",
+      {"q data not element-aligned", "q->data",
        [](RopeCall& c) { c.q.data = static_cast<char*>(c.q.data) + 1; }},
-      {"k data not element-aligned",
+      {"k data not element-aligned", "k->data",
        [](RopeCall& c) { c.k.data = static_cast<char*>(c.k.data) + c.storage.elem / 2; }},
   };
 }
@@ -183,7 +189,7 @@ TEST_P(RopeArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
       RopeCall call = ValidCall();
       call.flags = flags;
       bad.mutate(call);
-      ExpectRejected(call, std::string(bad.what) + " flags=" + std::to_string(flags));
+      ExpectRejected(call, std::string(bad.what) + " flags=" + std::to_string(flags), bad.argument);
     }
   }
 }

@@ -1,6 +1,7 @@
 // Sinusoidal plan creation and the argument checks of posenc_sinusoid_fill_f32,
 // posenc_sinusoid_fill_timesteps_f32 and posenc_sinusoid_add_f32: every invalid call returns
-// POSENC_ERR_INVALID_ARGUMENT and leaves the buffer bit for bit untouched; valid no-ops and
+// POSENC_ERR_INVALID_ARGUMENT, with a posenc_last_error() naming the function and the
+// argument, and leaves the buffer bit for bit untouched; valid no-ops and
 // unusual valid calls are accepted. Runs with the active ISA (ctest runs it once per ISA).
 #include <posenc.h>
 
@@ -38,11 +39,18 @@ TEST(SinusoidPlan, CreateRejectsInvalidArguments) {
   };
   for (auto [dim, base] : bad) {
     posenc_sinusoid_plan* plan = NotNull();
+    PrimeLastError();
     EXPECT_EQ(posenc_sinusoid_plan_create(&plan, dim, base), POSENC_ERR_INVALID_ARGUMENT)
         << "dim " << dim << " base " << base;
     EXPECT_EQ(plan, nullptr) << "dim " << dim << " base " << base << ": *plan not set to NULL";
+    // A bad dim is named as such; a bad base, or one whose frequencies are out of range, too.
+    const bool bad_dim = dim < 1 || dim > (1u << 20);
+    ExpectLastError("posenc_sinusoid_plan_create", bad_dim ? "dim" : "base",
+                    "dim " + std::to_string(dim) + " base " + std::to_string(base));
   }
+  PrimeLastError();
   EXPECT_EQ(posenc_sinusoid_plan_create(nullptr, 64, 10000.0), POSENC_ERR_INVALID_ARGUMENT);
+  ExpectLastError("posenc_sinusoid_plan_create", "plan", "NULL plan");
 }
 
 TEST(SinusoidPlan, CreateAcceptsTheWholeValidRange) {
@@ -70,10 +78,13 @@ TEST(SinusoidPlan, CreateFromFreqsChecksEveryFrequency) {
         std::vector<double> freqs = ok;
         freqs[i] = value;
         plan = NotNull();
+        PrimeLastError();
         EXPECT_EQ(posenc_sinusoid_plan_create_from_freqs(&plan, dim, freqs.data()),
                   POSENC_ERR_INVALID_ARGUMENT)
             << "d " << dim << " freq " << i << " = " << value;
         EXPECT_EQ(plan, nullptr);
+        ExpectLastError("posenc_sinusoid_plan_create_from_freqs", "freqs",
+                        "freq " + std::to_string(i));
       }
   }
   // Only ceil(d/2) frequencies are read: a non-finite value after them does not matter.
@@ -85,19 +96,28 @@ TEST(SinusoidPlan, CreateFromFreqsChecksEveryFrequency) {
 
 TEST(SinusoidPlan, CreateFromFreqsRejectsBadSizesAndPointers) {
   const std::vector<double> freqs((1u << 19) + 1, 0.5);  // enough for any d <= 2^20 + 1
+  const char* const kFn = "posenc_sinusoid_plan_create_from_freqs";
   posenc_sinusoid_plan* plan = NotNull();
+  PrimeLastError();
   EXPECT_EQ(posenc_sinusoid_plan_create_from_freqs(&plan, 8, nullptr), POSENC_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(plan, nullptr);
+  ExpectLastError(kFn, "freqs", "NULL freqs");
   plan = NotNull();
+  PrimeLastError();
   EXPECT_EQ(posenc_sinusoid_plan_create_from_freqs(&plan, 0, freqs.data()),
             POSENC_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(plan, nullptr);
+  ExpectLastError(kFn, "dim", "dim 0");
   plan = NotNull();
+  PrimeLastError();
   EXPECT_EQ(posenc_sinusoid_plan_create_from_freqs(&plan, (1u << 20) + 1, freqs.data()),
             POSENC_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(plan, nullptr);
+  ExpectLastError(kFn, "dim", "dim 2^20 + 1");
+  PrimeLastError();
   EXPECT_EQ(posenc_sinusoid_plan_create_from_freqs(nullptr, 8, freqs.data()),
             POSENC_ERR_INVALID_ARGUMENT);
+  ExpectLastError(kFn, "plan", "NULL plan");
   plan = nullptr;
   EXPECT_EQ(posenc_sinusoid_plan_create_from_freqs(&plan, 1u << 20, freqs.data()), POSENC_OK);
   EXPECT_EQ(posenc_sinusoid_plan_dim(plan), size_t{1} << 20);
@@ -107,10 +127,14 @@ TEST(SinusoidPlan, CreateFromFreqsRejectsBadSizesAndPointers) {
 TEST(SinusoidPlan, NullPlanQueriesAndDestroy) {
   EXPECT_EQ(posenc_sinusoid_plan_dim(nullptr), 0u);
   double freqs[4] = {7.0, 7.0, 7.0, 7.0};
+  PrimeLastError();
   EXPECT_EQ(posenc_sinusoid_plan_freqs(nullptr, freqs), POSENC_ERR_INVALID_ARGUMENT);
   for (double f : freqs) EXPECT_EQ(f, 7.0) << "freqs written on error";
+  ExpectLastError("posenc_sinusoid_plan_freqs", "plan", "NULL plan");
   const SinusoidPlanPtr plan = MakeSinusoidPlan(8, 10000.0);
+  PrimeLastError();
   EXPECT_EQ(posenc_sinusoid_plan_freqs(plan.get(), nullptr), POSENC_ERR_INVALID_ARGUMENT);
+  ExpectLastError("posenc_sinusoid_plan_freqs", "freqs", "NULL freqs");
   posenc_sinusoid_plan_destroy(nullptr);  // a no-op, must not crash
 }
 
@@ -170,6 +194,17 @@ struct SinusoidCall {
   size_t row_stride;
   unsigned flags;
 
+  const char* Function() const {
+    switch (entry) {
+      case Entry::kFill:
+        return "posenc_sinusoid_fill_f32";
+      case Entry::kTimesteps:
+        return "posenc_sinusoid_fill_timesteps_f32";
+      case Entry::kAdd:
+        return "posenc_sinusoid_add_f32";
+    }
+    return "";
+  }
   posenc_status Invoke() const {
     switch (entry) {
       case Entry::kFill:
@@ -198,9 +233,10 @@ class SinusoidArgumentsTest : public testing::Test {
                         out(),      10,          POSENC_SINUSOID_INTERLEAVED};
   }
 
-  // The call is refused and no element of the buffer changed.
-  void ExpectRejected(const SinusoidCall& call, const std::string& what) {
-    ExpectStatusAndBufferUnchanged(call, POSENC_ERR_INVALID_ARGUMENT, buffer_, what);
+  // The call is refused, with a detail naming `argument`, and no element of the buffer
+  // changed.
+  void ExpectRejected(const SinusoidCall& call, const std::string& what, const char* argument) {
+    ExpectStatusAndBufferUnchanged(call, POSENC_ERR_INVALID_ARGUMENT, buffer_, what, argument);
   }
 
   SinusoidPlanPtr plan_;
@@ -219,6 +255,7 @@ TEST_F(SinusoidArgumentsTest, BaselineCallsAreValidAndWrite) {
 
 struct InvalidCase {
   const char* what;
+  const char* argument;  // the argument posenc_last_error() names ("out" is x for add)
   std::function<void(SinusoidCall&)> mutate;
   bool timesteps_too;  // false: only fill and add (positions / start_pos cases)
 };
@@ -226,56 +263,56 @@ struct InvalidCase {
 std::vector<InvalidCase> InvalidCases() {
   const size_t kHuge = SIZE_MAX / 2 + 1;
   return {
-      {"NULL plan", [](SinusoidCall& c) { c.plan = nullptr; }, true},
-      {"NULL out, 3 rows", [](SinusoidCall& c) { c.out = nullptr; }, true},
-      {"NULL out, 1 row",
+      {"NULL plan", "plan", [](SinusoidCall& c) { c.plan = nullptr; }, true},
+      {"NULL out, 3 rows", "out", [](SinusoidCall& c) { c.out = nullptr; }, true},
+      {"NULL out, 1 row", "out",
        [](SinusoidCall& c) {
          c.out = nullptr;
          c.n_rows = 1;
        },
        true},
-      {"unknown flag bit 4", [](SinusoidCall& c) { c.flags |= 16u; }, true},
-      {"unknown flag bit 5", [](SinusoidCall& c) { c.flags |= 32u; }, true},
-      {"unknown flag bit 31", [](SinusoidCall& c) { c.flags |= 1u << 31; }, true},
-      {"layout 3 (SIN_COS | COS_SIN)",
+      {"unknown flag bit 4", "flags", [](SinusoidCall& c) { c.flags |= 16u; }, true},
+      {"unknown flag bit 5", "flags", [](SinusoidCall& c) { c.flags |= 32u; }, true},
+      {"unknown flag bit 31", "flags", [](SinusoidCall& c) { c.flags |= 1u << 31; }, true},
+      {"layout 3 (SIN_COS | COS_SIN)", "flags",
        [](SinusoidCall& c) { c.flags = POSENC_SINUSOID_SIN_COS | POSENC_SINUSOID_COS_SIN; }, true},
-      {"layout 3 with F32_ANGLES",
+      {"layout 3 with F32_ANGLES", "flags",
        [](SinusoidCall& c) {
          c.flags = POSENC_SINUSOID_SIN_COS | POSENC_SINUSOID_COS_SIN | POSENC_SINUSOID_F32_ANGLES;
        },
        true},
-      {"row_stride 1 < d", [](SinusoidCall& c) { c.row_stride = 1; }, true},
-      {"row_stride d - 1", [](SinusoidCall& c) { c.row_stride = kDim - 1; }, true},
-      {"start_pos + n_rows - 1 == INT32_MAX + 1",
+      {"row_stride 1 < d", "row_stride", [](SinusoidCall& c) { c.row_stride = 1; }, true},
+      {"row_stride d - 1", "row_stride", [](SinusoidCall& c) { c.row_stride = kDim - 1; }, true},
+      {"start_pos + n_rows - 1 == INT32_MAX + 1", "start_pos",
        [](SinusoidCall& c) {
          c.positions = nullptr;
          c.start_pos = INT32_MAX - 1;
        },
        false},
-      {"start_pos INT32_MAX, 3 rows",
+      {"start_pos INT32_MAX, 3 rows", "start_pos",
        [](SinusoidCall& c) {
          c.positions = nullptr;
          c.start_pos = INT32_MAX;
        },
        false},
-      {"(n_rows - 1) * row_stride overflows size_t", [=](SinusoidCall& c) { c.row_stride = kHuge; },
-       true},
-      {"(n_rows - 1) * row_stride + d overflows size_t",
+      {"(n_rows - 1) * row_stride overflows size_t", "row_stride",
+       [=](SinusoidCall& c) { c.row_stride = kHuge; }, true},
+      {"(n_rows - 1) * row_stride + d overflows size_t", "row_stride",
        [](SinusoidCall& c) { c.row_stride = (SIZE_MAX - kDim) / 2 + 1; }, true},
-      {"extent in bytes overflows ptrdiff_t",
+      {"extent in bytes overflows ptrdiff_t", "row_stride",
        [](SinusoidCall& c) { c.row_stride = PTRDIFF_MAX / 8; }, true},
-      {"n_rows * d overflows size_t (dense rows, positions given)",
+      {"n_rows * d overflows size_t (dense rows, positions given)", "n_rows",
        [](SinusoidCall& c) {
          c.n_rows = SIZE_MAX / kDim + 1;
          c.row_stride = 0;
        },
        false},
-      {"out not float-aligned",
+      {"out not float-aligned", "out",
        [](SinusoidCall& c) {
          c.out = reinterpret_cast<float*>(reinterpret_cast<char*>(c.out) + 1);
        },
        true},
-      {"out 2 bytes off float alignment",
+      {"out 2 bytes off float alignment", "out",
        [](SinusoidCall& c) {
          c.out = reinterpret_cast<float*>(reinterpret_cast<char*>(c.out) + 2);
        },
@@ -292,8 +329,11 @@ TEST_F(SinusoidArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
         SinusoidCall call = ValidCall(entry);
         call.flags = flags;
         bad.mutate(call);
-        ExpectRejected(call, std::string(EntryName(entry)) + ": " + bad.what + " (" +
-                                 SinusoidModeName(flags) + ")");
+        const bool out = std::string(bad.argument) == "out";
+        ExpectRejected(
+            call,
+            std::string(EntryName(entry)) + ": " + bad.what + " (" + SinusoidModeName(flags) + ")",
+            out && entry == Entry::kAdd ? "x" : bad.argument);
       }
 }
 
@@ -309,12 +349,15 @@ TEST_F(SinusoidArgumentsTest, BadTimestepsAreRejectedAndWriteNothing) {
         SinusoidCall call = ValidCall(Entry::kTimesteps);
         call.timesteps = timesteps;
         call.flags = flags;
-        ExpectRejected(call, "timestep " + std::to_string(value) + " in row " +
-                                 std::to_string(row) + " (" + SinusoidModeName(flags) + ")");
+        ExpectRejected(call,
+                       "timestep " + std::to_string(value) + " in row " + std::to_string(row) +
+                           " (" + SinusoidModeName(flags) + ")",
+                       "timesteps");
+        EXPECT_EQ(LastErrorArgument(), "timesteps[" + std::to_string(row) + "]");
       }
   SinusoidCall call = ValidCall(Entry::kTimesteps);
   call.timesteps = nullptr;
-  ExpectRejected(call, "NULL timesteps with 3 rows");
+  ExpectRejected(call, "NULL timesteps with 3 rows", "timesteps");
 }
 
 TEST_F(SinusoidArgumentsTest, EmptyWorkIsAValidNoOp) {

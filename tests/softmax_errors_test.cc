@@ -1,5 +1,6 @@
 // posenc_softmax's argument checks, part of softmax_test (softmax_test.cc says what each
-// file covers): every documented error gives POSENC_ERR_INVALID_ARGUMENT and writes nothing,
+// file covers): every documented error gives POSENC_ERR_INVALID_ARGUMENT, with a
+// posenc_last_error() naming the argument, and writes nothing,
 // for every pair of x and y types; the valid calls write; empty work is a no-op whose
 // parameters are still checked; counts whose extent overflows are rejected before any read.
 #include <posenc.h>
@@ -30,6 +31,7 @@ struct SoftmaxCall {
   posenc_scores_view x, y;
   bool null_params = false, null_x = false, null_y = false;
 
+  const char* Function() const { return "posenc_softmax"; }
   posenc_status Invoke() const {
     return posenc_softmax(null_params ? nullptr : &params, n_heads, n_q, n_k, null_x ? nullptr : &x,
                           null_y ? nullptr : &y);
@@ -163,161 +165,177 @@ TEST_P(SoftmaxArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
       c.params.q_offset = q_offset;
     };
   };
-  const CallChanges<SoftmaxCall> invalid = {
-      {"NULL params", [](SoftmaxCall& c) { c.null_params = true; }},
-      {"NULL x", [](SoftmaxCall& c) { c.null_x = true; }},
-      {"NULL y", [](SoftmaxCall& c) { c.null_y = true; }},
-      {"NULL x data", [](SoftmaxCall& c) { c.x.data = nullptr; }},
-      {"NULL y data", [](SoftmaxCall& c) { c.y.data = nullptr; }},
-      {"unknown x dtype", [](SoftmaxCall& c) { c.x.dtype = static_cast<posenc_dtype>(3); }},
-      {"unknown y dtype", [](SoftmaxCall& c) { c.y.dtype = static_cast<posenc_dtype>(3); }},
-      {"mask dtype bf16", [](SoftmaxCall& c) { c.params.mask_dtype = kBf16; }},
-      {"unknown mask dtype",
+  const BadCalls<SoftmaxCall> invalid = {
+      {"NULL params", "params", [](SoftmaxCall& c) { c.null_params = true; }},
+      {"NULL x", "x", [](SoftmaxCall& c) { c.null_x = true; }},
+      {"NULL y", "y", [](SoftmaxCall& c) { c.null_y = true; }},
+      {"NULL x data", "x->data", [](SoftmaxCall& c) { c.x.data = nullptr; }},
+      {"NULL y data", "y->data", [](SoftmaxCall& c) { c.y.data = nullptr; }},
+      {"unknown x dtype", "x->dtype",
+       [](SoftmaxCall& c) { c.x.dtype = static_cast<posenc_dtype>(3); }},
+      {"unknown y dtype", "y->dtype",
+       [](SoftmaxCall& c) { c.y.dtype = static_cast<posenc_dtype>(3); }},
+      {"mask dtype bf16", "params->mask_dtype",
+       [](SoftmaxCall& c) { c.params.mask_dtype = kBf16; }},
+      {"unknown mask dtype", "params->mask_dtype",
        [](SoftmaxCall& c) { c.params.mask_dtype = static_cast<posenc_dtype>(3); }},
-      {"unknown flag", [](SoftmaxCall& c) { c.params.flags |= 1u << 5; }},
-      {"every flag bit", [](SoftmaxCall& c) { c.params.flags = ~0u; }},
-      {"NaN scale", [](SoftmaxCall& c) { c.params.scale = NAN; }},
-      {"+inf scale", [](SoftmaxCall& c) { c.params.scale = kInf; }},
-      {"-inf scale", [](SoftmaxCall& c) { c.params.scale = -kInf; }},
-      {"NaN slope", bad_slope(NAN)},
-      {"+inf slope", bad_slope(kInf)},
-      {"-inf slope", bad_slope(-kInf)},
-      {"NaN sink", bad_sink(NAN)},
-      {"+inf sink", bad_sink(kInf)},
-      {"-inf sink", bad_sink(-kInf)},
-      {"softcap 0", [](SoftmaxCall& c) { c.params.softcap = 0.0f; }},
-      {"softcap -0", [](SoftmaxCall& c) { c.params.softcap = -0.0f; }},
-      {"softcap -1", [](SoftmaxCall& c) { c.params.softcap = -1.0f; }},
-      {"softcap NaN", [](SoftmaxCall& c) { c.params.softcap = NAN; }},
-      {"softcap +inf", [](SoftmaxCall& c) { c.params.softcap = kInf; }},
-      {"window 0", [](SoftmaxCall& c) { c.params.window = 0; }},
-      {"window -1", [](SoftmaxCall& c) { c.params.window = -1; }},
-      {"window INT32_MIN", [](SoftmaxCall& c) { c.params.window = INT32_MIN; }},
-      {"MASK_SLOPE without a mask",
+      {"unknown flag", "params->flags", [](SoftmaxCall& c) { c.params.flags |= 1u << 5; }},
+      {"every flag bit", "params->flags", [](SoftmaxCall& c) { c.params.flags = ~0u; }},
+      {"NaN scale", "params->scale", [](SoftmaxCall& c) { c.params.scale = NAN; }},
+      {"+inf scale", "params->scale", [](SoftmaxCall& c) { c.params.scale = kInf; }},
+      {"-inf scale", "params->scale", [](SoftmaxCall& c) { c.params.scale = -kInf; }},
+      {"NaN slope", "params->slopes", bad_slope(NAN)},
+      {"+inf slope", "params->slopes", bad_slope(kInf)},
+      {"-inf slope", "params->slopes", bad_slope(-kInf)},
+      {"NaN sink", "params->sinks", bad_sink(NAN)},
+      {"+inf sink", "params->sinks", bad_sink(kInf)},
+      {"-inf sink", "params->sinks", bad_sink(-kInf)},
+      {"softcap 0", "params->softcap", [](SoftmaxCall& c) { c.params.softcap = 0.0f; }},
+      {"softcap -0", "params->softcap", [](SoftmaxCall& c) { c.params.softcap = -0.0f; }},
+      {"softcap -1", "params->softcap", [](SoftmaxCall& c) { c.params.softcap = -1.0f; }},
+      {"softcap NaN", "params->softcap", [](SoftmaxCall& c) { c.params.softcap = NAN; }},
+      {"softcap +inf", "params->softcap", [](SoftmaxCall& c) { c.params.softcap = kInf; }},
+      {"window 0", "params->window", [](SoftmaxCall& c) { c.params.window = 0; }},
+      {"window -1", "params->window", [](SoftmaxCall& c) { c.params.window = -1; }},
+      {"window INT32_MIN", "params->window", [](SoftmaxCall& c) { c.params.window = INT32_MIN; }},
+      {"MASK_SLOPE without a mask", "params->mask",
        [](SoftmaxCall& c) {
          c.params.flags |= kMaskSlope;
          c.params.mask = nullptr;
        }},
-      {"MASK_SLOPE without slopes",
+      {"MASK_SLOPE without slopes", "params->slopes",
        [](SoftmaxCall& c) {
          c.params.flags |= kMaskSlope;
          c.params.slopes = nullptr;
        }},
-      {"mask row stride 1", [](SoftmaxCall& c) { c.params.mask_row_stride = 1; }},
-      {"mask row stride n_k - 1", [](SoftmaxCall& c) { c.params.mask_row_stride = kKeys - 1; }},
-      {"negative q_offset", no_qpos(-1)},
-      {"q_offset INT32_MIN", no_qpos(INT32_MIN)},
-      {"q_offset + n_q - 1 = INT32_MAX + 1", no_qpos(INT32_MAX - static_cast<int32_t>(kRows) + 2)},
-      {"q_offset INT32_MAX", no_qpos(INT32_MAX)},
-      {"a negative kpos",
+      {"mask row stride 1", "params->mask_row_stride",
+       [](SoftmaxCall& c) { c.params.mask_row_stride = 1; }},
+      {"mask row stride n_k - 1", "params->mask_row_stride",
+       [](SoftmaxCall& c) { c.params.mask_row_stride = kKeys - 1; }},
+      {"negative q_offset", "params->q_offset", no_qpos(-1)},
+      {"q_offset INT32_MIN", "params->q_offset", no_qpos(INT32_MIN)},
+      {"q_offset + n_q - 1 = INT32_MAX + 1", "params->q_offset",
+       no_qpos(INT32_MAX - static_cast<int32_t>(kRows) + 2)},
+      {"q_offset INT32_MAX", "params->q_offset", no_qpos(INT32_MAX)},
+      {"a negative kpos", "params->kpos",
        [this](SoftmaxCall&) { reinterpret_cast<int32_t*>(Bytes(kKpos))[kKeys - 1] = -1; }},
-      {"kpos INT32_MIN",
+      {"kpos INT32_MIN", "params->kpos",
        [this](SoftmaxCall&) { reinterpret_cast<int32_t*>(Bytes(kKpos))[0] = INT32_MIN; }},
-      {"a negative qpos",
+      {"a negative qpos", "params->qpos",
        [this](SoftmaxCall&) { reinterpret_cast<int32_t*>(Bytes(kQpos))[1] = -1; }},
-      {"n_k 2^31 + 1 without kpos",
+      {"n_k 2^31 + 1 without kpos", "n_k",
        [](SoftmaxCall& c) {
          c.params.kpos = nullptr;
          c.n_heads = c.n_q = 1;
          c.n_k = (size_t{1} << 31) + 1;
        }},
-      {"y rows overlap", [](SoftmaxCall& c) { c.y.row_stride = kKeys - 1; }},
-      {"y heads overlap", [](SoftmaxCall& c) { c.y.head_stride = kHeadStride - 1; }},
-      {"y [q,H,k] with overlapping heads",
+      {"y rows overlap", "y->row_stride", [](SoftmaxCall& c) { c.y.row_stride = kKeys - 1; }},
+      {"y heads overlap", "y->head_stride",
+       [](SoftmaxCall& c) { c.y.head_stride = kHeadStride - 1; }},
+      {"y [q,H,k] with overlapping heads", "y",
        [](SoftmaxCall& c) {
          c.y.head_stride = kKeys;
          c.y.row_stride = kHeads * kKeys - 1;
        }},
-      {"x rows overlap", [](SoftmaxCall& c) { c.x.row_stride = kKeys - 1; }},
-      {"y extent overflows", [](SoftmaxCall& c) { c.y.head_stride = SIZE_MAX / 2 + 1; }},
-      {"x extent overflows", [](SoftmaxCall& c) { c.x.head_stride = SIZE_MAX / 2 + 1; }},
-      {"y extent beyond PTRDIFF_MAX bytes",
+      {"x rows overlap", "x->row_stride", [](SoftmaxCall& c) { c.x.row_stride = kKeys - 1; }},
+      {"y extent overflows", "y", [](SoftmaxCall& c) { c.y.head_stride = SIZE_MAX / 2 + 1; }},
+      {"x extent overflows", "x", [](SoftmaxCall& c) { c.x.head_stride = SIZE_MAX / 2 + 1; }},
+      {"y extent beyond PTRDIFF_MAX bytes", "y",
        [](SoftmaxCall& c) {
          c.n_heads = 1;
          c.y.row_stride = SIZE_MAX / 8;
        }},
-      {"n_heads SIZE_MAX", [](SoftmaxCall& c) { c.n_heads = SIZE_MAX; }},
-      {"y one element after x (same type)",
+      {"n_heads SIZE_MAX", "x", [](SoftmaxCall& c) { c.n_heads = SIZE_MAX; }},
+      {"y one element after x (same type)", "y",
        [this](SoftmaxCall& c) {
          c.y = c.x;
          c.y.dtype = xt();
          c.y.data = XAt(1);
        }},
-      {"y on x with another type",
+      {"y on x with another type", "y",
        [&](SoftmaxCall& c) {
          c.y = c.x;
          c.y.dtype = xt() == kF32 ? kBf16 : kF32;
        }},
-      {"y on x with another row stride",
+      {"y on x with another row stride", "y",
        [](SoftmaxCall& c) {
          c.y = c.x;
          c.y.row_stride = kRowStride + 1;
          c.y.head_stride = kHeadStride + 3;
        }},
-      {"y on x with another head stride",
+      {"y on x with another head stride", "y",
        [](SoftmaxCall& c) {
          c.y = c.x;
          c.y.head_stride = kHeadStride + 1;
        }},
-      {"x ending inside y", [this](SoftmaxCall& c) { c.x.data = YAt(0) - 8 * ElemSize(xt()); }},
-      {"x starting in y's last row",
+      {"x ending inside y", "y",
+       [this](SoftmaxCall& c) { c.x.data = YAt(0) - 8 * ElemSize(xt()); }},
+      {"x starting in y's last row", "y",
        [this, es](SoftmaxCall& c) { c.x.data = YAt(0) + (kExtent - 2) * es / 4 * 4; }},
-      {"the mask at y", [&](SoftmaxCall& c) { c.params.mask = floats_in_y(0, 16, 0.0f); }},
-      {"the mask in y's gap", [&](SoftmaxCall& c) { c.params.mask = floats_in_y(gap, 16, 0.0f); }},
-      {"the mask's last element on y's first",
+      {"the mask at y", "params->mask",
+       [&](SoftmaxCall& c) { c.params.mask = floats_in_y(0, 16, 0.0f); }},
+      {"the mask in y's gap", "params->mask",
+       [&](SoftmaxCall& c) { c.params.mask = floats_in_y(gap, 16, 0.0f); }},
+      {"the mask's last element on y's first", "params->mask",
        [this](SoftmaxCall& c) { c.params.mask = YAt(0) - (kRows * kKeys - 1) * 4; }},
-      {"the mask (per head) over y",
+      {"the mask (per head) over y", "params->mask",
        [this](SoftmaxCall& c) {
          c.params.mask = Bytes(kY - 64);
          c.params.mask_head_stride = 40;
        }},
-      {"slopes at y", [&](SoftmaxCall& c) { c.params.slopes = floats_in_y(0, 3, 0.5f); }},
-      {"slopes in y's gap", [&](SoftmaxCall& c) { c.params.slopes = floats_in_y(gap, 1, 0.5f); }},
-      {"slopes at y's last element",
+      {"slopes at y", "params->slopes",
+       [&](SoftmaxCall& c) { c.params.slopes = floats_in_y(0, 3, 0.5f); }},
+      {"slopes in y's gap", "params->slopes",
+       [&](SoftmaxCall& c) { c.params.slopes = floats_in_y(gap, 1, 0.5f); }},
+      {"slopes at y's last element", "params->slopes",
        [&](SoftmaxCall& c) { c.params.slopes = floats_in_y(last, 1, 0.5f); }},
-      {"slopes overlapping y's first",
+      {"slopes overlapping y's first", "params->slopes",
        [this](SoftmaxCall& c) { c.params.slopes = reinterpret_cast<const float*>(YAt(0)) - 2; }},
-      {"sinks at y", [&](SoftmaxCall& c) { c.params.sinks = floats_in_y(0, 3, 1.0f); }},
-      {"sinks at y's last element",
+      {"sinks at y", "params->sinks",
+       [&](SoftmaxCall& c) { c.params.sinks = floats_in_y(0, 3, 1.0f); }},
+      {"sinks at y's last element", "params->sinks",
        [&](SoftmaxCall& c) { c.params.sinks = floats_in_y(last, 1, 1.0f); }},
-      {"kpos at y", [&](SoftmaxCall& c) { c.params.kpos = ints_in_y(0, kKeys); }},
-      {"kpos in y's gap", [&](SoftmaxCall& c) { c.params.kpos = ints_in_y(gap, 1); }},
-      {"qpos at y", [&](SoftmaxCall& c) { c.params.qpos = ints_in_y(0, kRows); }},
-      {"qpos at y's last element", [&](SoftmaxCall& c) { c.params.qpos = ints_in_y(last, 1); }},
-      {"x misaligned by one byte",
+      {"kpos at y", "params->kpos", [&](SoftmaxCall& c) { c.params.kpos = ints_in_y(0, kKeys); }},
+      {"kpos in y's gap", "params->kpos",
+       [&](SoftmaxCall& c) { c.params.kpos = ints_in_y(gap, 1); }},
+      {"qpos at y", "params->qpos", [&](SoftmaxCall& c) { c.params.qpos = ints_in_y(0, kRows); }},
+      {"qpos at y's last element", "params->qpos",
+       [&](SoftmaxCall& c) { c.params.qpos = ints_in_y(last, 1); }},
+      {"x misaligned by one byte", "x->data",
        [](SoftmaxCall& c) { c.x.data = static_cast<char*>(c.x.data) + 1; }},
-      {"y misaligned by one byte",
+      {"y misaligned by one byte", "y->data",
        [](SoftmaxCall& c) { c.y.data = static_cast<char*>(c.y.data) + 1; }},
-      {"mask misaligned by one byte",
+      {"mask misaligned by one byte", "params->mask",
        [](SoftmaxCall& c) { c.params.mask = static_cast<const char*>(c.params.mask) + 1; }},
-      {"f32 mask misaligned by two bytes",
+      {"f32 mask misaligned by two bytes", "params->mask",
        [](SoftmaxCall& c) { c.params.mask = static_cast<const char*>(c.params.mask) + 2; }},
-      {"slopes misaligned",
+      {"slopes misaligned", "params->slopes",
        [](SoftmaxCall& c) {
          c.params.slopes =
              reinterpret_cast<const float*>(reinterpret_cast<const char*>(c.params.slopes) + 2);
        }},
-      {"sinks misaligned",
+      {"sinks misaligned", "params->sinks",
        [](SoftmaxCall& c) {
          c.params.sinks =
              reinterpret_cast<const float*>(reinterpret_cast<const char*>(c.params.sinks) + 1);
        }},
-      {"kpos misaligned",
+      {"kpos misaligned", "params->kpos",
        [](SoftmaxCall& c) {
          c.params.kpos =
              reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(c.params.kpos) + 2);
        }},
-      {"qpos misaligned",
+      {"qpos misaligned", "params->qpos",
        [](SoftmaxCall& c) {
          c.params.qpos =
              reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(c.params.qpos) + 2);
        }},
   };
-  for (const auto& [what, change] : invalid) {
+  for (const BadCall<SoftmaxCall>& bad : invalid) {
     Fill();
     SoftmaxCall call = Valid();
-    change(call);
-    ExpectStatusAndBufferUnchanged(call, POSENC_ERR_INVALID_ARGUMENT, buffer_, Name() + what);
+    bad.change(call);
+    ExpectStatusAndBufferUnchanged(call, POSENC_ERR_INVALID_ARGUMENT, buffer_, Name() + bad.what,
+                                   bad.argument);
   }
   for (const posenc_dtype t : {xt(), yt()})
     if (t == kF32) {
@@ -326,7 +344,8 @@ TEST_P(SoftmaxArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
       (t == xt() ? call.x : call.y).data =
           static_cast<char*>((t == xt() ? call.x : call.y).data) + 2;
       ExpectStatusAndBufferUnchanged(call, POSENC_ERR_INVALID_ARGUMENT, buffer_,
-                                     Name() + "f32 data two bytes past alignment");
+                                     Name() + "f32 data two bytes past alignment",
+                                     t == xt() ? "x->data" : "y->data");
     }
 }
 
@@ -353,21 +372,23 @@ TEST_P(SoftmaxArgumentsTest, EmptyWorkIsANoOpButParametersAreChecked) {
   };
   Fill();
   ExpectChangedCallsReturnAndWriteNothing(Valid(), no_ops, POSENC_OK, buffer_, Name());
-  const CallChanges<SoftmaxCall> still_checked = {
-      {"unknown flag", [](SoftmaxCall& c) { c.params.flags |= 1u << 7; }},
-      {"NaN scale", [](SoftmaxCall& c) { c.params.scale = NAN; }},
-      {"softcap 0", [](SoftmaxCall& c) { c.params.softcap = 0; }},
-      {"window 0", [](SoftmaxCall& c) { c.params.window = 0; }},
-      {"negative q_offset", [](SoftmaxCall& c) { c.params.q_offset = -5; }},
-      {"unknown y dtype", [](SoftmaxCall& c) { c.y.dtype = static_cast<posenc_dtype>(3); }},
-      {"MASK_SLOPE without a mask", [](SoftmaxCall& c) { c.params.flags |= kMaskSlope; }},
+  const BadCalls<SoftmaxCall> still_checked = {
+      {"unknown flag", "params->flags", [](SoftmaxCall& c) { c.params.flags |= 1u << 7; }},
+      {"NaN scale", "params->scale", [](SoftmaxCall& c) { c.params.scale = NAN; }},
+      {"softcap 0", "params->softcap", [](SoftmaxCall& c) { c.params.softcap = 0; }},
+      {"window 0", "params->window", [](SoftmaxCall& c) { c.params.window = 0; }},
+      {"negative q_offset", "params->q_offset", [](SoftmaxCall& c) { c.params.q_offset = -5; }},
+      {"unknown y dtype", "y->dtype",
+       [](SoftmaxCall& c) { c.y.dtype = static_cast<posenc_dtype>(3); }},
+      {"MASK_SLOPE without a mask", "params->mask",
+       [](SoftmaxCall& c) { c.params.flags |= kMaskSlope; }},
   };
-  for (const auto& [what, change] : still_checked) {
+  for (const BadCall<SoftmaxCall>& bad : still_checked) {
     SoftmaxCall call = Valid();
     empty(0, kRows, kKeys)(call);
-    change(call);
+    bad.change(call);
     ExpectStatusAndBufferUnchanged(call, POSENC_ERR_INVALID_ARGUMENT, buffer_,
-                                   Name() + "n_heads 0, " + what);
+                                   Name() + "n_heads 0, " + bad.what, bad.argument);
   }
 }
 

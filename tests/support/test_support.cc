@@ -169,6 +169,62 @@ std::vector<int32_t> AccuracyPositions() {
   return positions;
 }
 
+namespace {
+// A refusal no test makes: a plan of the odd rotary_dim 1234567.
+void RefuseToPrime() {
+  posenc_rope_plan* plan = nullptr;
+  EXPECT_EQ(posenc_rope_plan_create(&plan, 1234567, 10000.0, 1.0), POSENC_ERR_INVALID_ARGUMENT);
+}
+
+// The detail PrimeLastError leaves.
+std::string PrimedDetail() {
+  static const std::string primed = [] {
+    RefuseToPrime();
+    return std::string(posenc_last_error());
+  }();
+  return primed;
+}
+}  // namespace
+
+void PrimeLastError() {
+  const std::string primed = PrimedDetail();
+  RefuseToPrime();
+  EXPECT_EQ(primed, posenc_last_error());
+}
+
+std::string LastErrorArgument() {
+  const std::string detail = posenc_last_error();
+  const size_t first = detail.find(": ");
+  if (first == std::string::npos) return "";
+  const size_t second = detail.find(": ", first + 2);
+  if (second == std::string::npos) return "";
+  return detail.substr(first + 2, second - first - 2);
+}
+
+void ExpectLastError(const char* function, const char* argument, const std::string& what) {
+  const char* raw = posenc_last_error();
+  ASSERT_NE(raw, nullptr) << what;
+  const std::string detail = raw;
+  EXPECT_NE(detail, PrimedDetail()) << what << ": the refusal left posenc_last_error() as it was";
+  EXPECT_LT(detail.size(), 256u) << what;
+  const std::string prefix = function != nullptr ? std::string(function) + ": " : "posenc_";
+  EXPECT_EQ(detail.compare(0, prefix.size(), prefix), 0)
+      << what << ": posenc_last_error() \"" << detail << "\" does not start with \"" << prefix
+      << "\"";
+  const std::string arg = LastErrorArgument();
+  EXPECT_FALSE(arg.empty()) << what << ": no argument in \"" << detail << "\"";
+  const size_t second = detail.find(": ", detail.find(": ") + 2);
+  EXPECT_TRUE(second != std::string::npos && detail.size() > second + 2)
+      << what << ": no rule in \"" << detail << "\"";
+  if (argument != nullptr) {
+    const std::string want = argument;
+    const bool names = arg == want || arg.compare(0, want.size() + 2, want + "->") == 0 ||
+                       arg.compare(0, want.size() + 1, want + "[") == 0;
+    EXPECT_TRUE(names) << what << ": posenc_last_error() \"" << detail << "\" names \"" << arg
+                       << "\", not \"" << want << "\"";
+  }
+}
+
 #ifdef POSENC_TEST_HAVE_MMAP
 GuardedPages::GuardedPages(size_t n_floats) {
   page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));

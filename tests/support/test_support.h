@@ -15,6 +15,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -135,15 +136,48 @@ std::vector<Shape> WithEachFlagValue(const std::vector<Shape>& shapes,
   return out;
 }
 
+// The detail of a refused call (posenc_last_error()).
+//
+// PrimeLastError() makes the calling thread's detail a known one (that of a plan refused
+// for a rotary_dim no test uses), so that a refused call that leaves the detail as it was is
+// told from one that sets it.
+void PrimeLastError();
+// After a refused call, primed: the detail is "<function>: <argument>: <rule>" with a
+// non-empty rule, not the primed one, starting with `function` (nullptr: with "posenc_"),
+// and, for an `argument` given, its argument is that one or a part of it (followed by
+// "->" or "[", e.g. "q->data" for "q"). `what` names the call in a failure.
+void ExpectLastError(const char* function, const char* argument, const std::string& what);
+// The argument named by posenc_last_error() ("" if it has no "<function>: <argument>: ").
+std::string LastErrorArgument();
+
+// The public function a table's Call invokes: its `const char* Function() const` where it
+// has one, else nullptr (the detail is then only checked to name some posenc_ function).
+template <typename Call, typename = void>
+struct CallHasFunction : std::false_type {};
+template <typename Call>
+struct CallHasFunction<Call, std::void_t<decltype(std::declval<const Call&>().Function())>>
+    : std::true_type {};
+template <typename Call>
+const char* FunctionOf(const Call& call) {
+  if constexpr (CallHasFunction<Call>::value)
+    return call.Function();
+  else
+    return nullptr;
+}
+
 // Argument checks: runs call.Invoke() (any struct with a `posenc_status Invoke() const`)
 // and expects `status`, with every element of `buffer`, which holds whatever the call may
-// write, unchanged bit for bit.
+// write, unchanged bit for bit. A status other than POSENC_OK must come with its detail
+// (ExpectLastError; `argument`: the argument the call breaks, where the table knows it).
 template <typename Call>
 void ExpectStatusAndBufferUnchanged(const Call& call, posenc_status status,
-                                    const AlignedFloats& buffer, const std::string& what) {
+                                    const AlignedFloats& buffer, const std::string& what,
+                                    const char* argument = nullptr) {
   const AlignedFloats before = buffer;
+  if (status != POSENC_OK) PrimeLastError();
   EXPECT_EQ(call.Invoke(), status) << what;
   EXPECT_EQ(FirstBitwiseDifference(before, buffer), -1) << what << ": buffer written";
+  if (status != POSENC_OK) ExpectLastError(FunctionOf(call), argument, what);
 }
 
 // Named changes to a valid call, for the argument-check tables.
@@ -151,14 +185,16 @@ template <typename Call>
 using CallChanges = std::vector<std::pair<const char*, std::function<void(Call&)>>>;
 
 // Each change applied to a copy of `valid`: the call returns `status` (reported with
-// `prefix` and the change's name).
+// `prefix` and the change's name), with its detail if it is not POSENC_OK.
 template <typename Call>
 void ExpectChangedCallsReturn(const Call& valid, const CallChanges<Call>& changes,
                               posenc_status status, const std::string& prefix = "") {
   for (const auto& [what, change] : changes) {
     Call call = valid;
     change(call);
+    if (status != POSENC_OK) PrimeLastError();
     EXPECT_EQ(call.Invoke(), status) << prefix << what;
+    if (status != POSENC_OK) ExpectLastError(FunctionOf(call), nullptr, prefix + what);
   }
 }
 
@@ -171,6 +207,29 @@ void ExpectChangedCallsReturnAndWriteNothing(const Call& valid, const CallChange
     Call call = valid;
     change(call);
     ExpectStatusAndBufferUnchanged(call, status, buffer, prefix + what);
+  }
+}
+
+// A bad call of an argument-check table: what it changes in a valid call, and the argument
+// that change breaks (the one posenc_last_error() must name).
+template <typename Call>
+struct BadCall {
+  const char* what;
+  const char* argument;
+  std::function<void(Call&)> change;
+};
+template <typename Call>
+using BadCalls = std::vector<BadCall<Call>>;
+
+// Each bad call applied to a copy of `valid`: ExpectStatusAndBufferUnchanged, its detail
+// naming the row's argument.
+template <typename Call>
+void ExpectBadCallsRejected(const Call& valid, const BadCalls<Call>& bad, posenc_status status,
+                            const AlignedFloats& buffer, const std::string& prefix = "") {
+  for (const BadCall<Call>& row : bad) {
+    Call call = valid;
+    row.change(call);
+    ExpectStatusAndBufferUnchanged(call, status, buffer, prefix + row.what, row.argument);
   }
 }
 
