@@ -909,6 +909,8 @@ def test_readings_follow_the_installed_transformers(hf):
     inv32, inv64, att = hf_inv_freq(hf, config, "yarn")
     assert_matches_hf(plan, inv32, inv64, att)
     assert plan.hf.transformers == "4"
+    plan32, _ = readings_warning(config, f32=True)  # HF's float32 inv_freq, bit for bit
+    np.testing.assert_array_equal(plan32.freqs, inv32.astype(np.float64))
     assert len(messages) == 1 and "original_max_position_embeddings" in messages[0]
     assert "131072" in messages[0] and "32768" in messages[0] and "transformers='5'" in messages[0]
     # 5.x's reading, named: no warning; its formula from original_max_position_embeddings
@@ -937,6 +939,9 @@ def test_readings_deepseek_yarn_mscale(hf):
     inv32, inv64, att = hf_inv_freq(hf, config, "yarn")
     assert_matches_hf(plan, inv32, inv64, att)
     assert plan.attention_factor == att == 0.1 * math.log(40) + 1
+    plan32, _ = readings_warning(config, f32=True)
+    np.testing.assert_array_equal(plan32.freqs, inv32.astype(np.float64))
+    assert plan32.attention_factor == att
     assert len(messages) == 1 and "mscale, mscale_all_dim" in messages[0]
     assert "original_max_position_embeddings" in messages[0]
     five = from_hf(config, transformers="5")
