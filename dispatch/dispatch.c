@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../kernels/variants.h"
+#include "checks.h"
 
 /* The lists of kernels/variants.h against the public enums (include/posenc.h): each entry
  * names an enum value (or does not compile), the designated initializers below take each
@@ -133,17 +134,26 @@ const char *posenc_isa_name(posenc_isa isa) {
   return (unsigned)isa < POSENC_ISA_COUNT ? isa_names[isa] : "unknown";
 }
 
-posenc_status posenc_isa_from_name(const char *name, posenc_isa *isa) {
-  if (!name || !isa) return POSENC_ERR_INVALID_ARGUMENT;
+/* The ISA a name (case-insensitive) names: 1 and *isa, or 0. Sets no detail: POSENC_ISA is
+ * parsed with it at the first call of whichever thread comes first. */
+static int parse_isa_name(const char *name, posenc_isa *isa) {
   for (int i = 0; i < POSENC_ISA_COUNT; ++i) {
     const char *a = name, *b = isa_names[i];
     while (*a && *b && tolower((unsigned char)*a) == *b) ++a, ++b;
     if (!*a && !*b) {
       *isa = (posenc_isa)i;
-      return POSENC_OK;
+      return 1;
     }
   }
-  return POSENC_ERR_INVALID_ARGUMENT;
+  return 0;
+}
+
+posenc_status posenc_isa_from_name(const char *name, posenc_isa *isa) {
+  if (!name) return posenc_reject(__func__, "name", "is NULL");
+  if (!isa) return posenc_reject(__func__, "isa", "is NULL");
+  if (!parse_isa_name(name, isa))
+    return posenc_reject(__func__, "name", "\"%.64s\" is not the name of an ISA", name);
+  return POSENC_OK;
 }
 
 int posenc_isa_compiled(posenc_isa isa) {
@@ -171,7 +181,7 @@ static void select_isa(void) {
   const char *env = getenv("POSENC_ISA");
   if (env && *env) {
     posenc_isa req;
-    if (posenc_isa_from_name(env, &req) != POSENC_OK) req = POSENC_ISA_COUNT;
+    if (!parse_isa_name(env, &req)) req = POSENC_ISA_COUNT;
     requested_isa = req;
     if (req != POSENC_ISA_COUNT && posenc_isa_available(req)) {
       chosen = req;
@@ -220,7 +230,11 @@ posenc_isa_source posenc_isa_selection(posenc_isa *requested) {
 }
 
 posenc_status posenc_set_isa(posenc_isa isa) {
-  if (!posenc_isa_available(isa)) return POSENC_ERR_UNSUPPORTED;
+  if (!posenc_isa_available(isa))
+    return posenc_fail(POSENC_ERR_UNSUPPORTED, __func__, "isa", "%s (%d) is %s",
+                       posenc_isa_name(isa), (int)isa,
+                       !posenc_isa_compiled(isa) ? "not compiled into this build of posenc"
+                                                 : "not supported by this CPU or OS");
   pthread_once(&select_once, select_isa);
   __atomic_store_n(&isa_source, (int)POSENC_ISA_SOURCE_API, __ATOMIC_RELAXED);
   __atomic_store_n(&active, &forced[isa], __ATOMIC_RELEASE);

@@ -746,9 +746,8 @@ TEST(LastError, SinusoidAlibiSoftmaxAndLearned) {
   });
 }
 
-// posenc_isa_from_name and posenc_set_isa live in dispatch/dispatch.c, which sets no detail
-// yet: enable this test with that change.
-TEST(LastError, DISABLED_IsaSelection) {
+// posenc_isa_from_name and posenc_set_isa (dispatch/dispatch.c).
+TEST(LastError, IsaSelection) {
   posenc_isa isa;
   ExpectRefusals({
       {"posenc_isa_from_name", "name", [&] { return posenc_isa_from_name(nullptr, &isa); }},
