@@ -273,11 +273,15 @@ posenc_status posenc_rope_check_views(const char *fn, const char *src_name, cons
     return posenc_reject_data(fn, src_name, "data", src->data, xs);
   if (!posenc_elem_aligned(dst->data, ys))
     return posenc_reject_data(fn, dst_name, "data", dst->data, ys);
-  if (!posenc_grid3_extent_elems(xs, count, src_stride, head_dim, 0, &src_extent))
+  if (src == dst) { /* one view in place (the in-place forms): its disjoint extent alone */
+    if (!posenc_grid3_extent_elems(ys, count, dst_stride, head_dim, 1, &dst_extent))
+      return view_refused(fn, dst_name, ys, count, dst_stride, head_dim);
+    src_extent = dst_extent;
+  } else if (!posenc_grid3_extent_elems(xs, count, src_stride, head_dim, 0, &src_extent)) {
     return view_refused(fn, src_name, xs, count, src_stride, head_dim);
-  if (!posenc_grid3_extent_elems(ys, count, dst_stride, head_dim, 1, &dst_extent))
+  } else if (!posenc_grid3_extent_elems(ys, count, dst_stride, head_dim, 1, &dst_extent)) {
     return view_refused(fn, dst_name, ys, count, dst_stride, head_dim);
-  if (src->data == dst->data) { /* in place: the same view */
+  } else if (src->data == dst->data) { /* in place: the same view */
 #define POSENC_IN_PLACE_ONLY "on the same data (in place needs the same view)"
     if (*x != *y)
       return posenc_reject_field(fn, dst_name, "dtype",
