@@ -38,10 +38,14 @@ the backward pass is posenc's inverse rotation with the same factors.
 
 import ctypes
 
+import numpy as np
 import torch
 
 from . import RopePlan, _lib, mrope_factors, rope_apply, rope_factors
-from ._core import _check
+from ._core import _INT32_MAX, _INT32_MIN, _check
+from ._factors import RopeFactors
+from ._hfconfig import resolve_plan as _resolve_plan
+from ._rope import _rope_flags
 
 __all__ = [
     "RotaryEmbedding", "apply_rotary_pos_emb", "apply_multimodal_rotary_pos_emb", "patch",
@@ -129,21 +133,26 @@ class _RopeApply(torch.autograd.Function):
 
 _DTYPE_CODES = {torch.float32: _lib.DTYPE_F32, torch.bfloat16: _lib.DTYPE_BF16,
                 torch.float16: _lib.DTYPE_F16}
+# (batch, head, token) axis of each axis order the attention passes
+_AXIS_INDEX = {"BHLD": (0, 1, 2), "BLHD": (0, 2, 1)}
+_C_APPLY = _lib.lib.posenc_rope_apply
+_C_FACTORS = _lib.lib.posenc_rope_factors_compute
+_C_FACTORS_BYTES = _lib.lib.posenc_rope_factors_bytes
 
 
-def _view_of(x, axes):
-    """The posenc_rope_view of a 4-D CPU tensor whose axis order `axes` names ("BHLD" or
-    "BLHD"), with the strides of its length-1 axes replaced by C-order ones (never used), as
-    the generic binding does."""
-    strides = list(x.stride())
+def _view_of(x, shape, strides, index):
+    """The posenc_rope_view of a 4-D CPU tensor of this shape and these strides, whose
+    (batch, head, token) axes `index` gives, with the strides of its length-1 axes replaced
+    by C-order ones (never used), as the generic binding does."""
+    strides = list(strides)
     inner = 1
     for axis in (3, 2, 1, 0):
-        if x.shape[axis] == 1:
+        if shape[axis] == 1:
             strides[axis] = inner
-        inner = strides[axis] * x.shape[axis]
-    b, h, t = axes.index("B"), axes.index("H"), axes.index("L")
-    return _lib.RopeView(x.data_ptr(), _DTYPE_CODES[x.dtype], x.shape[h], strides[t],
-                         strides[h], strides[b])
+        inner = strides[axis] * shape[axis]
+    b, h, t = index
+    return _lib.RopeView(x.data_ptr(), _DTYPE_CODES[x.dtype], shape[h], strides[t], strides[h],
+                         strides[b])
 
 
 def _apply_direct(factors, x, axes, row_batch_stride, dst=None):
@@ -153,17 +162,20 @@ def _apply_direct(factors, x, axes, row_batch_stride, dst=None):
     decoding one token). dst: None for a new tensor of x's shape and dtype, or a CPU tensor
     of x's shape whose dtype the C library accepts for x's. Anything unusual (an empty
     tensor, a last axis that is not contiguous) takes the generic binding."""
-    if x.numel() == 0 or (x.shape[3] > 1 and x.stride(3) != 1) or \
+    shape, strides = x.shape, x.stride()
+    if shape[3] > 1 and strides[3] != 1 or x.numel() == 0 or \
             (dst is not None and dst.shape[3] > 1 and dst.stride(3) != 1):
         return rope_apply(factors, x, dst=dst, axes=axes, row_batch_stride=row_batch_stride)
     if dst is None:
-        dst = torch.empty(x.shape, dtype=x.dtype)
-    src_view, dst_view = _view_of(x, axes), _view_of(dst, axes)
-    status = _lib.lib.posenc_rope_apply(
-        ctypes.byref(factors._struct), 0, row_batch_stride, x.shape[3],
-        x.shape[axes.index("B")], x.shape[axes.index("L")], ctypes.byref(src_view),
-        ctypes.byref(dst_view), factors._struct.flags)
-    _check(status, "posenc_rope_apply")
+        dst = torch.empty(shape, dtype=x.dtype)
+    index = _AXIS_INDEX[axes]
+    struct = factors._struct
+    status = _C_APPLY(ctypes.byref(struct), 0, row_batch_stride, shape[3], shape[index[0]],
+                      shape[index[2]], ctypes.byref(_view_of(x, shape, strides, index)),
+                      ctypes.byref(_view_of(dst, dst.shape, dst.stride(), index)),
+                      struct.flags)
+    if status != _lib.POSENC_OK:
+        _check(status, "posenc_rope_apply")
     return dst
 
 
@@ -175,17 +187,20 @@ def _rotate(rotation, x, axes):
     return _apply_direct(rotation.factors, x, axes, stride)
 
 
+_UNSQUEEZE_AXES = {1: "BHLD", 2: "BLHD"}  # the axis order of q and k by unsqueeze_dim
+
+
 def _kernel_axes(rotation, q, k, unsqueeze_dim):
     """The axis order of q and k if posenc can rotate them with this rotation, else None."""
     if rotation is None or q.dim() != 4 or k.dim() != 4:
         return None
     dim = unsqueeze_dim + 4 if -4 <= unsqueeze_dim < 0 else unsqueeze_dim
-    axes = {1: "BHLD", 2: "BLHD"}.get(dim)
+    axes = _UNSQUEEZE_AXES.get(dim)
     if axes is None:
         return None
-    token_axis = axes.index("L")
+    token_axis = 2 if dim == 1 else 1
     for x in (q, k):
-        if (x.dtype not in _KERNEL_DTYPES or x.device.type != "cpu"
+        if (x.dtype not in _KERNEL_DTYPES or not x.is_cpu
                 or x.shape[token_axis] != rotation.n_tokens
                 or x.shape[-1] < rotation.rotary_dim
                 or rotation.n_batch not in (1, x.shape[0])):
@@ -371,6 +386,25 @@ def _accurate_plan(config):
     return RopePlan.from_hf_config(config, transformers=installed_transformers() or "5")
 
 
+# forward()'s direct path: positions of these dtypes; up to _LIST_POSITIONS of them read
+# with tolist() into a ctypes array (cheaper than NumPy's conversions for a few), more as a
+# NumPy view
+_DIRECT_POSITION_DTYPES = (torch.int64, torch.int32)
+_LIST_POSITIONS = 256
+# posenc_rope_factors_bytes by (rotary_dim, n_rows, layout flag)
+_FACTOR_BYTES = {}
+
+
+def _aligned_storage(nbytes, alignment=64):
+    """_aligned_float32(nbytes) (a float32 array of nbytes bytes, a multiple of 4, starting
+    on a cache line) and its address."""
+    raw = np.empty((nbytes + alignment) // 4, np.float32)
+    address = raw.ctypes.data
+    offset = -address % alignment  # a multiple of 4: NumPy aligns its data to at least that
+    start = offset // 4
+    return raw[start:start + nbytes // 4], address + offset
+
+
 class RotaryEmbedding(torch.nn.Module):
     """A rotary-embedding module computed by posenc, in place of a HF model's own
     (LlamaRotaryEmbedding and the like; Qwen2VLRotaryEmbedding for M-RoPE configs).
@@ -390,7 +424,8 @@ class RotaryEmbedding(torch.nn.Module):
     forward(x, position_ids) -> (cos, sin), as HF's module returns them: position_ids
     [B, L] (M-RoPE: (3, B, L), or [B, L] used for all three rows); cos and sin [B, L, R]
     (M-RoPE: (3, B, L, R), row j at the positions of row j) in x.dtype, the attention
-    factor applied, R the rotary dimension. Both carry posenc's rotation factors (plain
+    factor applied, R the rotary dimension (both contiguous, views of one new tensor
+    [2, B, L, R]). Both carry posenc's rotation factors (plain
     RoPE: posenc.rope_factors of the [B, L] positions; M-RoPE: posenc.mrope_factors with the
     config's sections), which apply_rotary_pos_emb / apply_multimodal_rotary_pos_emb of
     this module use to rotate q and k of every layer without recomputing cos/sin. The cos
@@ -408,6 +443,10 @@ class RotaryEmbedding(torch.nn.Module):
         self._hf = None
         self._plan = None
         self._plans = {}
+        # what stays from call to call: the compat plan of the latest inv_freq, the flags
+        # of the latest plan, the unit vectors' views by shape (plain state: copies and
+        # pickles start empty)
+        self._cache = {}
         if mode == "compat":
             self._hf = _HFFrequencies(config, hf_module)
             self.rotary_dim = 2 * self._hf.inv_freq.numel()
@@ -424,7 +463,7 @@ class RotaryEmbedding(torch.nn.Module):
     def __getstate__(self):
         # posenc plans hold C memory: not copied or pickled, rebuilt (deepcopy, pickle)
         state = self.__dict__.copy()
-        state["_plan"], state["_plans"] = None, {}
+        state["_plan"], state["_plans"], state["_cache"] = None, {}, {}
         return state
 
     def __setstate__(self, state):
@@ -454,6 +493,12 @@ class RotaryEmbedding(torch.nn.Module):
         if position_ids is not None:
             self._hf.update(position_ids)
         inv_freq, scaling = self._hf.inv_freq, self._hf.attention_scaling
+        # the previous call's plan while inv_freq is the same unchanged tensor (HF's update
+        # replaces it) and the scaling the same: no key to make from the values
+        last = self._cache.get("compat")
+        if (last is not None and last[0] is inv_freq and last[1] == inv_freq._version
+                and last[2] == scaling):
+            return last[3]
         key = (inv_freq.numpy().tobytes(), scaling)
         plan = self._plans.get(key)
         if plan is None:
@@ -461,26 +506,105 @@ class RotaryEmbedding(torch.nn.Module):
                 self._plans.clear()
             plan = RopePlan.from_freqs_f32(inv_freq, attention_factor=scaling)
             self._plans[key] = plan
+        self._cache["compat"] = (inv_freq, inv_freq._version, scaling, plan)
         return plan
 
     def _tables(self, factors, n_rows_batch, n_tokens, dtype):
         """cos and sin [n_rows_batch, L, R] of the factors' rows, computed by applying them
-        to the unit vectors (1, 0) of every pair: u' = att cos, v' = att sin."""
-        half = self.rotary_dim // 2
+        to the unit vectors (1, 0) of every pair: u' = att cos, v' = att sin. Both are
+        views of one new C-order [2, n_rows_batch, L, R] tensor."""
+        rotary_dim = self.rotary_dim
+        half = rotary_dim // 2
         out_dtype = dtype if dtype in _KERNEL_DTYPES else torch.float32
-        src = self._unit.view(1, 1, 1, -1).expand(n_rows_batch, n_tokens, 1, self.rotary_dim)
-        dst = torch.empty((n_rows_batch, n_tokens, 1, self.rotary_dim), dtype=out_dtype)
+        srcs = self._cache.setdefault("units", {})
+        src = srcs.get((n_rows_batch, n_tokens))
+        if src is None:
+            if len(srcs) >= 16:
+                srcs.clear()
+            src = self._unit.view(1, 1, 1, -1).expand(n_rows_batch, n_tokens, 1, rotary_dim)
+            srcs[(n_rows_batch, n_tokens)] = src
+        dst = torch.empty((n_rows_batch, n_tokens, 1, rotary_dim), dtype=out_dtype)
         _apply_direct(factors, src, "BLHD", n_tokens, dst)
-        c, s = dst[:, :, 0, :half], dst[:, :, 0, half:]
-        cos, sin = torch.cat((c, c), dim=-1), torch.cat((s, s), dim=-1)
+        # each row of dst is [c, s]: cos = [c, c] and sin = [s, s] in one copy (a view
+        # that reads each half twice, made contiguous)
+        both = dst.as_strided((2, n_rows_batch * n_tokens, 2, half),
+                              (half, rotary_dim, 0, 1)).contiguous()
         if out_dtype != dtype:
-            cos, sin = cos.to(dtype), sin.to(dtype)
-        return cos, sin
+            both = both.to(dtype)
+        both = both.view(2, n_rows_batch, n_tokens, rotary_dim)
+        return both[0], both[1]
 
-    @torch.no_grad()
     def forward(self, x, position_ids):
         """(cos, sin) of the positions, in x.dtype, carrying posenc's factors (see the
         class)."""
+        if (self.sections is None and isinstance(x, torch.Tensor) and x.is_cpu
+                and isinstance(position_ids, torch.Tensor) and position_ids.is_cpu
+                and position_ids.dtype in _DIRECT_POSITION_DTYPES
+                and 1 <= position_ids.dim() <= 2 and position_ids.numel()):
+            return self._forward_direct(x, position_ids)
+        return self._forward(x, position_ids)
+
+    def _forward_direct(self, x, position_ids):
+        """forward() for int64 / int32 positions [B, L] or [L] of plain RoPE (HF's
+        position_ids): the same C calls with the same arguments as _forward's rope_factors()
+        and _tables(), without the generic binding's conversions (NumPy views, and dtype and
+        shape checks of arguments this path already knows: at a decode step they cost more
+        than the C calls). Its checks and their order are _forward's."""
+        if position_ids.dim() == 2:
+            n_batch, n_tokens = position_ids.shape
+        else:
+            n_batch, n_tokens = 1, position_ids.shape[0]
+        n_rows = n_batch * n_tokens
+        f32_angles = self._hf is not None
+        plan = self._plan if self._hf is None else self.plan(position_ids)
+        plan._ptr()  # a closed plan: ValueError, first as rope_factors() checks
+        known = self._cache.get("plan")
+        if known is None or known[0] is not plan:
+            hf = getattr(plan, "hf", None)
+            known = (plan, _rope_flags(None, f32_angles=f32_angles, plan=plan),
+                     plan.rotary_dim, hf is not None and hf.seq_dependent)
+            self._cache["plan"] = known
+        _, flags, rotary_dim, seq_dependent = known
+        if n_rows <= _LIST_POSITIONS:
+            flat = position_ids.tolist()
+            if position_ids.dim() == 2:
+                flat = flat[0] if n_batch == 1 else [p for row in flat for p in row]
+            low, top = min(flat), max(flat)
+            pos = (ctypes.c_int32 * n_rows)(*flat) if _INT32_MIN <= low and \
+                top <= _INT32_MAX else None
+        else:
+            flat = position_ids.numpy().reshape(-1)
+            low, top = int(flat.min()), int(flat.max())
+            pos = flat.astype(np.int32) if _INT32_MIN <= low and top <= _INT32_MAX else None
+        if pos is None:
+            raise ValueError("positions outside the int32 range")
+        plan_used = _resolve_plan(plan, top) if seq_dependent else plan
+        handle = plan_used._ptr()
+        key = (rotary_dim, n_rows, flags & _lib.ROPE_GPTJ)
+        nbytes = _FACTOR_BYTES.get(key)
+        if nbytes is None:
+            nbytes = _C_FACTORS_BYTES(*key)
+            if nbytes == 0:
+                raise ValueError(f"{n_rows} rows of factors for rotary_dim {rotary_dim} "
+                                 "overflow size_t")
+            if len(_FACTOR_BYTES) >= 256:
+                _FACTOR_BYTES.clear()
+            _FACTOR_BYTES[key] = nbytes
+        storage, address = _aligned_storage(nbytes)
+        struct = _lib.RopeFactors()
+        status = _C_FACTORS(handle, n_rows, pos if n_rows <= _LIST_POSITIONS else
+                            pos.ctypes.data, 0, flags, address, nbytes, ctypes.byref(struct))
+        if status != _lib.POSENC_OK:
+            _check(status, "posenc_rope_factors_compute")
+        factors = RopeFactors._make(struct, storage, f32_angles)
+        cos, sin = self._tables(factors, n_batch, n_tokens, x.dtype)
+        _Rotation(factors, n_batch, n_tokens, rotary_dim, None).attach(cos, sin)
+        return cos, sin
+
+    @torch.no_grad()
+    def _forward(self, x, position_ids):
+        """forward() through the generic bindings (rope_factors, mrope_factors): every
+        case."""
         if x.device.type != "cpu" or position_ids.device.type != "cpu":
             raise ValueError("posenc.hf.RotaryEmbedding runs on CPU tensors only, got "
                              f"x on {x.device} and position_ids on {position_ids.device}")
