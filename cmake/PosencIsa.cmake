@@ -7,6 +7,10 @@ set(POSENC_FLAGS_AVX2 -mavx2 -mfma -mf16c)
 set(POSENC_FLAGS_AVX512 -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma -mf16c)
 set(POSENC_FLAGS_AVX512BF16 ${POSENC_FLAGS_AVX512} -mavx512bf16)
 set(POSENC_FLAGS_NEON "")
+# Base SVE (ACLE <arm_sve.h>; FCVT between f16 and f32 included), no SVE2 or BF16.
+set(POSENC_FLAGS_SVE -march=armv8.2-a+sve)
+# The V extension 1.0, base V only (the `__riscv_` intrinsics of clang 16; gcc 12 has none).
+set(POSENC_FLAGS_RVV -march=rv64gcv)
 
 set(POSENC_PROBE_SSE4 "#include <smmintrin.h>
 int main(void){__m128d x=_mm_round_pd(_mm_set1_pd(1.5),0);return (int)_mm_cvtsd_f64(x);}")
@@ -26,11 +30,25 @@ return (int)m+_mm256_extract_epi16((__m256i)h,0);}")
 set(POSENC_PROBE_NEON "#include <arm_neon.h>
 int main(void){float32x4_t x=vfmaq_f32(vdupq_n_f32(1),vdupq_n_f32(2),vdupq_n_f32(3));
 return (int)vgetq_lane_f32(x,0);}")
+set(POSENC_PROBE_SVE "#include <arm_sve.h>
+#include <sleef.h>
+int main(void){uint16_t h[4]={0};svbool_t p=svwhilelt_b32_u64(0,3);
+svfloat32_t x=svcvt_f32_f16_x(p,svreinterpret_f16_u32(svld1uh_u32(p,h)));
+__typeof__(&Sleef_sincosfx_u10sve) f=0;(void)f;
+return (int)svcntw()+(int)svaddv_f32(p,x);}")
+set(POSENC_PROBE_RVV "#include <riscv_vector.h>
+#include <sleef.h>
+int main(void){float a[4]={0};size_t n=__riscv_vsetvlmax_e32m1();
+vfloat32m1_t x=__riscv_vle32_v_f32m1_tu(__riscv_vfmv_v_f_f32m1(0,n),a,3);
+vfloat64m1_t d=__riscv_vfwcvt_f_f_v_f64m1(__riscv_vlmul_trunc_v_f32m1_f32mf2(x),n/2);
+__typeof__(&Sleef_sincosfx_u10rvvm1) f=0;(void)f;
+return (int)n+(int)__riscv_vfmv_f_s_f64m1_f64(d);}")
 
 # posenc_check_isa(<ISA>) sets POSENC_HAVE_<ISA> when the flags and intrinsics compile.
 function(posenc_check_isa isa)
   string(REPLACE ";" " " flags "${POSENC_FLAGS_${isa}}")
   set(CMAKE_REQUIRED_FLAGS "${flags}")
+  set(CMAKE_REQUIRED_INCLUDES ${SLEEF_INCLUDE_DIR}) # a probe may check sleef.h's declarations
   check_c_source_compiles("${POSENC_PROBE_${isa}}" POSENC_HAVE_${isa})
   set(POSENC_HAVE_${isa} "${POSENC_HAVE_${isa}}" PARENT_SCOPE)
 endfunction()

@@ -1,5 +1,6 @@
-/* CPU feature detection: x86 CPUID + XGETBV, aarch64 (NEON is the baseline). Run once,
- * under the dispatcher's once-guard. */
+/* CPU feature detection: x86 CPUID + XGETBV, aarch64 hwcaps (NEON is the baseline; SVE
+ * from HWCAP_SVE, the kernel saving its state, at any vector length). Run once, under the
+ * dispatcher's once-guard. */
 #include <pthread.h>
 
 #include "dispatch.h"
@@ -77,6 +78,38 @@ static void detect(posenc_cpu_flags *f) {
 static void detect(posenc_cpu_flags *f) { (void)f; }
 #endif
 
+/* riscv64: the V extension 1.0 (the rvv tier), read once, here (no member of posenc_cpu_flags:
+ * nothing else reads it). Linux reports it in AT_HWCAP (bit 'V' - 'A') when it saves the
+ * vector state (6.5 and later; earlier kernels never set the bit); a process may still have
+ * vector use turned off (PR_RISCV_V_GET_CONTROL; where that call fails, as under qemu-user,
+ * the hwcap bit decides). */
+#if defined(__riscv) && __riscv_xlen == 64
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+
+#ifndef PR_RISCV_V_GET_CONTROL
+#define PR_RISCV_V_GET_CONTROL 70
+#endif
+#define POSENC_RISCV_V_CTRL_CUR_MASK 0x3 /* PR_RISCV_V_VSTATE_CTRL_CUR_MASK */
+#define POSENC_RISCV_V_CTRL_OFF 1        /* PR_RISCV_V_VSTATE_CTRL_OFF */
+
+static int cpu_rvv;
+static pthread_once_t rvv_once = PTHREAD_ONCE_INIT;
+
+static void detect_rvv(void) {
+  if (!(getauxval(AT_HWCAP) & (1ul << ('V' - 'A')))) return;
+  const int ctrl = prctl(PR_RISCV_V_GET_CONTROL);
+  cpu_rvv = ctrl < 0 || (ctrl & POSENC_RISCV_V_CTRL_CUR_MASK) != POSENC_RISCV_V_CTRL_OFF;
+}
+
+static int rvv_usable(void) {
+  pthread_once(&rvv_once, detect_rvv);
+  return cpu_rvv;
+}
+#else
+static int rvv_usable(void) { return 0; }
+#endif
+
 static posenc_cpu_flags cpu_features;
 static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
 
@@ -103,6 +136,10 @@ int posenc_cpu_supports(posenc_isa isa) {
       return posenc_cpu_supports(POSENC_ISA_AVX512) && f->avx512bf16;
     case POSENC_ISA_NEON:
       return f->neon;
+    case POSENC_ISA_SVE:
+      return f->neon && f->sve;
+    case POSENC_ISA_RVV:
+      return rvv_usable();
     default:
       return 0;
   }

@@ -81,6 +81,8 @@ posenc_isa posenc_kernel_tier(posenc_kernel kernel, posenc_isa tier, int automat
   if (zen4 && kernel == POSENC_KERNEL_ROPE_F16 &&
       (tier == POSENC_ISA_AVX512 || tier == POSENC_ISA_AVX512BF16))
     return POSENC_ISA_AVX2;
+  /* 128-bit SVE: neon is as wide and has no predicates (not measured: no SVE hardware). */
+  if (tier == POSENC_ISA_SVE && cpu->sve_vector_bits <= 128) return POSENC_ISA_NEON;
   return tier;
 }
 

@@ -26,8 +26,8 @@ typedef struct posenc_cpu_flags {
   unsigned family;            /* x86 display family (base + extended), 0 elsewhere */
   int os_ymm, os_zmm;         /* XGETBV: the OS saves YMM / opmask+ZMM state */
   int neon;
-  int sve, sve2;            /* reported only: no SVE kernel yet */
-  unsigned sve_vector_bits; /* 0 without SVE */
+  int sve, sve2;            /* sve2: reported only */
+  unsigned sve_vector_bits; /* 0 without SVE (or where prctl cannot tell) */
 } posenc_cpu_flags;
 
 const posenc_cpu_flags *posenc_cpu(void);

@@ -90,7 +90,7 @@ POSENC_API const char *posenc_last_error(void);
  *
  * The active ISA is chosen once, at the first call that needs it (thread-safe): the best
  * available one, unless the environment variable POSENC_ISA names another
- * (scalar|sse4|avx2|avx512|avx512bf16|neon, case-insensitive). A request for an ISA that is not
+ * (scalar|sse4|avx2|avx512|avx512bf16|neon|sve|rvv, case-insensitive). A request for an ISA that is not
  * available, or an unknown name, falls back to the best available one and is reported by
  * posenc_isa_selection(); posenc never executes an instruction the CPU lacks.
  *
@@ -102,6 +102,15 @@ POSENC_API const char *posenc_last_error(void);
  *            VCVTNE2PS2BF16 (bit for bit the avx512 result); every other kernel is
  *            avx512's.
  *  - neon:   every aarch64 CPU.
+ *  - sve:    aarch64 with SVE (HWCAP_SVE), any vector length (128 to 2048 bits: the
+ *            kernels are vector-length agnostic, with predicated tails). Chosen
+ *            automatically, its kernels are neon's where the vector length is 128 bits
+ *            (see below).
+ *  - rvv:    riscv64 with the V extension 1.0 (AT_HWCAP's 'V' bit, and vector use not
+ *            turned off for the process: prctl(PR_RISCV_V_GET_CONTROL)), any VLEN (the
+ *            kernels are vector-length agnostic; they use at most 2048 bits of a vector
+ *            register). Base V only: no Zvfh or Zvbb. Tested under qemu-riscv64 at VLEN
+ *            128, 256 and 1024.
  * The enum's values identify tiers; they are not an order (avx512bf16 is above avx512).
  *
  * Kernel by kernel (posenc_kernel_isa()), a tier may leave a kernel to a lower one: a tier
@@ -112,6 +121,11 @@ POSENC_API const char *posenc_last_error(void);
  *  - AMD family 19h with AVX-512 (Zen 4: 512-bit operations run as two 256-bit halves):
  *    rope_f16 from avx2 (f16 RoPE measured faster with avx2 than with avx512 at 16 to
  *    4096 tokens on an EPYC Zen 4).
+ *  - SVE with 128-bit vectors (posenc_cpu_sve_vector_bits() <= 128): every kernel from
+ *    neon, which is as wide there and has no predicate overhead; sve's own kernels from
+ *    256 bits up. This rule is not measured: it was written without SVE hardware (the sve
+ *    tier is tested under qemu-aarch64 at 128, 256, 512 and 2048 bits, which says nothing
+ *    of speed). POSENC_ISA=sve or neon overrides it.
  * With POSENC_ISA or posenc_set_isa(), every kernel uses the named tier (or the tier
  * below it where the named one has no variant of its own).
  * @{
@@ -124,7 +138,9 @@ typedef enum posenc_isa {
   POSENC_ISA_AVX512 = 3,
   POSENC_ISA_NEON = 4,
   POSENC_ISA_AVX512BF16 = 5,
-  POSENC_ISA_COUNT = 6
+  POSENC_ISA_SVE = 6,
+  POSENC_ISA_RVV = 7,
+  POSENC_ISA_COUNT = 8
 } posenc_isa;
 
 typedef enum posenc_isa_source {
@@ -135,7 +151,8 @@ typedef enum posenc_isa_source {
   POSENC_ISA_SOURCE_API = 3           /**< chosen by posenc_set_isa() */
 } posenc_isa_source;
 
-/** "scalar", "sse4", "avx2", "avx512", "neon", "avx512bf16"; "unknown" for other values. */
+/** "scalar", "sse4", "avx2", "avx512", "neon", "avx512bf16", "sve", "rvv"; "unknown" for other
+ * values. */
 POSENC_API const char *posenc_isa_name(posenc_isa isa);
 
 /** Parses a name as accepted in POSENC_ISA. Returns POSENC_ERR_INVALID_ARGUMENT for an
@@ -166,8 +183,10 @@ POSENC_API const char *posenc_cpu_features(void);
 /**@}*/
 
 /** On aarch64 with SVE ("sve" in posenc_cpu_features()), the SVE vector length of the calling
- * thread in bits (128 to 2048); 0 without SVE. Reported for information: posenc has no SVE
- * kernels yet, and NEON is the active tier on every aarch64 CPU. */
+ * thread in bits (128 to 2048); 0 without SVE. The sve tier's kernels run at this length
+ * (the dispatch rule above leaves 128-bit vectors to neon when the ISA is chosen
+ * automatically); posenc assumes a thread does not change it (prctl(PR_SVE_SET_VL)) while
+ * it calls into the library. */
 POSENC_API unsigned posenc_cpu_sve_vector_bits(void);
 
 /** Makes `isa` the active ISA (for tests, benchmarks and users who know better). Returns
@@ -253,7 +272,7 @@ POSENC_API posenc_isa posenc_kernel_isa_for(posenc_kernel kernel, posenc_isa isa
  * factors (posenc_rope_out, posenc_rope_apply), and in M-RoPE and re-rotation.
  *
  * POSENC_ROPE_DETERMINISTIC: results bitwise identical on every ISA (scalar, SSE4, AVX2,
- * AVX-512, NEON) and every CPU, for the same plan frequencies, inputs and flags: cos/sin by
+ * AVX-512, NEON, SVE, RVV) and every CPU, for the same plan frequencies, inputs and flags: cos/sin by
  * one fixed sequence of IEEE double operations (the exact angle reduction above, then
  * posenc's own reduction by pi and polynomial: no libm, no fused multiply-add; within 2^-22
  * of the exact values, measured 3.2e-8), each rounded to float, and the rotation in float
@@ -573,7 +592,7 @@ POSENC_API posenc_status posenc_rope_f32(const posenc_rope_plan *plan, size_t he
  * ulps of the storage type at max(|u|, |v|) (the rounding of both members of the pair,
  * rotated back, then the inverse's own), plus the f32 rotation's error.
  * Conversions: F16C / AVX-512 instructions (VCVTPH2PS, VCVTPS2PH) on the avx2 and avx512
- * tiers, FCVTL / FCVTN on neon, exact integer operations on sse4 and scalar; bf16 with
+ * tiers, FCVTL / FCVTN on neon, FCVT on sve, exact integer operations on sse4, rvv and scalar; bf16 with
  * integer operations everywhere. */
 POSENC_API posenc_status posenc_rope_bf16(const posenc_rope_plan *plan, size_t head_dim,
                                           size_t n_tokens, const int32_t *positions,

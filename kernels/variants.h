@@ -41,7 +41,9 @@
   X(AVX512, avx512, AVX2, X86_64)           \
   X(AVX2, avx2, SSE4, X86_64)               \
   X(SSE4, sse4, SCALAR, X86_64)             \
+  X(SVE, sve, NEON, AARCH64)                \
   X(NEON, neon, SCALAR, AARCH64)            \
+  X(RVV, rvv, SCALAR, RISCV64)              \
   X(SCALAR, scalar, SCALAR, ANY)
 
 /* The kernels, in the order of the posenc_kernel enum: X(KERNEL, kernel, args). KERNEL:
@@ -131,6 +133,21 @@
   X(rope_bf16, AVX512BF16, posenc_rope_bf16_avx512bf16)             \
   X(rope_f32_bf16, AVX512BF16, posenc_rope_f32_bf16_avx512bf16)     \
                                                                     \
+  X(rope_f32, RVV, posenc_rope_f32_rvv)                             \
+  X(rope_bf16, RVV, posenc_rope_bf16_rvv)                           \
+  X(rope_f16, RVV, posenc_rope_f16_rvv)                             \
+  X(rope_f32_bf16, RVV, posenc_rope_f32_bf16_rvv)                   \
+  X(rope_f32_f16, RVV, posenc_rope_f32_f16_rvv)                     \
+  X(sinusoid_f32, RVV, posenc_sinusoid_f32_rvv)                     \
+  X(sinusoid_bf16, RVV, posenc_sinusoid_bf16_rvv)                   \
+  X(sinusoid_f16, RVV, posenc_sinusoid_f16_rvv)                     \
+  X(alibi_f32, RVV, posenc_alibi_f32_rvv)                           \
+  X(alibi_bf16, RVV, posenc_alibi_bf16_rvv)                         \
+  X(alibi_f16, RVV, posenc_alibi_f16_rvv)                           \
+  X(softmax_f32, RVV, posenc_softmax_f32_rvv)                       \
+  X(softmax_16, RVV, posenc_softmax_16_rvv)                         \
+  X(learned_add_f32, RVV, posenc_learned_add_f32_rvv)               \
+                                                                    \
   X(rope_f32, NEON, posenc_rope_f32_neon)                           \
   X(rope_bf16, NEON, posenc_rope_bf16_neon)                         \
   X(rope_f16, NEON, posenc_rope_f16_neon)                           \
@@ -144,7 +161,22 @@
   X(alibi_f16, NEON, posenc_alibi_f16_neon)                         \
   X(softmax_f32, NEON, posenc_softmax_f32_neon)                     \
   X(softmax_16, NEON, posenc_softmax_16_neon)                       \
-  X(learned_add_f32, NEON, posenc_learned_add_f32_neon)
+  X(learned_add_f32, NEON, posenc_learned_add_f32_neon)             \
+                                                                    \
+  X(rope_f32, SVE, posenc_rope_f32_sve)                             \
+  X(rope_bf16, SVE, posenc_rope_bf16_sve)                           \
+  X(rope_f16, SVE, posenc_rope_f16_sve)                             \
+  X(rope_f32_bf16, SVE, posenc_rope_f32_bf16_sve)                   \
+  X(rope_f32_f16, SVE, posenc_rope_f32_f16_sve)                     \
+  X(sinusoid_f32, SVE, posenc_sinusoid_f32_sve)                     \
+  X(sinusoid_bf16, SVE, posenc_sinusoid_bf16_sve)                   \
+  X(sinusoid_f16, SVE, posenc_sinusoid_f16_sve)                     \
+  X(alibi_f32, SVE, posenc_alibi_f32_sve)                           \
+  X(alibi_bf16, SVE, posenc_alibi_bf16_sve)                         \
+  X(alibi_f16, SVE, posenc_alibi_f16_sve)                           \
+  X(softmax_f32, SVE, posenc_softmax_f32_sve)                       \
+  X(softmax_16, SVE, posenc_softmax_16_sve)                         \
+  X(learned_add_f32, SVE, posenc_learned_add_f32_sve)
 
 /* The function type of each kernel's variants: posenc_kernel_fn_<kernel>. */
 #define POSENC_KERNEL_FN_TYPEDEF(KERNEL, kernel, args) \

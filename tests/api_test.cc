@@ -39,7 +39,8 @@ std::string ToUpper(std::string s) {
 }
 
 TEST(IsaName, NamesEveryIsa) {
-  const char* const expected[] = {"scalar", "sse4", "avx2", "avx512", "neon", "avx512bf16"};
+  const char* const expected[] = {"scalar", "sse4",       "avx2", "avx512",
+                                  "neon",   "avx512bf16", "sve",  "rvv"};
   for (posenc_isa isa : AllIsas()) EXPECT_STREQ(posenc_isa_name(isa), expected[isa]);
   EXPECT_STREQ(posenc_isa_name(POSENC_ISA_COUNT), "unknown");
   EXPECT_STREQ(posenc_test_isa_name(-1), "unknown");

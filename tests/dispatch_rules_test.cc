@@ -46,6 +46,23 @@ TEST(DispatchRules, OtherCpusKeepTheirTierForEveryKernel) {
       }
 }
 
+// SVE at 128 bits is no wider than NEON: chosen automatically, every kernel is neon's; from
+// 256 bits every kernel is sve's. Named (POSENC_ISA, posenc_set_isa()), sve serves them all.
+TEST(DispatchRules, Sve128TakesEveryKernelFromNeonWhenChosenAutomatically) {
+  for (unsigned bits : {0u, 128u, 256u, 512u, 1024u, 2048u}) {
+    posenc_cpu_flags cpu{};
+    cpu.neon = cpu.sve = 1;
+    cpu.sve_vector_bits = bits;
+    const posenc_isa want = bits <= 128 ? POSENC_ISA_NEON : POSENC_ISA_SVE;
+    for (int k = 0; k < POSENC_KERNEL_COUNT; ++k) {
+      EXPECT_EQ(posenc_kernel_tier(Kernel(k), POSENC_ISA_SVE, 1, &cpu), want)
+          << posenc_kernel_name(Kernel(k)) << " at " << bits << " bits";
+      EXPECT_EQ(posenc_kernel_tier(Kernel(k), POSENC_ISA_SVE, 0, &cpu), POSENC_ISA_SVE);
+      EXPECT_EQ(posenc_kernel_tier(Kernel(k), POSENC_ISA_NEON, 1, &cpu), POSENC_ISA_NEON);
+    }
+  }
+}
+
 // This CPU, chosen automatically (the test runs without POSENC_ISA): each kernel is served
 // by the rule's tier, or by the tier below it where that tier has no variant of its own.
 TEST(DispatchRules, ThisCpuFollowsTheRules) {

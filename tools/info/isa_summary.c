@@ -47,8 +47,7 @@ void posenc_print_isa_summary(FILE *out) {
   fprintf(out, "  %-10s %s\n", "cpu", posenc_cpu_name());
   fprintf(out, "  %-10s %s\n", "features", posenc_cpu_features());
   if (posenc_cpu_sve_vector_bits())
-    fprintf(out, "  %-10s %u bits (no SVE kernels yet: NEON runs)\n", "sve length",
-            posenc_cpu_sve_vector_bits());
+    fprintf(out, "  %-10s %u bits\n", "sve length", posenc_cpu_sve_vector_bits());
   print_isa_list(out, "compiled", posenc_isa_compiled);
   print_isa_list(out, "available", posenc_isa_available);
   print_selection(out);
