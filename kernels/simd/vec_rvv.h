@@ -78,10 +78,8 @@ static inline vf vf_swap_pairs(vf x) {
  * (VWADDU + VWMACCU by 2^32 - 1), bits moved exactly. */
 static inline vf vf_zip_first_(vf a, vf b) {
   const size_t vl = VD_W;
-  const vuint32mf2_t ua =
-      __riscv_vlmul_trunc_v_u32m1_u32mf2(__riscv_vreinterpret_v_f32m1_u32m1(a));
-  const vuint32mf2_t ub =
-      __riscv_vlmul_trunc_v_u32m1_u32mf2(__riscv_vreinterpret_v_f32m1_u32m1(b));
+  const vuint32mf2_t ua = __riscv_vlmul_trunc_v_u32m1_u32mf2(__riscv_vreinterpret_v_f32m1_u32m1(a));
+  const vuint32mf2_t ub = __riscv_vlmul_trunc_v_u32m1_u32mf2(__riscv_vreinterpret_v_f32m1_u32m1(b));
   const vuint64m1_t w =
       __riscv_vwmaccu_vx_u64m1(__riscv_vwaddu_vv_u64m1(ua, ub, vl), 0xffffffffu, ub, vl);
   return __riscv_vreinterpret_v_u32m1_f32m1(__riscv_vreinterpret_v_u64m1_u32m1(w));
@@ -174,9 +172,7 @@ static inline vm vi_gt_m(vi a, vi b) { return __riscv_vmsgt_vv_i32m1_b32(a, b, V
 /* a where m is set, else b. */
 static inline vf vf_select(vm m, vf a, vf b) { return __riscv_vmerge_vvm_f32m1(b, a, m, VF_W); }
 /* +0 where m is set, else v. */
-static inline vf vf_zero_where(vm m, vf v) {
-  return __riscv_vfmerge_vfm_f32m1(v, 0.0f, m, VF_W);
-}
+static inline vf vf_zero_where(vm m, vf v) { return __riscv_vfmerge_vfm_f32m1(v, 0.0f, m, VF_W); }
 /* min(a, b), with vf_max's NaN rule (VFMIN is IEEE minNum). */
 static inline vf vf_min(vf a, vf b) {
   const size_t vl = VF_W;
@@ -232,10 +228,10 @@ static inline vrvv_u16_ vf_bf16_lanes_(vf v) {
   const size_t vl = VF_W;
   const vrvv_u32_ b = __riscv_vreinterpret_v_f32m1_u32m1(v);
   const vrvv_u32_ lsb = __riscv_vand_vx_u32m1(__riscv_vsrl_vx_u32m1(b, 16, vl), 1, vl);
-  const vrvv_u32_ rne =
-      __riscv_vadd_vv_u32m1(__riscv_vadd_vx_u32m1(b, 0x7fff, vl), lsb, vl);
+  const vrvv_u32_ rne = __riscv_vadd_vv_u32m1(__riscv_vadd_vx_u32m1(b, 0x7fff, vl), lsb, vl);
   const vrvv_u32_ quiet = __riscv_vor_vx_u32m1(b, 0x400000, vl);
-  const vrvv_u32_ r = __riscv_vmerge_vvm_u32m1(rne, quiet, __riscv_vmfne_vv_f32m1_b32(v, v, vl), vl);
+  const vrvv_u32_ r =
+      __riscv_vmerge_vvm_u32m1(rne, quiet, __riscv_vmfne_vv_f32m1_b32(v, v, vl), vl);
   return __riscv_vnsrl_wx_u16mf2(r, 16, vl);
 }
 static inline void vf_store_bf16(uint16_t *p, vf v) {
@@ -255,12 +251,12 @@ static inline vf vf_from_f16_lanes_(vrvv_u16_ h16) {
   const vrvv_u32_ mag = __riscv_vand_vx_u32m1(h, 0x7fff, vl);
   const vrvv_u32_ sign = __riscv_vsll_vx_u32m1(__riscv_vand_vx_u32m1(h, 0x8000, vl), 16, vl);
   const vrvv_u32_ shifted = __riscv_vsll_vx_u32m1(mag, 13, vl);
-  const vf scaled = __riscv_vfmul_vf_f32m1(__riscv_vreinterpret_v_u32m1_f32m1(shifted),
-                                           0x1p112f, vl);
+  const vf scaled =
+      __riscv_vfmul_vf_f32m1(__riscv_vreinterpret_v_u32m1_f32m1(shifted), 0x1p112f, vl);
   const vrvv_u32_ special = __riscv_vor_vx_u32m1(shifted, 0x7f800000, vl);
-  const vrvv_u32_ bits = __riscv_vmerge_vvm_u32m1(__riscv_vreinterpret_v_f32m1_u32m1(scaled),
-                                                  special,
-                                                  __riscv_vmsgeu_vx_u32m1_b32(mag, 0x7c00, vl), vl);
+  const vrvv_u32_ bits =
+      __riscv_vmerge_vvm_u32m1(__riscv_vreinterpret_v_f32m1_u32m1(scaled), special,
+                               __riscv_vmsgeu_vx_u32m1_b32(mag, 0x7c00, vl), vl);
   return __riscv_vreinterpret_v_u32m1_f32m1(__riscv_vor_vv_u32m1(bits, sign, vl));
 }
 static inline vf vf_load_f16(const uint16_t *p) { return vf_from_f16_lanes_(vh_load_(p)); }
@@ -271,8 +267,8 @@ static inline vf vf_load_f16_n(const uint16_t *p, size_t n) {
  * ((m >> s) & 1)) >> s, as posenc_shift_rne. */
 static inline vrvv_u32_ vu_shift_rne_(vrvv_u32_ m, vrvv_u32_ s, size_t vl) {
   const vrvv_u32_ half_m1 = __riscv_vsub_vx_u32m1(
-      __riscv_vsll_vv_u32m1(__riscv_vmv_v_x_u32m1(1, vl), __riscv_vsub_vx_u32m1(s, 1, vl), vl),
-      1, vl);
+      __riscv_vsll_vv_u32m1(__riscv_vmv_v_x_u32m1(1, vl), __riscv_vsub_vx_u32m1(s, 1, vl), vl), 1,
+      vl);
   const vrvv_u32_ odd = __riscv_vand_vx_u32m1(__riscv_vsrl_vv_u32m1(m, s, vl), 1, vl);
   return __riscv_vsrl_vv_u32m1(
       __riscv_vadd_vv_u32m1(__riscv_vadd_vv_u32m1(m, half_m1, vl), odd, vl), s, vl);
@@ -287,8 +283,7 @@ static inline vrvv_u16_ vf_f16_lanes_(vf v) {
   const vrvv_u32_ a = __riscv_vand_vx_u32m1(b, 0x7fffffff, vl);
   /* Subnormal result (2^-25 <= |v| < 2^-14): the significand with its leading 1, shifted
    * right by 126 - exponent (14 to 24; other lanes: any, not picked). */
-  const vrvv_u32_ sig =
-      __riscv_vor_vx_u32m1(__riscv_vand_vx_u32m1(a, 0x7fffff, vl), 0x800000, vl);
+  const vrvv_u32_ sig = __riscv_vor_vx_u32m1(__riscv_vand_vx_u32m1(a, 0x7fffff, vl), 0x800000, vl);
   const vrvv_u32_ shift = __riscv_vrsub_vx_u32m1(__riscv_vsrl_vx_u32m1(a, 23, vl), 126, vl);
   vrvv_u32_ r = vu_shift_rne_(sig, __riscv_vand_vx_u32m1(shift, 31, vl), vl);
   /* Normal (>= 2^-14): the exponent rebiased by 15 - 127, then 13 bits rounded off. */
