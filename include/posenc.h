@@ -90,8 +90,8 @@ POSENC_API const char *posenc_last_error(void);
  *
  * The active ISA is chosen once, at the first call that needs it (thread-safe): the best
  * available one, unless the environment variable POSENC_ISA names another
- * (scalar|sse4|avx2|avx512|avx512bf16|neon|sve|rvv, case-insensitive). A request for an ISA that is not
- * available, or an unknown name, falls back to the best available one and is reported by
+ * (scalar|sse4|avx2|avx512|avx512bf16|neon|sve|rvv, case-insensitive). A request for an ISA that is
+ * not available, or an unknown name, falls back to the best available one and is reported by
  * posenc_isa_selection(); posenc never executes an instruction the CPU lacks.
  *
  *  - sse4:   SSE4.1 + SSE4.2.
@@ -272,16 +272,16 @@ POSENC_API posenc_isa posenc_kernel_isa_for(posenc_kernel kernel, posenc_isa isa
  * factors (posenc_rope_out, posenc_rope_apply), and in M-RoPE and re-rotation.
  *
  * POSENC_ROPE_DETERMINISTIC: results bitwise identical on every ISA (scalar, SSE4, AVX2,
- * AVX-512, NEON, SVE, RVV) and every CPU, for the same plan frequencies, inputs and flags: cos/sin by
- * one fixed sequence of IEEE double operations (the exact angle reduction above, then
- * posenc's own reduction by pi and polynomial: no libm, no fused multiply-add; within 2^-22
- * of the exact values, measured 3.2e-8), each rounded to float, and the rotation in float
- * with every product rounded (u*c - v*s, no fused multiply-add), in the scalar variant too.
- * Combines with every other flag and form. The frequencies of posenc_rope_plan_create come
- * from the C library's pow (correctly rounded by glibc in every case tested: the golden
- * digests of tests/deterministic_test.cc hold on x86-64 with and without FMA and on
- * aarch64); plans made from given frequencies carry no such caveat. A NaN result is a NaN
- * everywhere, its payload unspecified.
+ * AVX-512, NEON, SVE, RVV) and every CPU, for the same plan frequencies, inputs and flags: cos/sin
+ * by one fixed sequence of IEEE double operations (the exact angle reduction above, then posenc's
+ * own reduction by pi and polynomial: no libm, no fused multiply-add; within 2^-22 of the exact
+ * values, measured 3.2e-8), each rounded to float, and the rotation in float with every product
+ * rounded (u*c - v*s, no fused multiply-add), in the scalar variant too. Combines with every other
+ * flag and form. The frequencies of posenc_rope_plan_create come from the C library's pow
+ * (correctly rounded by glibc in every case tested: the golden digests of
+ * tests/deterministic_test.cc hold on x86-64 with and without FMA and on aarch64); plans made from
+ * given frequencies carry no such caveat. A NaN result is a NaN everywhere, its payload
+ * unspecified.
  *
  * POSENC_ROPE_F32_ANGLES reproduces the float32 recipe of most reference code instead
  * (inv_freq = (float)w_i, angle = (float)p * inv_freq rounded to float); its cos/sin are
@@ -592,8 +592,8 @@ POSENC_API posenc_status posenc_rope_f32(const posenc_rope_plan *plan, size_t he
  * ulps of the storage type at max(|u|, |v|) (the rounding of both members of the pair,
  * rotated back, then the inverse's own), plus the f32 rotation's error.
  * Conversions: F16C / AVX-512 instructions (VCVTPH2PS, VCVTPS2PH) on the avx2 and avx512
- * tiers, FCVTL / FCVTN on neon, FCVT on sve, exact integer operations on sse4, rvv and scalar; bf16 with
- * integer operations everywhere. */
+ * tiers, FCVTL / FCVTN on neon, FCVT on sve, exact integer operations on sse4, rvv and scalar; bf16
+ * with integer operations everywhere. */
 POSENC_API posenc_status posenc_rope_bf16(const posenc_rope_plan *plan, size_t head_dim,
                                           size_t n_tokens, const int32_t *positions,
                                           int32_t start_pos, const posenc_rope_tensor *q,
