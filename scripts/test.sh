@@ -4,12 +4,20 @@
 # every exported function and kernel variant is defined literally (scripts/check-names.sh);
 # the packaging consumers (find_package, pkg-config, add_subdirectory) against the native
 # build installed into a prefix; the Python package's pytest suite; the whole ctest suite
-# under ASan+UBSan (gcc, clang) and MSan (clang); the dispatcher race test under
-# TSan (100 rounds); the libFuzzer differential targets on both cores, time-boxed, under
-# ASan+UBSan and MSan (in the clang and MSan builds of the sanitizer suite); then, on an
-# x86-64 host, the aarch64 build's suite under qemu-aarch64 and the native binaries again on
-# emulated Haswell (avx2) and Nehalem (scalar, sse4) CPUs (scripts/test-emulated-x86.sh). Installs what it needs. Stops at the first
-# failing part; prints each part's wall time at the end (also when a part failed).
+# under ASan+UBSan (clang) and MSan (clang), every (test, ISA) pair under each; the
+# dispatcher race test under TSan (100 rounds); the libFuzzer differential targets on both
+# cores, time-boxed, under ASan+UBSan and MSan (in the same two sanitized builds); then, on an
+# x86-64 host, the aarch64 build's suites under qemu-aarch64 (scalar and neon; sve at 128,
+# 256, 512 and 2048 bits: scripts/test-aarch64.sh), the riscv64 build's under qemu-riscv64
+# (scripts/test-riscv64.sh, where it exists), and the native binaries on emulated Haswell and
+# Nehalem CPUs (scripts/test-emulated-x86.sh: the dispatcher's choice and every kernel
+# variant of their ISAs; an ISA's whole suite there only where this host lacks it).
+# Installs what it needs. Stops at the first failing part; prints each part's wall time at
+# the end (also when a part failed).
+# The ASan+UBSan suite is clang's alone: clang's ASan checks AVX-512 masked loads and stores
+# lane by lane (gcc's does not check them), its UBSan has float-cast-overflow and function
+# (not in gcc's -fsanitize=undefined), and its build is the ASan fuzz targets' anyway; gcc's
+# (scripts/test-sanitizers.sh build-san gcc) checked no pair that clang's does not.
 # Fuzzing time per sanitizer: POSENC_FUZZ_SECONDS (default 120 for ASan+UBSan, MSan half).
 # Usage: scripts/test.sh [--native-only] [build-dir]   (default: build-test)
 set -euo pipefail
@@ -44,12 +52,14 @@ part "packages (one apt-get run for every part)"
 if [ "$native_only" = 1 ]; then
   scripts/install-deps.sh --format
 elif [ "$(uname -m)" = x86_64 ]; then
-  scripts/install-deps.sh --format --sanitizers --aarch64 --emulation --python
+  riscv=()
+  [ -x scripts/test-riscv64.sh ] && riscv=(--riscv64)
+  scripts/install-deps.sh --format --sanitizers --aarch64 "${riscv[@]}" --emulation --python
 else
   scripts/install-deps.sh --format --sanitizers --python
 fi
 part "source format (clang-format --dry-run -Werror)"
-git ls-files -z '*.c' '*.h' '*.cc' | xargs -0 clang-format --dry-run -Werror
+git ls-files -z '*.c' '*.h' '*.cc' | xargs -0 -P "$(nproc)" -n 8 clang-format --dry-run -Werror
 part "native suite ($(uname -m))"
 scripts/test-native.sh "$build"
 part "every exported function and kernel variant defined literally (git grep finds it)"
@@ -59,9 +69,7 @@ part "packaging: consumers of the installed library and of the source tree"
 scripts/test-consumers.sh "$build"
 part "Python package"
 scripts/test-python.sh "$build-python" "$build"
-part "sanitizers: ASan+UBSan (gcc)"
-scripts/test-sanitizers.sh "$build-san" gcc
-part "sanitizers: ASan+UBSan (clang)"
+part "sanitizers: ASan+UBSan (clang; also the fuzz targets' build)"
 scripts/test-sanitizers.sh "$build-san" clang
 part "sanitizers: MSan (clang)"
 scripts/test-sanitizers.sh "$build-san" msan
@@ -72,9 +80,13 @@ scripts/test-fuzz.sh "$build-san-clang" "$fuzz_seconds"
 part "differential fuzzing under MSan ($((fuzz_seconds / 2)) s)"
 POSENC_FUZZ_SANITIZER=memory scripts/test-fuzz.sh "$build-san-msan" $((fuzz_seconds / 2))
 if [ "$(uname -m)" = x86_64 ]; then
-  part "aarch64 suite under qemu-aarch64"
+  part "aarch64 suites under qemu-aarch64"
   scripts/test-aarch64.sh "$build-aarch64"
-  part "x86 suite on emulated CPU models"
+  if [ -x scripts/test-riscv64.sh ]; then
+    part "riscv64 suites under qemu-riscv64"
+    scripts/test-riscv64.sh "$build-riscv64"
+  fi
+  part "x86 on emulated CPU models (dispatcher; every variant; suites of ISAs the host lacks)"
   scripts/test-emulated-x86.sh "$build"
 fi
 finish_part
