@@ -137,6 +137,14 @@ TEST(LastError, PlanConstructors) {
     s.type = t;
     return s;
   };
+  // A type outside the enum, written as its int: loading such a value through the
+  // enum type is undefined in C++ (clang's -fsanitize=enum stops there).
+  const auto raw_type = [](int t) {
+    posenc_rope_scaling s{};
+    static_assert(sizeof s.type == sizeof t, "an enum is an int here");
+    std::memcpy(&s.type, &t, sizeof t);
+    return s;
+  };
   posenc_rope_scaling yarn = type(POSENC_ROPE_SCALING_YARN);
   yarn.factor = 4;
   yarn.original_max_position_embeddings = 4096;
@@ -196,7 +204,7 @@ TEST(LastError, PlanConstructors) {
        [&] { return posenc_rope_plan_create_scaled(&p, 9, 10000, nullptr); }},
       {kScaled, "scaling->attention_factor",
        scaled(8, 10000, with(yarn, [](auto& s) { s.attention_factor = -1; }))},
-      {kScaled, "scaling->type", scaled(8, 10000, type(static_cast<posenc_rope_scaling_type>(99)))},
+      {kScaled, "scaling->type", scaled(8, 10000, raw_type(99))},
       {kScaled, "scaling->factor", scaled(8, 10000, type(POSENC_ROPE_SCALING_LINEAR))},
       {kScaled, "scaling",  // a resulting frequency beyond 1024 rad/position
        scaled(8, 10000, with(type(POSENC_ROPE_SCALING_LINEAR), [](auto& s) { s.factor = 1e-9; }))},
