@@ -126,7 +126,8 @@ static void describe(void) {
                   {"os-zmm", f->os_zmm},
                   {"neon", f->neon},
                   {"sve", f->sve},
-                  {"sve2", f->sve2}};
+                  {"sve2", f->sve2},
+                  {"v", f->rvv}};
   for (size_t i = 0; i < sizeof features / sizeof features[0]; ++i)
     append(cpu_feature_list, sizeof cpu_feature_list, features[i].name, features[i].present);
 }

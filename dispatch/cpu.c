@@ -1,5 +1,6 @@
 /* CPU feature detection: x86 CPUID + XGETBV, aarch64 hwcaps (NEON is the baseline; SVE
- * from HWCAP_SVE, the kernel saving its state, at any vector length). Run once, under the
+ * from HWCAP_SVE, the kernel saving its state, at any vector length), riscv64's V from
+ * AT_HWCAP and the process's vector control. Run once, under the
  * dispatcher's once-guard. */
 #include <pthread.h>
 
@@ -74,16 +75,11 @@ static void detect(posenc_cpu_flags *f) {
     if (vl > 0) f->sve_vector_bits = 8u * (unsigned)(vl & PR_SVE_VL_LEN_MASK);
   }
 }
-#else
-static void detect(posenc_cpu_flags *f) { (void)f; }
-#endif
-
-/* riscv64: the V extension 1.0 (the rvv tier), read once, here (no member of posenc_cpu_flags:
- * nothing else reads it). Linux reports it in AT_HWCAP (bit 'V' - 'A') when it saves the
- * vector state (6.5 and later; earlier kernels never set the bit); a process may still have
- * vector use turned off (PR_RISCV_V_GET_CONTROL; where that call fails, as under qemu-user,
- * the hwcap bit decides). */
-#if defined(__riscv) && __riscv_xlen == 64
+#elif defined(__riscv) && __riscv_xlen == 64
+/* riscv64: the V extension 1.0 (the rvv tier). Linux reports it in AT_HWCAP (bit 'V' - 'A')
+ * when it saves the vector state (6.5 and later; earlier kernels never set the bit); a
+ * process may still have vector use turned off (PR_RISCV_V_GET_CONTROL; where that call
+ * fails, as under qemu-user, the hwcap bit decides). */
 #include <sys/auxv.h>
 #include <sys/prctl.h>
 
@@ -93,21 +89,13 @@ static void detect(posenc_cpu_flags *f) { (void)f; }
 #define POSENC_RISCV_V_CTRL_CUR_MASK 0x3 /* PR_RISCV_V_VSTATE_CTRL_CUR_MASK */
 #define POSENC_RISCV_V_CTRL_OFF 1        /* PR_RISCV_V_VSTATE_CTRL_OFF */
 
-static int cpu_rvv;
-static pthread_once_t rvv_once = PTHREAD_ONCE_INIT;
-
-static void detect_rvv(void) {
+static void detect(posenc_cpu_flags *f) {
   if (!(getauxval(AT_HWCAP) & (1ul << ('V' - 'A')))) return;
   const int ctrl = prctl(PR_RISCV_V_GET_CONTROL);
-  cpu_rvv = ctrl < 0 || (ctrl & POSENC_RISCV_V_CTRL_CUR_MASK) != POSENC_RISCV_V_CTRL_OFF;
-}
-
-static int rvv_usable(void) {
-  pthread_once(&rvv_once, detect_rvv);
-  return cpu_rvv;
+  f->rvv = ctrl < 0 || (ctrl & POSENC_RISCV_V_CTRL_CUR_MASK) != POSENC_RISCV_V_CTRL_OFF;
 }
 #else
-static int rvv_usable(void) { return 0; }
+static void detect(posenc_cpu_flags *f) { (void)f; }
 #endif
 
 static posenc_cpu_flags cpu_features;
@@ -139,7 +127,7 @@ int posenc_cpu_supports(posenc_isa isa) {
     case POSENC_ISA_SVE:
       return f->neon && f->sve;
     case POSENC_ISA_RVV:
-      return rvv_usable();
+      return f->rvv;
     default:
       return 0;
   }

@@ -28,6 +28,7 @@ typedef struct posenc_cpu_flags {
   int neon;
   int sve, sve2;            /* sve2: reported only */
   unsigned sve_vector_bits; /* 0 without SVE (or where prctl cannot tell) */
+  int rvv;                  /* riscv64: V 1.0, usable by this process */
 } posenc_cpu_flags;
 
 const posenc_cpu_flags *posenc_cpu(void);

@@ -177,7 +177,7 @@ POSENC_API posenc_isa_source posenc_isa_selection(posenc_isa *requested);
 /** The CPU's brand string ("unknown" where the CPU gives none), and the features the
  * dispatcher looks at that this CPU and OS have, space-separated (e.g. "sse4.1 sse4.2 avx
  * fma f16c avx2 avx512f avx512dq avx512bw avx512vl avx512bf16 avx512fp16 os-ymm os-zmm", or
- * "neon sve sve2" on aarch64). Static strings. */
+ * "neon sve sve2" on aarch64, "v" on riscv64 with the V extension usable). Static strings. */
 POSENC_API const char *posenc_cpu_name(void);
 POSENC_API const char *posenc_cpu_features(void);
 /**@}*/

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Checks the variant check of scripts/test-emulated-x86.sh (the few tests it runs per ISA on
-# an emulated CPU model whose ISAs this host also runs natively): in a gcov build (gcc
+# Checks the variant check of scripts/variant-check.sh (the few tests test-emulated-x86.sh
+# runs per ISA on an emulated CPU model whose ISAs this host also runs natively): in a gcov
+# build (gcc
 # --coverage), for every x86 ISA this host has, runs every suite's process for that ISA and
 # then the variant check's tests alone, and compares what each executes in that ISA's kernel
 # objects (kernels/*_<isa>.c with the SIMD bodies and vector layers they include): every
@@ -19,8 +20,9 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=gc
   -DCMAKE_EXE_LINKER_FLAGS=--coverage -DCMAKE_SHARED_LINKER_FLAGS=--coverage \
   -DPOSENC_BUILD_BENCH=OFF -DPOSENC_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)"
-# The check's tests and suites, as scripts/test-emulated-x86.sh defines them.
-eval "$(sed -n '/^variant_tests=(/,/^variant_filter=/p' scripts/test-emulated-x86.sh)"
+# The check's tests and suites.
+# shellcheck source=scripts/variant-check.sh
+source scripts/variant-check.sh
 isas=$("$build/tools/posenc-info" | sed -n 's/^ *available *//p')
 export POSENC_BUILD=$build POSENC_SUITES=$variant_suites POSENC_FILTER=$variant_filter
 export POSENC_ISAS=$isas

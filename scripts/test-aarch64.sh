@@ -1,51 +1,78 @@
 #!/usr/bin/env bash
-# The aarch64 build and its ctest suite under qemu-aarch64, from an x86-64 (or any) Debian
-# host: Debian's cross compilers, libsleef-dev:arm64, GoogleTest built from Debian's sources,
-# cmake/toolchain-aarch64-linux-gnu.cmake. Two parts, each on an emulated CPU chosen with
-# QEMU_CPU (qemu-user's -cpu, which ctest's emulator runs inherit):
+# The aarch64 build and its suites under qemu-aarch64, from an x86-64 (or any) Debian host:
+# Debian's cross compilers, libsleef-dev:arm64, GoogleTest built from Debian's sources,
+# cmake/toolchain-aarch64-linux-gnu.cmake. Each part runs on an emulated CPU chosen with
+# QEMU_CPU (qemu-user's -cpu, which ctest's emulator runs inherit) and prints its pass count
+# and wall time (emulated: the times say nothing of speed):
 #  1. a CPU without SVE (max,sve=off): the dispatcher must pick neon by itself
-#     (POSENC_EXPECT_ISA; the api suite's plain run), and every suite's isa_scalar and
-#     isa_neon processes run every (test, ISA) pair of the aarch64 scalar and neon code. The
-#     plain processes of the other suites repeat the isa_neon tests on the ISA the dispatcher
-#     picks (neon), so they are left out here, as in scripts/test-emulated-x86.sh;
+#     (POSENC_EXPECT_ISA: the api suite with POSENC_ISA unset and empty, the isa_fallback
+#     runs, the examples, the report); every suite's isa_neon process, i.e. every
+#     (test, neon) pair; and the variant check of the aarch64 scalar code
+#     (scripts/variant-check.sh: it is the portable C that every build's whole suite runs,
+#     compiled with -ffp-contract=off, so its arithmetic is the same here);
 #  2. SVE at 128, 256, 512 and 2048 bits (max,sve-default-vector-length=<bytes>: the
-#     property is in bytes in qemu-user): every suite's isa_sve process, the api suite's
-#     plain run (the dispatcher picks sve; include/posenc.h's rule serves its kernels from
-#     neon at 128 bits, which dispatch_rules checks on this CPU) and dispatch_rules. Each
-#     length's pass count and wall time are printed (emulated: the times say nothing of
-#     speed).
+#     property is in bytes in qemu-user), each with the api suite's plain run (the dispatcher
+#     picks sve; include/posenc.h's rule serves its kernels from neon at 128 bits, which
+#     dispatch_rules checks on this CPU) and dispatch_rules: at one length
+#     (POSENC_SVE_FULL_BITS, default 256) every suite's isa_sve process, every (test, sve)
+#     pair; at the others the vector-length check of scripts/variant-check.sh (the tests
+#     whose results depend on the number of lanes, and every kernel variant).
+# POSENC_EMULATED_FULL=1 runs every suite's whole process at every length and the scalar one.
 # Usage: scripts/test-aarch64.sh [build-dir]   (default: build-aarch64)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-aarch64}
+full_bits=${POSENC_SVE_FULL_BITS:-256}
+all=${POSENC_EMULATED_FULL:-0}
+# shellcheck source=scripts/variant-check.sh
+source scripts/variant-check.sh
 
 scripts/install-deps.sh --aarch64
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOSENC_WERROR=ON \
   -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64-linux-gnu.cmake -DPOSENC_BUILD_BENCH=OFF
 cmake --build "$build" -j "$(nproc)"
+list_emulated() {
+  POSENC_ISA=scalar GTEST_FILTER=$2 qemu-aarch64 "$build/tests/$1_test" --gtest_list_tests
+}
+QEMU_CPU=max,sve=off variant_check_listed list_emulated
 
-echo "posenc: aarch64 suite under qemu-aarch64, a CPU without SVE"
-export QEMU_CPU=max,sve=off
-qemu-aarch64 "$build/tools/posenc-info"
-POSENC_EXPECT_ISA=neon ctest --test-dir "$build" --output-on-failure -j "$(nproc)" \
-  -R '^(api|api\.isa_empty|isa_fallback\..+|example\..+|posenc_report)$|\.isa_' -E '\.isa_sve$'
-
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
 summary=()
 failed=0
+# run <label> <ctest -R regex> [GTEST_FILTER]: one ctest run, its pass count and wall time.
+run() {
+  local log=$build/ctest-aarch64-${1//[^a-z0-9]/_}.log start=$SECONDS rc=0 line
+  echo "posenc: aarch64 $1 under qemu-aarch64 (QEMU_CPU=$QEMU_CPU)"
+  local filter=()
+  [ -z "${3:-}" ] || filter=(GTEST_FILTER="$3")
+  env "${filter[@]}" ctest --test-dir "$build" --output-on-failure -j "$(nproc)" -R "$2" \
+    >"$log" 2>&1 || rc=$?
+  cat "$log"
+  line=$(grep -E '^[0-9]+% tests passed' "$log" || echo "no result (ctest exit $rc)")
+  summary+=("$(printf '%-44s %s; %d s' "$1:" "$line" $((SECONDS - start)))")
+  grep -qE '^100% tests passed' "$log" && [ "$rc" -eq 0 ] || failed=1
+}
+
+export QEMU_CPU=max,sve=off POSENC_EXPECT_ISA=neon
+qemu-aarch64 "$build/tools/posenc-info"
+run "no SVE: dispatcher, every neon suite" \
+  '^(api|api\.isa_empty|isa_fallback\..+|example\..+|posenc_report)$|\.isa_neon$'
+if [ "$all" = 1 ]; then
+  run "no SVE: every scalar suite" '\.isa_scalar$'
+else
+  run "no SVE: variant check of scalar" "^($variant_suites)\.isa_scalar\$" "$variant_filter"
+fi
+
+export POSENC_EXPECT_ISA=sve
 for bits in 128 256 512 2048; do
-  echo "posenc: sve suites under qemu-aarch64, SVE at $bits bits"
   export QEMU_CPU=max,sve-default-vector-length=$((bits / 8))
   qemu-aarch64 "$build/tools/posenc-info"
-  start=$(date +%s)
-  status=0
-  POSENC_EXPECT_ISA=sve ctest --test-dir "$build" --output-on-failure -j "$(nproc)" \
-    -R '^(api|dispatch_rules)$|\.isa_sve$' >"$log" 2>&1 || status=$?
-  cat "$log"
-  result=$(grep -E 'tests passed' "$log" || echo "no result")
-  summary+=("sve $bits bits: $result ($(($(date +%s) - start)) s)")
-  [ "$status" -eq 0 ] || failed=1
+  if [ "$all" = 1 ] || [ "$bits" = "$full_bits" ]; then
+    run "sve at $bits bits: every sve suite" '^(api|dispatch_rules)$|\.isa_sve$'
+  else
+    run "sve at $bits bits: dispatcher" '^(api|dispatch_rules)$'
+    run "sve at $bits bits: vector-length check" "^($width_suites)\.isa_sve\$" "$width_filter"
+  fi
 done
-printf 'posenc: %s\n' "${summary[@]}"
+echo "posenc: aarch64 summary"
+printf '  %s\n' "${summary[@]}"
 exit "$failed"

@@ -29,45 +29,9 @@ models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(Haswell:avx2:avx2 Nehalem:sse4:scalar,sse4)
 jobs=$(nproc)
 
-# The variant check: the tests it runs (GoogleTest names; Isa/<Fixture>.<Test>/* is the
-# instance of the process's ISA), in the suites of variant_suites. Chosen from every suite's
-# tests for their cost (about 3 s of CPU per ISA under qemu) and what they reach: in a gcov
-# build they execute every kernel variant of every x86 ISA and, in each ISA's kernel objects
-# (kernels/*_<isa>.c with the SIMD bodies and vector layers they include), the lines the
-# whole suite executes there but 14 of about 900 (scripts/check-emulated-variants.sh measures
-# it). StartupIsaSelection checks that the forced ISA is the active one.
-variant_tests=(
-  StartupIsaSelection.FollowsPosencIsaVariable
-  Storage/MRopeArgumentsTest.InterleavedSectionsMustFitInRotaryDim/bf16
-  Storage/RerotateArgumentsTest.ValidEdgesAreAccepted/f16
-  Storage/RerotateArgumentsTest.ValidEdgesAreAccepted/f32
-  'Isa/RopeViewsTest.NeverTouchesMemoryOutsideTheViews/*'
-  'Isa/RopeViewsTest.FactorPathIsBitwiseThePlanPath/*'
-  'Isa/SplitInvarianceTest.MropeAndRerotation/*'
-  'Isa/DeterministicTest.EveryCaseMatchesItsGoldenDigestAndTheScalarVariant/*'
-  SinusoidArgumentsTest.ValidUnusualCallsAreAccepted
-  SinusoidHalfArgumentsTest.ValidUnusualCallsAreAccepted
-  'Isa/SinusoidVariantTest.NeverTouchesMemoryOutsideTheRows/*'
-  AlibiHalfArgumentsTest.ValidUnusualCallsAreAccepted
-  'Isa/AlibiHalfTest.NeverTouchesMemoryOutsideTheScores/*'
-  'Isa/AlibiHalfTest.NonFiniteScores/*'
-  AlibiSeedApplyTest.ApplyAlibiEqualsAddWithScaleOne
-  AlibiSeedBiasTest.CausalBiasIsGetBiasMaskedAboveTheDiagonal
-  Type/AlibiSoftmaxArgumentsTest.TheValidCallWrites/f32
-  'Isa/AlibiSoftmaxTest.NonFiniteScoresMakeTheirRowNaN/*'
-  'Isa/AlibiSoftmaxTest.RowsOfMinusInfinity/*'
-  Types/SoftmaxArgumentsTest.TheValidCallsWrite/bf16_to_bf16
-  Types/SoftmaxArgumentsTest.TheValidCallsWrite/f16_to_f16
-  'Isa/SoftmaxTest.NonFiniteVisibleScoresMakeTheRowNaN/*'
-  'Isa/SoftmaxTest.RowsWithNothingVisibleAreZero/*'
-  'Isa/SoftmaxTest.NeverTouchesMemoryOutsideTheViews/*'
-  'Isa/SoftmaxTest.OneFiniteScoreAmongMinusInfinity/*'
-  LearnedArgumentsTest.BaselineCallIsValidAndWrites
-  'Isa/LearnedVariantTest.RepeatedPositionsAndOneRowTable/*'
-)
-variant_suites="rope_mrope|rope_rerotate|rope_views|split_invariance|deterministic|sinusoid_errors"
-variant_suites+="|sinusoid_half|sinusoid_variants|alibi_half|alibi_seeds|alibi_softmax|softmax|learned"
-variant_filter=$(IFS=:; echo "${variant_tests[*]}")
+# The variant check (variant_tests, variant_suites, variant_filter: scripts/variant-check.sh).
+# shellcheck source=scripts/variant-check.sh
+source scripts/variant-check.sh
 
 scripts/install-deps.sh --emulation
 unset POSENC_ISA POSENC_TEST_EMULATOR GTEST_FILTER
@@ -77,24 +41,9 @@ if [ -x "$build/tools/posenc-info" ]; then
 fi
 echo "posenc: ISAs this host runs natively: ${host_isas:-unknown (no $build/tools/posenc-info)}"
 
-# A test renamed or moved out of these suites would leave the filter matching nothing, and
-# the check passing without running it: every listed test must be in the suites' lists
-# (listed natively, with the scalar instances).
-listed=$(for suite in ${variant_suites//|/ }; do
-  POSENC_ISA=scalar GTEST_FILTER=$variant_filter "$build/tests/${suite}_test" --gtest_list_tests
-done | awk '/^[^ ]/ {fixture = $1} /^  / {print fixture $1}')
-for t in "${variant_tests[@]}"; do
-  found=0
-  while read -r name; do
-    # shellcheck disable=SC2053
-    [[ $name == $t ]] && found=1 && break
-  done <<<"$listed"
-  if [ $found = 0 ]; then
-    echo "posenc: the variant check's test $t is in none of the suites ${variant_suites//|/, }" >&2
-    exit 1
-  fi
-done
-
+# Every test of the filters is in the suites' lists (listed natively, scalar instances).
+list_natively() { POSENC_ISA=scalar GTEST_FILTER=$2 "$build/tests/$1_test" --gtest_list_tests; }
+variant_check_listed list_natively
 summaries=()
 for model in "${models[@]}"; do
   IFS=: read -r cpu isa isas <<<"$model"

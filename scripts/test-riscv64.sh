@@ -7,27 +7,32 @@
 # configuration (the system's sources, lists and packages untouched) and unpacked under the
 # build directory, once (the build tree's RUNPATH finds libsleef.so.3 there; the programs
 # run on the cross sysroot /usr/riscv64-linux-gnu, qemu's -L prefix).
-# Runs, each with its pass count and wall time:
+# Runs, each with its pass count and wall time (emulated: the times say nothing of speed):
 #  - the dispatcher's own choice, once on a CPU without V (it must pick scalar) and once with
 #    V (rvv): the api suite with POSENC_ISA unset and empty (POSENC_EXPECT_ISA), the
 #    isa_fallback runs and the examples;
-#  - every suite's rvv process (ctest's <suite>.isa_rvv: every (test, rvv) pair, the
-#    parameterised tests against the scalar reference in the same process) at VLEN 128, 256
-#    and 1024 bits (QEMU_CPU=rv64,v=true,vlen=<bits>,elen=64,vext_spec=v1.0; qemu 7.2
-#    emulates VLEN 128 to 1024).
-# The scalar processes (<suite>.isa_scalar, ~10 min more on 2 cores) are not run: that code
-# is the portable C of every other build; run them with ctest -R '\.isa_scalar$' if needed.
+#  - at VLEN 128, 256 and 1024 bits (QEMU_CPU=rv64,v=true,vlen=<bits>,elen=64,vext_spec=v1.0;
+#    qemu 7.2 emulates VLEN 128 to 1024): at one VLEN (POSENC_RVV_FULL_VLEN, default 256)
+#    every suite's rvv process (ctest's <suite>.isa_rvv: every (test, rvv) pair, the
+#    parameterised tests against the scalar reference in the same process); at the others
+#    the vector-length check of scripts/variant-check.sh (the tests whose results depend on
+#    the number of lanes, and every kernel variant).
+# The scalar processes (<suite>.isa_scalar) are not run: that code is the portable C of every
+# other build, compiled with -ffp-contract=off; run them with ctest -R '\.isa_scalar$' if
+# needed.
 # Usage: scripts/test-riscv64.sh [build-dir]   (default: build-riscv64)
-#   POSENC_RVV_VLENS  the VLENs, default "128 256 1024"
-#   POSENC_RVV_TESTS  ctest -R regex of the per-VLEN runs, default '\.isa_rvv$' (each VLEN's
-#                     rvv processes took 15 to 25 minutes of wall time on 2 cores: qemu-riscv64
-#                     is slow, mostly in the tests' own references; a suite's isa_scalar
-#                     process takes about as long as its isa_rvv one)
+#   POSENC_RVV_VLENS      the VLENs, default "128 256 1024"
+#   POSENC_RVV_FULL_VLEN  the VLEN of the whole rvv suite, default 256 (the cheapest to
+#                         emulate: 520 s of CPU on this machine kind, 60 s for the check)
+#   POSENC_EMULATED_FULL  1: the whole rvv suite at every VLEN
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-riscv64}
 vlens=${POSENC_RVV_VLENS:-128 256 1024}
-tests=${POSENC_RVV_TESTS:-'\.isa_rvv$'}
+full_vlen=${POSENC_RVV_FULL_VLEN:-256}
+all=${POSENC_EMULATED_FULL:-0}
+# shellcheck source=scripts/variant-check.sh
+source scripts/variant-check.sh
 
 scripts/install-deps.sh --riscv64
 mkdir -p "$build"
@@ -61,19 +66,25 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOSENC_WERROR=ON \
 cmake --build "$build" -j "$(nproc)"
 
 cpu_v() { echo "rv64,v=true,vlen=$1,elen=64,vext_spec=v1.0"; }
+list_emulated() {
+  POSENC_ISA=scalar GTEST_FILTER=$2 QEMU_CPU=rv64 qemu-riscv64 -L /usr/riscv64-linux-gnu \
+    "$build/tests/$1_test" --gtest_list_tests
+}
+variant_check_listed list_emulated
 summary=()
 failed=0
-# run <label> <QEMU_CPU> <expected ISA> <ctest -R regex>
+# run <label> <QEMU_CPU> <expected ISA> <ctest -R regex> [GTEST_FILTER]
 run() {
-  local log=$build/ctest-riscv64-$1.log start rc=0
+  local log=$build/ctest-riscv64-${1//[^a-zA-Z0-9]/_}.log start=$SECONDS rc=0 line
   echo "posenc: riscv64 $1 under qemu-riscv64 (QEMU_CPU=$2)"
   QEMU_CPU=$2 qemu-riscv64 -L /usr/riscv64-linux-gnu "$build/tools/posenc-info" | head -5
-  start=$(date +%s)
-  QEMU_CPU=$2 POSENC_EXPECT_ISA=$3 ctest --test-dir "$build" --output-on-failure \
-    -j "$(nproc)" --timeout 3600 -R "$4" 2>&1 | tee "$log" || rc=$?
-  local line
+  local filter=()
+  [ -z "${5:-}" ] || filter=(GTEST_FILTER="$5")
+  env QEMU_CPU="$2" POSENC_EXPECT_ISA="$3" "${filter[@]}" ctest --test-dir "$build" \
+    --output-on-failure -j "$(nproc)" --timeout 3600 -R "$4" >"$log" 2>&1 || rc=$?
+  cat "$log"
   line=$(grep -E '^[0-9]+% tests passed' "$log" || echo "no result (ctest exit $rc)")
-  summary+=("$(printf '%-28s %s; %d s' "$1:" "$line" $(($(date +%s) - start)))")
+  summary+=("$(printf '%-38s %s; %d s' "$1:" "$line" $((SECONDS - start)))")
   grep -qE '^100% tests passed' "$log" && [ "$rc" -eq 0 ] || failed=1
 }
 
@@ -82,7 +93,12 @@ dispatch='^(api|api\.isa_empty|isa_fallback\..+|example\..+)$'
 run "dispatch, no V" rv64 scalar "$dispatch"
 run "dispatch, V at VLEN 256" "$(cpu_v 256)" rvv "$dispatch"
 for vlen in $vlens; do
-  run "rvv at VLEN $vlen" "$(cpu_v "$vlen")" rvv "$tests"
+  if [ "$all" = 1 ] || [ "$vlen" = "$full_vlen" ]; then
+    run "rvv at VLEN $vlen: every rvv suite" "$(cpu_v "$vlen")" rvv '\.isa_rvv$'
+  else
+    run "rvv at VLEN $vlen: vector-length check" "$(cpu_v "$vlen")" rvv \
+      "^($width_suites)\.isa_rvv\$" "$width_filter"
+  fi
 done
 
 echo "posenc: riscv64 summary (SLEEF $sleef_version)"

@@ -4,20 +4,25 @@
 # every exported function and kernel variant is defined literally (scripts/check-names.sh);
 # the packaging consumers (find_package, pkg-config, add_subdirectory) against the native
 # build installed into a prefix; the Python package's pytest suite; the whole ctest suite
-# under ASan+UBSan (clang) and MSan (clang), every (test, ISA) pair under each; the
-# dispatcher race test under TSan (100 rounds); the libFuzzer differential targets on both
-# cores, time-boxed, under ASan+UBSan and MSan (in the same two sanitized builds); then, on an
-# x86-64 host, the aarch64 build's suites under qemu-aarch64 (scalar and neon; sve at 128,
-# 256, 512 and 2048 bits: scripts/test-aarch64.sh), the riscv64 build's under qemu-riscv64
-# (scripts/test-riscv64.sh, where it exists), and the native binaries on emulated Haswell and
-# Nehalem CPUs (scripts/test-emulated-x86.sh: the dispatcher's choice and every kernel
-# variant of their ISAs; an ISA's whole suite there only where this host lacks it).
+# under ASan+UBSan (clang: every (test, ISA) pair); the dispatcher race test under TSan (100
+# rounds); the libFuzzer differential targets on both cores, time-boxed, under ASan+UBSan (in
+# the same sanitized build) and under MSan; then, on an x86-64 host, the aarch64 build under
+# qemu-aarch64 (scripts/test-aarch64.sh: every neon pair; sve's at 256 bits, and its
+# vector-length check at 128, 512 and 2048), the riscv64 build under qemu-riscv64
+# (scripts/test-riscv64.sh: every rvv pair at VLEN 256, the vector-length check at 128 and
+# 1024), and the native binaries on emulated Haswell and Nehalem CPUs
+# (scripts/test-emulated-x86.sh: the dispatcher's choice and every kernel variant of their
+# ISAs; an ISA's whole suite there only where this host lacks it). The emulated parts run
+# what depends on their vector layer, not the native suite again (scripts/variant-check.sh).
 # Installs what it needs. Stops at the first failing part; prints each part's wall time at
 # the end (also when a part failed).
 # The ASan+UBSan suite is clang's alone: clang's ASan checks AVX-512 masked loads and stores
 # lane by lane (gcc's does not check them), its UBSan has float-cast-overflow and function
 # (not in gcc's -fsanitize=undefined), and its build is the ASan fuzz targets' anyway; gcc's
 # (scripts/test-sanitizers.sh build-san gcc) checked no pair that clang's does not.
+# MSan runs on the fuzz targets (every kernel family through the public API, differential
+# against the scalar reference); its whole ctest suite, a third run of every pair, is
+# scripts/test-sanitizers.sh build-san msan.
 # Fuzzing time per sanitizer: POSENC_FUZZ_SECONDS (default 120 for ASan+UBSan, MSan half).
 # Usage: scripts/test.sh [--native-only] [build-dir]   (default: build-test)
 set -euo pipefail
@@ -71,8 +76,6 @@ part "Python package"
 scripts/test-python.sh "$build-python" "$build"
 part "sanitizers: ASan+UBSan (clang; also the fuzz targets' build)"
 scripts/test-sanitizers.sh "$build-san" clang
-part "sanitizers: MSan (clang)"
-scripts/test-sanitizers.sh "$build-san" msan
 part "dispatcher race under TSan"
 scripts/test-tsan.sh "$build-tsan" 100
 part "differential fuzzing under ASan+UBSan (${fuzz_seconds} s)"
