@@ -18,9 +18,12 @@
 #     pair; at the others the vector-length check of scripts/variant-check.sh (the tests
 #     whose results depend on the number of lanes, and every kernel variant).
 # POSENC_EMULATED_FULL=1 runs every suite's whole process at every length and the scalar one.
-# Usage: scripts/test-aarch64.sh [build-dir]   (default: build-aarch64)
+# Usage: scripts/test-aarch64.sh [--build-only] [build-dir]   (default: build-aarch64)
+#   --build-only: the build alone (scripts/test.sh makes it early, in the background)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+if [ "${1:-}" = "--build-only" ]; then build_only=1; shift; fi
 build=${1:-build-aarch64}
 full_bits=${POSENC_SVE_FULL_BITS:-256}
 all=${POSENC_EMULATED_FULL:-0}
@@ -31,6 +34,7 @@ scripts/install-deps.sh --aarch64
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOSENC_WERROR=ON \
   -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64-linux-gnu.cmake -DPOSENC_BUILD_BENCH=OFF
 cmake --build "$build" -j "$(nproc)"
+[ "$build_only" = 0 ] || exit 0
 list_emulated() {
   POSENC_ISA=scalar GTEST_FILTER=$2 qemu-aarch64 "$build/tests/$1_test" --gtest_list_tests
 }

@@ -20,13 +20,16 @@
 # The scalar processes (<suite>.isa_scalar) are not run: that code is the portable C of every
 # other build, compiled with -ffp-contract=off; run them with ctest -R '\.isa_scalar$' if
 # needed.
-# Usage: scripts/test-riscv64.sh [build-dir]   (default: build-riscv64)
+# Usage: scripts/test-riscv64.sh [--build-only] [build-dir]   (default: build-riscv64)
+#   --build-only: the build alone (scripts/test.sh makes it early, in the background)
 #   POSENC_RVV_VLENS      the VLENs, default "128 256 1024"
 #   POSENC_RVV_FULL_VLEN  the VLEN of the whole rvv suite, default 256 (the cheapest to
 #                         emulate: 520 s of CPU on this machine kind, 60 s for the check)
 #   POSENC_EMULATED_FULL  1: the whole rvv suite at every VLEN
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+if [ "${1:-}" = "--build-only" ]; then build_only=1; shift; fi
 build=${1:-build-riscv64}
 vlens=${POSENC_RVV_VLENS:-128 256 1024}
 full_vlen=${POSENC_RVV_FULL_VLEN:-256}
@@ -64,6 +67,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOSENC_WERROR=ON \
   -DSLEEF_INCLUDE_DIR="$sleef/include/riscv64-linux-gnu" \
   -DSLEEF_LIBRARY="$sleef/lib/riscv64-linux-gnu/libsleef.so"
 cmake --build "$build" -j "$(nproc)"
+[ "$build_only" = 0 ] || exit 0
 
 cpu_v() { echo "rv64,v=true,vlen=$1,elen=64,vext_spec=v1.0"; }
 list_emulated() {

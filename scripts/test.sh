@@ -23,16 +23,17 @@
 # MSan runs on the fuzz targets (every kernel family through the public API, differential
 # against the scalar reference); its whole ctest suite, a third run of every pair, is
 # scripts/test-sanitizers.sh build-san msan.
-# Fuzzing time per sanitizer: POSENC_FUZZ_SECONDS (default 120 for ASan+UBSan, MSan half).
+# Fuzzing time per sanitizer: POSENC_FUZZ_SECONDS (default 90 for ASan+UBSan, MSan half).
 # Usage: scripts/test.sh [--native-only] [build-dir]   (default: build-test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 native_only=0
 if [ "${1:-}" = "--native-only" ]; then native_only=1; shift; fi
 build=${1:-build-test}
-fuzz_seconds=${POSENC_FUZZ_SECONDS:-120}
+fuzz_seconds=${POSENC_FUZZ_SECONDS:-90}
 
 names=() times=()
+cross_pid=""
 current="" current_start=$SECONDS
 part() {
   finish_part
@@ -50,6 +51,7 @@ print_times() {
   echo; echo "=== posenc: wall time per part"
   for i in "${!names[@]}"; do printf '%6d s  %s\n' "${times[$i]}" "${names[$i]}"; done
   printf '%6d s  total\n' "$SECONDS"
+  if [ -n "$cross_pid" ] && kill -0 "$cross_pid" 2>/dev/null; then kill -- -"$cross_pid"; fi
 }
 trap print_times EXIT
 
@@ -62,6 +64,20 @@ elif [ "$(uname -m)" = x86_64 ]; then
   scripts/install-deps.sh --format --sanitizers --aarch64 "${riscv[@]}" --emulation --python
 else
   scripts/install-deps.sh --format --sanitizers --python
+fi
+# The cross builds start now, at the lowest priority: they take the cores the parts before
+# theirs leave idle (single-threaded pytest, configure steps, ctest's last tests) and wait
+# for their own part, which then finds them built (or finishes them).
+if [ "$native_only" = 0 ] && [ "$(uname -m)" = x86_64 ]; then
+  cross_log=$(mktemp)
+  # Its own process group (setsid), so that an early exit stops it with its compilers.
+  setsid bash -c '
+    set -e
+    nice -n 19 scripts/test-aarch64.sh --build-only "$1-aarch64"
+    [ ! -x scripts/test-riscv64.sh ] || nice -n 19 scripts/test-riscv64.sh --build-only "$1-riscv64"
+    echo "posenc: cross builds done in the background in $SECONDS s"' cross "$build" \
+    >"$cross_log" 2>&1 </dev/null &
+  cross_pid=$!
 fi
 part "source format (clang-format --dry-run -Werror)"
 git ls-files -z '*.c' '*.h' '*.cc' | xargs -0 -P "$(nproc)" -n 8 clang-format --dry-run -Werror
@@ -84,6 +100,13 @@ part "differential fuzzing under MSan ($((fuzz_seconds / 2)) s)"
 POSENC_FUZZ_SANITIZER=memory scripts/test-fuzz.sh "$build-san-msan" $((fuzz_seconds / 2))
 if [ "$(uname -m)" = x86_64 ]; then
   part "aarch64 suites under qemu-aarch64"
+  echo "posenc: the cross builds (started in the background at low priority):"
+  status=0
+  wait "$cross_pid" || status=$?
+  cross_pid=""
+  cat "$cross_log"
+  rm -f "$cross_log"
+  [ "$status" = 0 ] || { echo "posenc: a cross build failed" >&2; exit "$status"; }
   scripts/test-aarch64.sh "$build-aarch64"
   if [ -x scripts/test-riscv64.sh ]; then
     part "riscv64 suites under qemu-riscv64"
