@@ -23,17 +23,17 @@
 # MSan runs on the fuzz targets (every kernel family through the public API, differential
 # against the scalar reference); its whole ctest suite, a third run of every pair, is
 # scripts/test-sanitizers.sh build-san msan.
-# Fuzzing time per sanitizer: POSENC_FUZZ_SECONDS (default 90 for ASan+UBSan, MSan half).
+# Fuzzing time per sanitizer: POSENC_FUZZ_SECONDS (default 60 for ASan+UBSan, MSan half).
 # Usage: scripts/test.sh [--native-only] [build-dir]   (default: build-test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 native_only=0
 if [ "${1:-}" = "--native-only" ]; then native_only=1; shift; fi
 build=${1:-build-test}
-fuzz_seconds=${POSENC_FUZZ_SECONDS:-90}
+fuzz_seconds=${POSENC_FUZZ_SECONDS:-60}
 
 names=() times=()
-cross_pid=""
+declare -A cross_pid=()
 current="" current_start=$SECONDS
 part() {
   finish_part
@@ -51,7 +51,7 @@ print_times() {
   echo; echo "=== posenc: wall time per part"
   for i in "${!names[@]}"; do printf '%6d s  %s\n' "${times[$i]}" "${names[$i]}"; done
   printf '%6d s  total\n' "$SECONDS"
-  if [ -n "$cross_pid" ] && kill -0 "$cross_pid" 2>/dev/null; then kill -- -"$cross_pid"; fi
+  for i in "${cross_pid[@]}"; do kill -0 "$i" 2>/dev/null && kill -- -"$i"; done
 }
 trap print_times EXIT
 
@@ -65,24 +65,40 @@ elif [ "$(uname -m)" = x86_64 ]; then
 else
   scripts/install-deps.sh --format --sanitizers --python
 fi
-# The cross builds start now, at the lowest priority: they take the cores the parts before
-# theirs leave idle (single-threaded pytest, configure steps, ctest's last tests) and wait
-# for their own part, which then finds them built (or finishes them).
+# The cross builds start now, at the lowest priority, one after the other: they take the
+# cores the parts before theirs leave idle (single-threaded pytest, configure steps, ctest's
+# last tests), and each part waits for its own build, which it then finds done (or
+# finishes). Each build runs in its own process group (job control on for the job), so
+# that an early exit stops it with its compilers; in the same session, as a new one
+# (setsid) would be a scheduler autogroup of its own, which Linux gives an equal share of
+# the CPU whatever its nice.
+declare -A cross_log=()
 if [ "$native_only" = 0 ] && [ "$(uname -m)" = x86_64 ]; then
-  cross_log=$(mktemp)
-  # Its own process group (job control on for this one job), so that an early exit stops
-  # it with its compilers. The same session: a new one (setsid) would be a scheduler
-  # autogroup of its own, which Linux gives an equal share of the CPU whatever its nice.
   set -m
-  (
-    set -e
-    nice -n 19 scripts/test-aarch64.sh --build-only "$build-aarch64"
-    [ ! -x scripts/test-riscv64.sh ] || nice -n 19 scripts/test-riscv64.sh --build-only "$build-riscv64"
-    echo "posenc: cross builds done in the background in $SECONDS s"
-  ) >"$cross_log" 2>&1 </dev/null &
-  cross_pid=$!
+  for arch in aarch64 riscv64; do
+    [ -x "scripts/test-$arch.sh" ] || continue
+    cross_log[$arch]=$(mktemp)
+    after=${cross_pid[aarch64]:-}
+    (
+      while [ -n "$after" ] && kill -0 "$after" 2>/dev/null; do sleep 2; done
+      start=$SECONDS
+      nice -n 19 "scripts/test-$arch.sh" --build-only "$build-$arch"
+      echo "posenc: the $arch build, in the background: $((SECONDS - start)) s"
+    ) >"${cross_log[$arch]}" 2>&1 </dev/null &
+    cross_pid[$arch]=$!
+  done
   set +m
 fi
+# cross_wait <arch>: waits for that background build and prints its log.
+cross_wait() {
+  local status=0
+  echo "posenc: waiting for the $1 build (started in the background at low priority)"
+  wait "${cross_pid[$1]}" || status=$?
+  unset "cross_pid[$1]"
+  cat "${cross_log[$1]}"
+  rm -f "${cross_log[$1]}"
+  [ "$status" = 0 ] || { echo "posenc: the $1 build failed" >&2; exit "$status"; }
+}
 part "source format (clang-format --dry-run -Werror)"
 git ls-files -z '*.c' '*.h' '*.cc' | xargs -0 -P "$(nproc)" -n 8 clang-format --dry-run -Werror
 part "native suite ($(uname -m))"
@@ -104,16 +120,11 @@ part "differential fuzzing under MSan ($((fuzz_seconds / 2)) s)"
 POSENC_FUZZ_SANITIZER=memory scripts/test-fuzz.sh "$build-san-msan" $((fuzz_seconds / 2))
 if [ "$(uname -m)" = x86_64 ]; then
   part "aarch64 suites under qemu-aarch64"
-  echo "posenc: the cross builds (started in the background at low priority):"
-  status=0
-  wait "$cross_pid" || status=$?
-  cross_pid=""
-  cat "$cross_log"
-  rm -f "$cross_log"
-  [ "$status" = 0 ] || { echo "posenc: a cross build failed" >&2; exit "$status"; }
+  cross_wait aarch64
   scripts/test-aarch64.sh "$build-aarch64"
   if [ -x scripts/test-riscv64.sh ]; then
     part "riscv64 suites under qemu-riscv64"
+    cross_wait riscv64
     scripts/test-riscv64.sh "$build-riscv64"
   fi
   part "x86 on emulated CPU models (dispatcher; every variant; suites of ISAs the host lacks)"
