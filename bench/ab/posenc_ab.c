@@ -1,0 +1,227 @@
+/* posenc_ab: two libposenc builds side by side in one process, for "is the new build as
+ * fast as the old one" (the closing notes' x86 speed checks). Each build is loaded into its
+ * own link-map namespace (dlmopen), both set to the same ISA; for every case and token
+ * count the two are called alternately, round after round (the order flipped every
+ * round), each round timed in thread CPU time; it prints the median and quartiles of the
+ * per-round ratios new/old and the old build's time per call. Cases: in-place RoPE f32 /
+ * bf16 / f16 (NEOX, 32 Q + 8 K heads x 128), the factor-apply form, rope_out f32 -> bf16,
+ * GPT-J with scattered positions, sinusoid fill (1024 wide), ALiBi add (32 heads x 512 keys),
+ * learned add (1024 wide), softmax decode (32 heads, 1 query, T keys, causal) and causal
+ * softmax (min(T/16, 64) queries); T in 1, 16, 512, 4096. Not built by CMake (it needs two
+ * builds): from the repository root, with a build in build/:
+ *   gcc -O2 -Iinclude -Ibuild/include bench/ab/posenc_ab.c -o posenc_ab -ldl -lm
+ *   taskset -c 1 ./posenc_ab OLD/libposenc.so.0 NEW/libposenc.so.0 <isa number> 15
+ * (isa numbers are posenc_isa's: 3 avx512, 2 avx2); CASE=<n> runs case n alone. Both
+ * builds must share the header's API for the cases (0.1.0 and later do). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "posenc.h"
+
+typedef struct {
+  posenc_status (*set_isa)(posenc_isa);
+  posenc_status (*plan_create)(posenc_rope_plan **, size_t, double, double);
+  posenc_status (*rope_f32)(const posenc_rope_plan *, size_t, size_t, const int32_t *, int32_t,
+                            const posenc_rope_tensor *, const posenc_rope_tensor *, unsigned);
+  posenc_status (*rope_bf16)(const posenc_rope_plan *, size_t, size_t, const int32_t *, int32_t,
+                             const posenc_rope_tensor *, const posenc_rope_tensor *, unsigned);
+  posenc_status (*rope_f16)(const posenc_rope_plan *, size_t, size_t, const int32_t *, int32_t,
+                            const posenc_rope_tensor *, const posenc_rope_tensor *, unsigned);
+  size_t (*fbytes)(size_t, size_t, unsigned);
+  posenc_status (*fcompute)(const posenc_rope_plan *, size_t, const int32_t *, int32_t, unsigned,
+                            void *, size_t, posenc_rope_factors *);
+  posenc_status (*apply)(const posenc_rope_factors *, size_t, size_t, size_t, size_t, size_t,
+                         const posenc_rope_view *, const posenc_rope_view *, unsigned);
+  posenc_status (*rope_out)(const posenc_rope_plan *, size_t, size_t, size_t, const int32_t *,
+                            int32_t, const posenc_rope_view *, const posenc_rope_view *, unsigned);
+  posenc_status (*sp_create)(posenc_sinusoid_plan **, size_t, double);
+  posenc_status (*sfill_f32)(const posenc_sinusoid_plan *, size_t, const int32_t *, int32_t,
+                             float *, size_t, unsigned);
+  posenc_status (*alibi_add)(const float *, size_t, size_t, size_t, size_t, float *, size_t, size_t,
+                             float, unsigned);
+  posenc_status (*learned)(const float *, size_t, size_t, size_t, size_t, const int32_t *, int32_t,
+                           float *, size_t);
+  posenc_status (*softmax)(const posenc_softmax_params *, size_t, size_t, size_t,
+                           const posenc_scores_view *, const posenc_scores_view *);
+  posenc_rope_plan *plan;
+  posenc_sinusoid_plan *sp;
+  void *factors;
+  posenc_rope_factors f;
+} lib;
+
+static void *sym(void *h, const char *n) {
+  void *p = dlsym(h, n);
+  if (!p) {
+    fprintf(stderr, "no %s\n", n);
+    exit(1);
+  }
+  return p;
+}
+static void load(lib *l, const char *path, posenc_isa isa) {
+  void *h = dlmopen(LM_ID_NEWLM, path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "%s\n", dlerror());
+    exit(1);
+  }
+  *(void **)&l->set_isa = sym(h, "posenc_set_isa");
+  *(void **)&l->plan_create = sym(h, "posenc_rope_plan_create");
+  *(void **)&l->rope_f32 = sym(h, "posenc_rope_f32");
+  *(void **)&l->rope_bf16 = sym(h, "posenc_rope_bf16");
+  *(void **)&l->rope_f16 = sym(h, "posenc_rope_f16");
+  *(void **)&l->fbytes = sym(h, "posenc_rope_factors_bytes");
+  *(void **)&l->fcompute = sym(h, "posenc_rope_factors_compute");
+  *(void **)&l->apply = sym(h, "posenc_rope_apply");
+  *(void **)&l->rope_out = sym(h, "posenc_rope_out");
+  *(void **)&l->sp_create = sym(h, "posenc_sinusoid_plan_create");
+  *(void **)&l->sfill_f32 = sym(h, "posenc_sinusoid_fill_f32");
+  *(void **)&l->alibi_add = sym(h, "posenc_alibi_add_f32");
+  *(void **)&l->learned = sym(h, "posenc_learned_add_f32");
+  *(void **)&l->softmax = sym(h, "posenc_softmax");
+  if (l->set_isa(isa) != POSENC_OK) {
+    fprintf(stderr, "isa\n");
+    exit(2);
+  }
+  l->plan_create(&l->plan, 128, 500000.0, 1.0);
+  l->sp_create(&l->sp, 1024, 10000.0);
+  size_t b = l->fbytes(128, 4096, 0);
+  l->factors = aligned_alloc(64, (b + 63) / 64 * 64);
+  if (l->fcompute(l->plan, 4096, NULL, 0, 0, l->factors, b, &l->f) != POSENC_OK) exit(3);
+}
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+static int cmpd(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+enum { QH = 32, KH = 8, D = 128 };
+static float *xq, *xk, *table, *scores, *emb;
+static uint16_t *hq, *hk, *out16;
+static float slopes[32];
+static int32_t pos[4096];
+
+static posenc_status run(lib *l, int c, size_t T) {
+  posenc_rope_tensor q = {xq, QH, QH * D, D}, k = {xk, KH, KH * D, D};
+  posenc_rope_tensor q16 = {hq, QH, QH * D, D}, k16 = {hk, KH, KH * D, D};
+  posenc_rope_view src = {xk, POSENC_DTYPE_F32, KH, KH * D, D, 0};
+  posenc_rope_view dst16 = {out16, POSENC_DTYPE_BF16, KH, KH * D, D, 0};
+  posenc_rope_view srcq = {xq, POSENC_DTYPE_F32, QH, QH * D, D, 0};
+  switch (c) {
+    case 0:
+      return l->rope_f32(l->plan, D, T, NULL, 1000, &q, &k, POSENC_ROPE_NEOX);
+    case 1:
+      return l->rope_bf16(l->plan, D, T, NULL, 1000, &q16, &k16, POSENC_ROPE_NEOX);
+    case 2:
+      return l->rope_f16(l->plan, D, T, NULL, 1000, &q16, &k16, POSENC_ROPE_NEOX);
+    case 3:
+      return l->apply(&l->f, 0, T, D, 1, T, &srcq, &srcq, POSENC_ROPE_NEOX);
+    case 4:
+      return l->rope_out(l->plan, D, 1, T, NULL, 1000, &src, &dst16, POSENC_ROPE_NEOX);
+    case 5:
+      return l->rope_f32(l->plan, D, T, pos, 0, &q, &k, POSENC_ROPE_GPTJ);
+    case 6:
+      return l->sfill_f32(l->sp, T, NULL, 0, emb, 0, POSENC_SINUSOID_INTERLEAVED);
+    case 7:
+      return l->alibi_add(slopes, 32, T / 32 ? T / 32 : 1, 512, 0, scores, 512 * 512, 512, 0.1f, 0);
+    case 8:
+      return l->learned(table, 4096, 0, 1024, T, pos, 0, emb, 0);
+    case 9:
+    case 10: {
+      /* 32 heads, decode (q = 1 at position T - 1, causal) or T/16 query rows, T keys */
+      posenc_softmax_params sp = POSENC_SOFTMAX_PARAMS_INIT;
+      sp.flags = POSENC_SOFTMAX_CAUSAL;
+      size_t nq = c == 9 ? 1 : (T / 16 ? (T / 16 > 64 ? 64 : T / 16) : 1);
+      sp.q_offset = (int32_t)(T - nq);
+      posenc_scores_view v = {scores, POSENC_DTYPE_F32, nq * T, T};
+      return l->softmax(&sp, 32, nq, T, &v, &v);
+    }
+  }
+  return POSENC_OK;
+}
+int main(int argc, char **argv) {
+  if (argc != 5) {
+    fprintf(stderr, "usage: %s OLD.so NEW.so ISA ROUNDS\n", argv[0]);
+    return 2;
+  }
+  posenc_isa isa = (posenc_isa)atoi(argv[3]);
+  int rounds = atoi(argv[4]);
+  if (rounds < 1) {
+    fprintf(stderr, "ROUNDS must be at least 1\n");
+    return 2;
+  }
+  lib L[2];
+  load(&L[0], argv[1], isa);
+  load(&L[1], argv[2], isa);
+  xq = aligned_alloc(64, 4096 * QH * D * 4);
+  xk = aligned_alloc(64, 4096 * KH * D * 4);
+  hq = aligned_alloc(64, 4096 * QH * D * 2);
+  hk = aligned_alloc(64, 4096 * KH * D * 2);
+  out16 = aligned_alloc(64, 4096 * KH * D * 2);
+  table = aligned_alloc(64, 4096 * 1024 * 4);
+  emb = aligned_alloc(64, 4096 * 1024 * 4);
+  scores = aligned_alloc(64, 32 * 512 * 512 * 4);
+  for (size_t i = 0; i < 4096u * QH * D; ++i) {
+    xq[i] = (float)(i % 97) * 0.01f;
+    hq[i] = 0x3f80;
+  }
+  for (size_t i = 0; i < 4096u * KH * D; ++i) {
+    xk[i] = (float)(i % 89) * 0.01f;
+    hk[i] = 0x3f80;
+  }
+  for (size_t i = 0; i < 4096u * 1024; ++i) {
+    table[i] = 0.001f * (float)(i % 13);
+    emb[i] = 0;
+  }
+  for (size_t i = 0; i < 32u * 512 * 512; ++i) scores[i] = 0;
+  for (int i = 0; i < 32; ++i) slopes[i] = exp2f(-0.25f * (i + 1));
+  for (int i = 0; i < 4096; ++i) pos[i] = (i * 7919) % 4096;
+  const char *names[] = {"rope_f32_neox",
+                         "rope_bf16_neox",
+                         "rope_f16_neox",
+                         "rope_apply_f32_neox",
+                         "rope_out_f32_bf16_neox",
+                         "rope_f32_gptj(pos)",
+                         "sinusoid_fill_f32(1024)",
+                         "alibi_add_f32(512k)",
+                         "learned_add_f32(1024)",
+                         "softmax_f32_decode(32h)",
+                         "softmax_f32_causal(32h,T/16 q)"};
+  const size_t Ts[] = {1, 16, 512, 4096};
+  double *r = malloc(sizeof(double) * rounds);
+  for (int c = 0; c < 11; ++c)
+    for (int ti = 0; ti < 4; ++ti) {
+      size_t T = Ts[ti];
+      if (getenv("CASE") && atoi(getenv("CASE")) != c) continue;
+      if ((c == 7) && T < 512) continue;
+      if (c >= 9 && T < 16) continue;
+      int reps = T >= 4096 ? 1 : T >= 512 ? 4 : T >= 16 ? 64 : 512;
+      double tot[2] = {0, 0};
+      for (int k = 0; k < rounds; ++k) {
+        double t[2];
+        for (int s0 = 0; s0 < 2; ++s0) {
+          int s = (k & 1) ? 1 - s0 : s0;
+          double a = now();
+          for (int j = 0; j < reps; ++j)
+            if (run(&L[s], c, T) != POSENC_OK) {
+              fprintf(stderr, "fail %d\n", c);
+              exit(4);
+            }
+          t[s] = now() - a;
+        }
+        r[k] = t[1] / t[0];
+        tot[0] += t[0];
+        tot[1] += t[1];
+      }
+      qsort(r, rounds, sizeof *r, cmpd);
+      printf("%-26s T=%-5zu new/old median %.3f (q25 %.3f q75 %.3f)  old %.1f us/call\n", names[c],
+             T, r[rounds / 2], r[rounds / 4], r[3 * rounds / 4], 1e6 * tot[0] / rounds / reps);
+    }
+  return 0;
+}
