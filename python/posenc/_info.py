@@ -32,7 +32,7 @@ def all_isas():
 
 def active_isa():
     """The name of the ISA whose variants the kernels use now (posenc_active_isa +
-    posenc_isa_name): "scalar", "sse4", "avx2", "avx512", "avx512bf16", "neon" or "sve"."""
+    posenc_isa_name): one of all_isas(), e.g. "avx2", "neon", "sve" or "rvv"."""
     return _isa_name(lib.posenc_active_isa())
 
 
