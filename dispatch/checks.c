@@ -5,12 +5,6 @@
 #include <stdalign.h>
 #include <stdlib.h>
 
-int posenc_float_aligned(const void *p) { return posenc_elem_aligned(p, alignof(float)); }
-
-int posenc_elem_aligned(const void *p, size_t elem_size) {
-  return p && (uintptr_t)p % elem_size == 0;
-}
-
 int posenc_grid_extent(size_t n_a, size_t stride_a, size_t n_b, size_t stride_b, size_t width,
                        size_t *extent) {
   return posenc_grid_extent_elems(sizeof(float), n_a, stride_a, n_b, stride_b, width, extent);
@@ -143,15 +137,27 @@ posenc_status posenc_reject_data(const char *fn, const char *arg, const char *fi
 /* The dimensions (count > 1) of a 3-D grid sorted by stride, for the nesting check. */
 int posenc_grid3_extent_elems(size_t elem_size, const size_t count[3], const size_t stride[3],
                               size_t width, int disjoint, size_t *extent) {
+  /* The usual nesting first (heads inside tokens inside batches), without the sort: the
+   * extent is the same sum in any order, and if each stride of a dimension in that order
+   * (count > 1) steps over the extent of the ones inside it, the strides are sorted and the
+   * general check below would find the same. */
   size_t ext = width;
-  size_t n[3], st[3], m = 0;
-  for (int d = 0; d < 3; ++d) {
+  int nested = 1;
+  for (int d = 2; d >= 0; --d) {
     size_t span;
     if (count[d] == 0) return 0;
+    if (count[d] == 1) continue;
+    if (stride[d] < ext) nested = 0;
     if (__builtin_mul_overflow(count[d] - 1, stride[d], &span) ||
         __builtin_add_overflow(ext, span, &ext))
       return 0;
-    if (count[d] > 1) {
+  }
+  if (ext > PTRDIFF_MAX / elem_size) return 0;
+  *extent = ext;
+  if (!disjoint || nested) return 1;
+  size_t n[3], st[3], m = 0;
+  for (int d = 0; d < 3; ++d) {
+    if (count[d] > 1) { /* insertion by stride */
       size_t j = m++;
       for (; j > 0 && st[j - 1] > stride[d]; --j) {
         st[j] = st[j - 1];
@@ -161,9 +167,6 @@ int posenc_grid3_extent_elems(size_t elem_size, const size_t count[3], const siz
       n[j] = count[d];
     }
   }
-  if (ext > PTRDIFF_MAX / elem_size) return 0;
-  *extent = ext;
-  if (!disjoint) return 1;
   size_t inner = width; /* extent of the dimensions inside the current one */
   for (size_t j = 0; j < m; ++j) {
     if (st[j] < inner) return 0;
@@ -257,7 +260,11 @@ posenc_status posenc_rope_check_views(const char *fn, const char *src_name, cons
   if (!dst) return posenc_reject(fn, dst_name, "is NULL");
   if (!posenc_dtype_elem(src->dtype, x))
     return posenc_reject_field(fn, src_name, "dtype", "%d is not a posenc_dtype", (int)src->dtype);
-  if (!posenc_dtype_elem(dst->dtype, y))
+  /* One view in place (the in-place forms): its type, alignment and disjoint extent once. */
+  const int one = src == dst;
+  if (one)
+    *y = *x;
+  else if (!posenc_dtype_elem(dst->dtype, y))
     return posenc_reject_field(fn, dst_name, "dtype", "%d is not a posenc_dtype", (int)dst->dtype);
   if (src->n_heads != dst->n_heads)
     return posenc_reject_field(fn, dst_name, "n_heads", "%zu differs from %s->n_heads %zu",
@@ -271,9 +278,9 @@ posenc_status posenc_rope_check_views(const char *fn, const char *src_name, cons
   size_t src_extent, dst_extent;
   if (!posenc_elem_aligned(src->data, xs))
     return posenc_reject_data(fn, src_name, "data", src->data, xs);
-  if (!posenc_elem_aligned(dst->data, ys))
+  if (!one && !posenc_elem_aligned(dst->data, ys))
     return posenc_reject_data(fn, dst_name, "data", dst->data, ys);
-  if (src == dst) { /* one view in place (the in-place forms): its disjoint extent alone */
+  if (one) {
     if (!posenc_grid3_extent_elems(ys, count, dst_stride, head_dim, 1, &dst_extent))
       return view_refused(fn, dst_name, ys, count, dst_stride, head_dim);
     src_extent = dst_extent;

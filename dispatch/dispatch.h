@@ -2,6 +2,9 @@
 #ifndef POSENC_DISPATCH_H
 #define POSENC_DISPATCH_H
 
+#include <stdalign.h>
+#include <stdint.h>
+
 #include "../kernels/variants.h"
 #include "posenc.h"
 
@@ -42,10 +45,14 @@ int posenc_cpu_supports(posenc_isa isa);
 
 /* Shared argument checks (dispatch/checks.c). */
 
-/* 1 if p is a non-null pointer aligned for float. */
-int posenc_float_aligned(const void *p);
 /* 1 if p is a non-null pointer aligned for elements of elem_size bytes (1, 2, 4, 8). */
-int posenc_elem_aligned(const void *p, size_t elem_size);
+static inline int posenc_elem_aligned(const void *p, size_t elem_size) {
+  return p && ((uintptr_t)p & (elem_size - 1)) == 0;
+}
+/* 1 if p is a non-null pointer aligned for float. */
+static inline int posenc_float_aligned(const void *p) {
+  return posenc_elem_aligned(p, alignof(float));
+}
 
 /* 1 if rows of `width` elements at i * stride_a + j * stride_b (i < n_a, j < n_b; both
  * counts >= 1) are pairwise disjoint, with one dimension nested in the other (the smaller
