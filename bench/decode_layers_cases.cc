@@ -6,6 +6,9 @@
 //   rope_decode_layers_f32/<isa>/layers:32/heads:32/kv:8/dim:128/mode:shared
 //   rope_decode_layers_f32/naive/layers:32/heads:32/kv:8/dim:128
 // (Google Benchmark reports them with "/iterations:<n>/manual_time" appended.)
+// The cold rows time the same layers with a larger stand-in, E MiB per layer, in the three
+// forms a runtime has (posenc_bench_cases.h, "Cold calls"):
+//   rope_cold_layer_f32/{posenc,floor,runtime_loop}/stream_mib:{32,256}
 //
 // How RoPE alone is timed: a steady_clock reading right before and right after each layer's
 // RoPE (percall: the posenc_rope_f32 call; shared: the two posenc_rope_apply calls; naive:
@@ -23,6 +26,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <new>
 #include <string>
@@ -80,16 +84,17 @@ size_t LastLevelCacheBytes() {
   return static_cast<size_t>(largest);
 }
 
-// The weights' stand-in, shared by every row and made once: a ring of 8 MiB slices, at least
-// 32 of them (one per layer) and at least twice the last-level cache, so that a slice is never
-// still cached when it is read again. Filled with a pattern (pages faulted in here).
+// The weights' stand-in, shared by the rows of one slice size and made once: a ring of
+// slices of `slice_bytes` (8 MiB for the decode rows, E MiB for the cold rows), at least two,
+// at least 32 x 8 MiB in all and at least twice the last-level cache, so that a slice is
+// never still cached when it is read again. Filled with a pattern (pages faulted in here).
 struct WeightRing {
-  WeightRing() {
-    const size_t llc_slices =
-        (2 * LastLevelCacheBytes() + kLayerWeightBytes - 1) / kLayerWeightBytes;
-    slices = std::max(kMinRingBytes / kLayerWeightBytes, llc_slices);
-    words_per_slice = kLayerWeightBytes / sizeof(uint64_t);
-    const size_t bytes = slices * kLayerWeightBytes;
+  explicit WeightRing(size_t slice_bytes) {
+    const auto slices_for = [&](size_t bytes) { return (bytes + slice_bytes - 1) / slice_bytes; };
+    slices =
+        std::max({size_t{2}, slices_for(kMinRingBytes), slices_for(2 * LastLevelCacheBytes())});
+    words_per_slice = slice_bytes / sizeof(uint64_t);
+    const size_t bytes = slices * slice_bytes;
     data.reset(static_cast<uint64_t*>(std::aligned_alloc(64, bytes)));
     if (!data) throw std::bad_alloc();
     for (size_t i = 0; i < slices * words_per_slice; ++i) data[i] = i * 0x9E3779B97F4A7C15ull;
@@ -100,9 +105,12 @@ struct WeightRing {
   size_t words_per_slice = 0;
 };
 
-const WeightRing& Ring() {
-  static const WeightRing ring;
-  return ring;
+// The ring of one slice size (made on first use; kept: rows repeat).
+const WeightRing& Ring(size_t slice_bytes) {
+  static std::map<size_t, std::unique_ptr<WeightRing>> rings;
+  std::unique_ptr<WeightRing>& ring = rings[slice_bytes];
+  if (!ring) ring = std::make_unique<WeightRing>(slice_bytes);
+  return *ring;
 }
 
 // The cheap reduction that reads a slice through (integer adds: the compiler vectorises them).
@@ -233,9 +241,11 @@ const char* ModeName(Mode mode) {
 }
 bool IsNaive(Mode mode) { return mode == Mode::kNaive || mode == Mode::kNaiveFactors; }
 
-void RunDecodeLayers(benchmark::State& state, posenc_isa isa, Mode mode) {
-  const std::string variant = IsNaive(mode) ? "naive" : posenc_isa_name(isa);
-  NotifyRowEnter(DecodeLayersRunName(variant, ModeName(mode)), state.max_iterations);
+// One row: tokens through the layers, a ring of slice_bytes slices as the weights; `run_name`
+// as Google Benchmark reports it.
+void RunLayers(benchmark::State& state, const std::string& run_name, posenc_isa isa, Mode mode,
+               size_t slice_bytes) {
+  NotifyRowEnter(run_name, state.max_iterations);
   if (!IsNaive(mode) && posenc_set_isa(isa) != POSENC_OK) {
     state.SkipWithError("posenc_set_isa failed");
     return;
@@ -247,7 +257,7 @@ void RunDecodeLayers(benchmark::State& state, posenc_isa isa, Mode mode) {
     return;
   }
   s.plan.reset(raw_plan, posenc_rope_plan_destroy);
-  const WeightRing& ring = Ring();
+  const WeightRing& ring = Ring(slice_bytes);
   uint64_t sink = 0;
   // One untimed token: checks the calls, warms what a running model has warm (code, plan).
   if (!RunToken(s, ring, 0, sink).ok) {
@@ -283,7 +293,77 @@ void RunDecodeLayers(benchmark::State& state, posenc_isa isa, Mode mode) {
   state.SetItemsProcessed(iterations * static_cast<int64_t>(kQElements + kKElements));
 }
 
+void RunDecodeLayers(benchmark::State& state, posenc_isa isa, Mode mode) {
+  const std::string variant = IsNaive(mode) ? "naive" : posenc_isa_name(isa);
+  RunLayers(state, DecodeLayersRunName(variant, ModeName(mode)), isa, mode, kLayerWeightBytes);
+}
+
+// The cold rows: rope_cold_layer_f32/<form>/stream_mib:<E>, forms in registration order.
+constexpr const char* kColdKernel = "rope_cold_layer_f32";
+constexpr size_t kColdStreamMib[] = {32, 256};
+struct ColdForm {
+  const char* name;
+  Mode mode;
+};
+constexpr ColdForm kColdForms[] = {
+    {"posenc", Mode::kShared}, {"floor", Mode::kNaiveFactors}, {"runtime_loop", Mode::kNaive}};
+
+// Tokens per run: 8 GiB streamed per run (32 layers x E MiB per token).
+int64_t ColdTokensPerRun(size_t mib) {
+  return std::max<int64_t>(1, static_cast<int64_t>(256 / mib));
+}
+
+std::string ColdRowName(const char* form, size_t mib) {
+  return std::string(kColdKernel) + "/" + form + "/stream_mib:" + std::to_string(mib);
+}
+
+std::string ColdRunName(const char* form, size_t mib) {
+  return ColdRowName(form, mib) + "/iterations:" + std::to_string(ColdTokensPerRun(mib)) +
+         "/manual_time";
+}
+
+// The tier the posenc form runs: the automatic choice (or POSENC_ISA's), as a runtime gets it,
+// read at registration, before any row sets one.
+posenc_isa ColdIsa() {
+  static const posenc_isa isa = posenc_active_isa();
+  return isa;
+}
+
+void RunColdLayer(benchmark::State& state, ColdForm form, size_t mib) {
+  if (form.mode == Mode::kShared) state.SetLabel(posenc_isa_name(ColdIsa()));
+  RunLayers(state, ColdRunName(form.name, mib), ColdIsa(), form.mode, mib << 20);
+}
+
+void RegisterColdLayerRows() {
+  for (size_t mib : kColdStreamMib)
+    for (const ColdForm& form : kColdForms)
+      benchmark::RegisterBenchmark(ColdRowName(form.name, mib).c_str(), RunColdLayer, form, mib)
+          ->UseManualTime()
+          ->Iterations(ColdTokensPerRun(mib));
+}
+
 }  // namespace
+
+std::vector<std::string> ColdLayerForms() {
+  std::vector<std::string> forms;
+  for (const ColdForm& form : kColdForms) forms.push_back(form.name);
+  return forms;
+}
+
+std::vector<size_t> ColdLayerStreamMib() {
+  return std::vector<size_t>(std::begin(kColdStreamMib), std::end(kColdStreamMib));
+}
+
+std::string ColdLayerRunName(const std::string& form, size_t mib) {
+  return ColdRunName(form.c_str(), mib);
+}
+
+std::vector<std::string> ColdLayerRunNames() {
+  std::vector<std::string> names;
+  for (size_t mib : kColdStreamMib)
+    for (const ColdForm& form : kColdForms) names.push_back(ColdRunName(form.name, mib));
+  return names;
+}
 
 std::string DecodeLayersShape() {
   return "layers:" + std::to_string(kLayers) + "/heads:" + std::to_string(kQHeads) +
@@ -331,6 +411,8 @@ void RegisterDecodeLayersRows() {
     }
     for (Mode mode : {Mode::kPerCall, Mode::kShared}) add(variant, isa, mode);
   }
+  ColdIsa();
+  RegisterColdLayerRows();
 }
 
 }  // namespace posenc_bench

@@ -6,6 +6,7 @@
 #define LV_SUFFIX avx2
 #define LV_ISA POSENC_ISA_AVX2
 #define LV_W 8
+#define LV_FUSED 1
 #define LV_HAS_STREAM 1
 
 typedef __m256 lv;

@@ -6,6 +6,7 @@
 #define LV_SUFFIX avx512
 #define LV_ISA POSENC_ISA_AVX512
 #define LV_W 16
+#define LV_FUSED 1
 #define LV_HAS_STREAM 1
 
 typedef __m512 lv;

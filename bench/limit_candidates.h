@@ -35,12 +35,31 @@ typedef struct limit_candidate {
   limit_fn fn;
 } limit_candidate;
 
+/* The compute limit of a vector layer: n_iter rounds of LIMIT_FMA_CHAINS independent chains
+ * acc = acc * a + b, one vector FMA each (a multiply and an add where the layer has no FMA:
+ * `fused` 0). Twelve chains cover two FMA units of four cycles' latency with room to spare
+ * (fewer chains, or a sibling vCPU at work, read 2-3x low on this machine kind). Returns
+ * the sum of the chains' lanes, so that the compiler keeps every operation. */
+#define LIMIT_FMA_CHAINS 12
+typedef struct limit_fma_loop {
+  const char *name; /* the layer: "avx512", "avx2", "sse2", "portable" */
+  posenc_isa isa;   /* as limit_candidate's */
+  unsigned lanes;   /* floats per vector */
+  int fused;        /* 1: one fused multiply-add instruction per operation */
+  float (*fn)(size_t n_iter, float a, float b);
+} limit_fma_loop;
+
 /* The candidates of each vector layer (*count receives how many). The portable layer is
  * always built; the others where CMake defines POSENC_BENCH_LIMIT_<LAYER>. */
 const limit_candidate *limit_candidates_portable(size_t *count);
 const limit_candidate *limit_candidates_sse2(size_t *count);
 const limit_candidate *limit_candidates_avx2(size_t *count);
 const limit_candidate *limit_candidates_avx512(size_t *count);
+/* The compute-limit loop of each vector layer (the same layers). */
+const limit_fma_loop *limit_fma_portable(void);
+const limit_fma_loop *limit_fma_sse2(void);
+const limit_fma_loop *limit_fma_avx2(void);
+const limit_fma_loop *limit_fma_avx512(void);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 // Limit rows: the fastest plain stream this bench can find over a buffer of each size that a
 // kernel row is compared with (RowGroup::limit_bytes): in place and store-only for the groups
-// compared with those, copy for the out-of-place groups.
+// compared with those, copy for the out-of-place groups; and the compute limit of each
+// vector layer (limit_fma/<layer>: vector FMAs per ns, LIMIT_FMA_CHAINS independent chains).
 // The candidates (limit_<layer>.c, and libc's memcpy for copies) are timed briefly the first
 // time a size runs, and the fastest one is then measured as the row; its name is the row's
 // label.
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -31,6 +33,7 @@ constexpr int kChoiceRounds = 5;              // best of this many timings per c
 constexpr double kChoiceBatchSeconds = 2e-3;  // each timing repeats passes for about this long
 
 using LayerCandidates = const limit_candidate* (*)(size_t* count);
+using LimitFmaLoop = const limit_fma_loop* (*)();
 
 // libc's memcpy as a copy candidate: what a caller's copy runs (it picks its own stores).
 void LibcCopy(float* x, const float* src, size_t n, float, float) {
@@ -166,6 +169,50 @@ void RunLimit(benchmark::State& state, LimitKind kind, size_t bytes) {
   state.SetItemsProcessed(iterations * static_cast<int64_t>(n));
 }
 
+const LimitFmaLoop kFmaLayers[] = {
+    limit_fma_portable,
+#ifdef POSENC_BENCH_LIMIT_SSE2
+    limit_fma_sse2,
+#endif
+#ifdef POSENC_BENCH_LIMIT_AVX2
+    limit_fma_avx2,
+#endif
+#ifdef POSENC_BENCH_LIMIT_AVX512
+    limit_fma_avx512,
+#endif
+};
+
+// Rounds per pass: about 20 us of FMAs at this machine kind's rate (small against a timer
+// read, short enough for a pass to stay on one core).
+constexpr size_t kFmaRoundsPerPass = 4096;
+
+// Items: vector FMAs (a multiply and an add where the layer has none); counters: their rate
+// (fma, per second) and that of the float operations they make (flop: 2 x lanes each).
+void RunLimitFma(benchmark::State& state, const limit_fma_loop* loop) {
+  NotifyRowEnter(LimitFmaRowName(loop->name), state.max_iterations);
+  float sink = loop->fn(kFmaRoundsPerPass, g_scale, g_offset);
+  for (auto _ : state) {
+    sink += loop->fn(kFmaRoundsPerPass, g_scale, g_offset);
+    benchmark::DoNotOptimize(sink);
+  }
+  const double ops = static_cast<double>(state.iterations()) * kFmaRoundsPerPass * LIMIT_FMA_CHAINS;
+  state.SetItemsProcessed(static_cast<int64_t>(ops));
+  using benchmark::Counter;
+  state.counters["fma"] = Counter(ops, Counter::kIsRate);
+  state.counters["flop"] = Counter(ops * 2 * loop->lanes, Counter::kIsRate);
+  state.SetLabel(std::to_string(loop->lanes) + " lanes, " +
+                 (loop->fused ? "fused" : "multiply + add") + ", " +
+                 std::to_string(LIMIT_FMA_CHAINS) + " chains");
+}
+
+// The compute-limit loops this CPU runs.
+std::vector<const limit_fma_loop*> UsableFmaLoops() {
+  std::vector<const limit_fma_loop*> loops;
+  for (LimitFmaLoop layer : kFmaLayers)
+    if (posenc_isa_available(layer()->isa)) loops.push_back(layer());
+  return loops;
+}
+
 // The distinct limit_bytes of the groups for which `keep` holds, ascending.
 template <class Keep>
 std::vector<size_t> DistinctSizes(Keep keep) {
@@ -204,10 +251,20 @@ std::string LimitRowName(LimitKind kind, size_t bytes) {
   return std::string(LimitKindName(kind)) + "/bytes:" + std::to_string(bytes);
 }
 
+std::string LimitFmaRowName(const std::string& layer) { return "limit_fma/" + layer; }
+
+std::vector<std::string> LimitFmaRowNames() {
+  std::vector<std::string> names;
+  for (const limit_fma_loop* loop : UsableFmaLoops()) names.push_back(LimitFmaRowName(loop->name));
+  return names;
+}
+
 void RegisterLimitRows() {
   for (const LimitRow& row : LimitRows())
     benchmark::RegisterBenchmark(LimitRowName(row.kind, row.bytes).c_str(), RunLimit, row.kind,
                                  row.bytes);
+  for (const limit_fma_loop* loop : UsableFmaLoops())
+    benchmark::RegisterBenchmark(LimitFmaRowName(loop->name).c_str(), RunLimitFma, loop);
 }
 
 }  // namespace posenc_bench

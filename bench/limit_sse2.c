@@ -6,6 +6,7 @@
 #define LV_SUFFIX sse2
 #define LV_ISA POSENC_ISA_SCALAR
 #define LV_W 4
+#define LV_FUSED 0
 #define LV_HAS_STREAM 1
 
 typedef __m128 lv;

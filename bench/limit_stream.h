@@ -4,8 +4,10 @@
  *   LV_ISA           the posenc_isa a CPU needs to run it
  *   LV_W             floats per vector
  *   LV_HAS_STREAM    1 if lv_stream is a real non-temporal store
+ *   LV_FUSED         1 if lv_fmadd is one fused multiply-add instruction
  *   lv, lv_load, lv_store (aligned), lv_stream, lv_stream_fence, lv_set1, lv_fmadd
- * Three kinds: rmw (in place), write (store-only) and copy (from a source buffer into x).
+ * Three kinds: rmw (in place), write (store-only) and copy (from a source buffer into x);
+ * and the compute limit (limit_fma_<layer>, independent chains of lv_fmadd).
  * Variants differ in unrolling (vectors per iteration), software prefetch a fixed distance
  * ahead, and non-temporal stores; copy has the same variants as rmw. The table at the end
  * lists this layer's candidates. */
@@ -150,3 +152,25 @@ const limit_candidate *LV_CAT(limit_candidates_, LV_SUFFIX)(size_t *count) {
   *count = sizeof limit_table / sizeof limit_table[0];
   return limit_table;
 }
+
+/* The compute limit: LIMIT_FMA_CHAINS chains, each one lv_fmadd per round on its own
+ * accumulator (registers: no memory traffic in the loop). */
+static float LV_CAT(limit_fma_loop_, LV_SUFFIX)(size_t n_iter, float a, float b) {
+  lv acc[LIMIT_FMA_CHAINS];
+  for (int c = 0; c < LIMIT_FMA_CHAINS; ++c) acc[c] = lv_set1((float)c);
+  const lv va = lv_set1(a), vb = lv_set1(b);
+  for (size_t i = 0; i < n_iter; ++i)
+    for (int c = 0; c < LIMIT_FMA_CHAINS; ++c) acc[c] = lv_fmadd(acc[c], va, vb);
+  _Alignas(64) float lanes[LV_W];
+  float sum = 0;
+  for (int c = 0; c < LIMIT_FMA_CHAINS; ++c) {
+    lv_store(lanes, acc[c]);
+    for (int l = 0; l < LV_W; ++l) sum += lanes[l];
+  }
+  return sum;
+}
+
+static const limit_fma_loop limit_fma_entry = {LV_STR(LV_SUFFIX), LV_ISA, LV_W, LV_FUSED,
+                                               LV_CAT(limit_fma_loop_, LV_SUFFIX)};
+
+const limit_fma_loop *LV_CAT(limit_fma_, LV_SUFFIX)(void) { return &limit_fma_entry; }

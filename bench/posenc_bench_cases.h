@@ -152,6 +152,13 @@ std::vector<LimitRow> LimitRows();
 const char* LimitKindName(LimitKind kind);
 // "limit_rmw/bytes:<n>", "limit_write/bytes:<n>" or "limit_copy/bytes:<n>".
 std::string LimitRowName(LimitKind kind, size_t bytes);
+// The compute-limit rows, registered after the stream limits: one per vector layer of the
+// bench that this CPU runs ("limit_fma/avx512", "limit_fma/avx2", "limit_fma/sse2",
+// "limit_fma/portable"): LIMIT_FMA_CHAINS (limit_candidates.h) independent chains of vector
+// FMAs; items are vector FMAs, counters fma and flop (per second). No bytes: the report's
+// fractions of the stream limits skip them.
+std::string LimitFmaRowName(const std::string& layer);
+std::vector<std::string> LimitFmaRowNames();
 
 // The decode-through-layers rows (see above): "layers:32/heads:32/kv:8/dim:128".
 std::string DecodeLayersShape();
@@ -166,6 +173,22 @@ std::string DecodeLayersRunName(const std::string& variant, const std::string& m
 // Every decode row's run name, in registration order: per ISA percall then shared, then naive
 // and naive mode:factors.
 std::vector<std::string> DecodeLayersRunNames();
+
+// Cold calls: RoPE of one decode token's q and k (32 Q + 8 K heads x 128, f32, NEOX) in each
+// of 32 layers, after E MiB of the layer's weight stand-in streamed through the caches (the
+// library's code, tables and TLB entries evicted, as in a real decode), ns per layer as the
+// decode rows count it (counter rope_ns_per_layer; the token's factors or table included,
+// spread over its layers). Forms: posenc (what the integration guide recommends: factors
+// once per token, posenc_rope_apply for q and k per layer; at the tier posenc chose at
+// start-up, the row's label), floor (a cos/sin table made once per token by the bench's own
+// C, applied by a plain loop compiled into the bench) and runtime_loop (powf/cosf/sinf
+// inline per head and pair, as small C runtimes write it). Run names
+// "rope_cold_layer_f32/<form>/stream_mib:<E>/iterations:<n>/manual_time", n tokens per run
+// (8 GiB streamed).
+std::vector<std::string> ColdLayerForms();  // "posenc", "floor", "runtime_loop"
+std::vector<size_t> ColdLayerStreamMib();   // 32, 256
+std::string ColdLayerRunName(const std::string& form, size_t mib);
+std::vector<std::string> ColdLayerRunNames();  // per E, per form, in registration order
 
 // Registers every kernel row, then the decode rows, then the limit rows with Google
 // Benchmark. Call once, before benchmark::RunSpecifiedBenchmarks().

@@ -21,7 +21,8 @@ namespace {
 struct RowResult {
   double bytes_per_second = 0;
   std::string label;
-  double rope_ns_per_layer = -1;  // the decode rows' counter; -1 elsewhere
+  double rope_ns_per_layer = -1;  // the decode and cold rows' counter; -1 elsewhere
+  double fma_per_second = -1;     // the compute-limit rows' counter (vector FMAs); -1 elsewhere
 };
 using Results = std::map<std::string, RowResult>;
 
@@ -46,10 +47,13 @@ class CollectingReporter : public benchmark::ConsoleReporter {
                   << "\n";
       if (run.error_occurred || !wanted) continue;
       const auto bytes = run.counters.find("bytes_per_second");
-      if (bytes == run.counters.end()) continue;
+      const auto fma = run.counters.find("fma");
+      if (bytes == run.counters.end() && fma == run.counters.end()) continue;
       const auto rope_ns = run.counters.find("rope_ns_per_layer");
-      results_[run.run_name.str()] = {bytes->second.value, run.report_label,
-                                      rope_ns == run.counters.end() ? -1 : rope_ns->second.value};
+      results_[run.run_name.str()] = {bytes == run.counters.end() ? 0 : bytes->second.value,
+                                      run.report_label,
+                                      rope_ns == run.counters.end() ? -1 : rope_ns->second.value,
+                                      fma == run.counters.end() ? -1 : fma->second.value};
     }
   }
 
@@ -65,8 +69,10 @@ std::vector<std::string> AllRowNames() {
     for (const std::string& variant : posenc_bench::GroupVariants(group))
       names.push_back(posenc_bench::RowName(group.kernel, variant, group.shape));
   for (const std::string& name : posenc_bench::DecodeLayersRunNames()) names.push_back(name);
+  for (const std::string& name : posenc_bench::ColdLayerRunNames()) names.push_back(name);
   for (const posenc_bench::LimitRow& limit : posenc_bench::LimitRows())
     names.push_back(posenc_bench::LimitRowName(limit.kind, limit.bytes));
+  for (const std::string& name : posenc_bench::LimitFmaRowNames()) names.push_back(name);
   return names;
 }
 
@@ -315,6 +321,41 @@ void PrintDecodeLayersTable(const Results& results, std::ostream& out) {
   out << line;
 }
 
+// The cold rows: RoPE ns per layer of each form after E MiB streamed, and posenc's time over
+// the floor's and the runtime loop's.
+void PrintColdLayerTable(const Results& results, std::ostream& out) {
+  const auto ns = [&](const std::string& form, size_t mib) -> std::optional<double> {
+    const auto it = results.find(posenc_bench::ColdLayerRunName(form, mib));
+    if (it == results.end() || it->second.rope_ns_per_layer < 0) return std::nullopt;
+    return it->second.rope_ns_per_layer;
+  };
+  bool any = false;
+  for (size_t mib : posenc_bench::ColdLayerStreamMib())
+    for (const std::string& form : posenc_bench::ColdLayerForms()) any |= ns(form, mib).has_value();
+  if (!any) return;
+  const auto it = results.find(posenc_bench::ColdLayerRunName("posenc", 32));
+  const std::string isa =
+      it == results.end() || it->second.label.empty() ? "" : " (" + it->second.label + ")";
+  out << "\nrope_cold_layer_f32 (RoPE of one decode token's q and k, 32 Q + 8 K heads x 128, "
+         "in each of 32\nlayers, after E MiB of weights streamed): ns per layer; posenc: "
+         "factors once per token +\n2 posenc_rope_apply per layer"
+      << isa << "; floor: a table once per token + a plain loop;\nruntime_loop: "
+      << "powf/cosf/sinf inline\n";
+  char line[160];
+  std::snprintf(line, sizeof line, "  %-10s %10s %10s %16s %13s %20s\n", "stream MiB", "posenc ns",
+                "floor ns", "runtime_loop ns", "posenc/floor", "posenc/runtime_loop");
+  out << line;
+  const auto cell = [](std::optional<double> v) { return Ratio(v, 1.0, "%.0f"); };
+  for (size_t mib : posenc_bench::ColdLayerStreamMib()) {
+    const auto posenc = ns("posenc", mib), floor = ns("floor", mib),
+               runtime = ns("runtime_loop", mib);
+    std::snprintf(line, sizeof line, "  %-10zu %10s %10s %16s %13s %20s\n", mib,
+                  cell(posenc).c_str(), cell(floor).c_str(), cell(runtime).c_str(),
+                  Ratio(posenc, floor, "%.2fx").c_str(), Ratio(posenc, runtime, "%.2fx").c_str());
+    out << line;
+  }
+}
+
 std::string LimitLabel(const Results& results, const std::string& name) {
   const auto it = results.find(name);
   return it == results.end() ? std::string("-") : it->second.label;
@@ -349,6 +390,23 @@ void PrintLimitTable(const Results& results, std::ostream& out) {
     char line[160];
     std::snprintf(line, sizeof line, "  %12zu %9s  %s\n", bytes,
                   GigaBytes(Rate(results, copy)).c_str(), LimitLabel(results, copy).c_str());
+    out << line;
+  }
+}
+
+// The compute limits: vector FMAs per ns of each layer's independent chains.
+void PrintFmaTable(const Results& results, std::ostream& out) {
+  bool header = false;
+  for (const std::string& name : posenc_bench::LimitFmaRowNames()) {
+    const auto it = results.find(name);
+    if (it == results.end() || it->second.fma_per_second < 0) continue;
+    if (!header) {
+      out << "  compute: independent chains of vector FMAs (limit_fma)\n";
+      header = true;
+    }
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-22s %6.2f vector FMA/ns  (%s)\n", name.c_str(),
+                  it->second.fma_per_second * 1e-9, it->second.label.c_str());
     out << line;
   }
 }
@@ -413,7 +471,9 @@ void PrintTables(const Results& results, std::ostream& out) {
   PrintRuntimeRopeTables(results, out);
   PrintAlibiSoftmaxTable(results, out);
   PrintDecodeLayersTable(results, out);
+  PrintColdLayerTable(results, out);
   PrintLimitTable(results, out);
+  PrintFmaTable(results, out);
 }
 
 }  // namespace

@@ -21,7 +21,8 @@ shape, buffer_bytes, limit row) and "bytes_per_second" per row (the median of it
 repetitions); `posenc-report compare` writes ROWS.json, {"reports": [...]}, one such object
 per file (with its "path"; groups estimated for a plain posenc_bench file). Row names follow
 DESIGN.md: <kernel>/<variant>/<arg>:<value>/..., limit_rmw/bytes:<n>. Rows outside every group
-(the rope_decode_layers rows: RoPE time per layer, no limit) are not drawn.
+(the rope_decode_layers and rope_cold_layer rows: RoPE time per layer, no limit; limit_fma:
+no bytes) are not drawn.
 """
 
 import json

@@ -76,9 +76,10 @@ JsonValue RatesJson(const RowRates& rates) {
 namespace {
 
 // The limit a kernel is compared with: limit_copy for the out-of-place rows, limit_write for
-// table fills, else limit_rmw; nullptr for rows that have none (the decode rows).
+// table fills, else limit_rmw; nullptr for rows that have none (the decode and cold rows).
 const char* LimitKindOf(const std::string& kernel) {
-  if (kernel.rfind("rope_decode_layers", 0) == 0) return nullptr;
+  if (kernel.rfind("rope_decode_layers", 0) == 0 || kernel.rfind("rope_cold_layer", 0) == 0)
+    return nullptr;
   if (kernel.rfind("rope_out", 0) == 0 || kernel.rfind("copy_then_rope", 0) == 0)
     return "limit_copy";
   return kernel.find("_fill") != std::string::npos ? "limit_write" : "limit_rmw";

@@ -38,7 +38,8 @@ JsonValue RatesJson(const RowRates& rates);
 // out-of-place rows (rope_out, copy_then_rope; estimate doubled: source + destination),
 // limit_write for table fills, else limit_rmw, and its buffer size is its estimate snapped to
 // the nearest size of the file's limit rows of that kind (of any kind if it has none). Rows
-// without an estimate, and the decode rows (rope_decode_layers: no limit), have no group.
+// without an estimate, and the decode and cold rows (rope_decode_layers, rope_cold_layer: no
+// limit), have no group.
 JsonValue EstimatedRowGroupsJson(const RowRates& rates);
 
 }  // namespace posenc_report
