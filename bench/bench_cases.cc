@@ -112,6 +112,7 @@ int DispatchKernelOf(const std::string& kernel) {
       {"alibi_softmax_f32", POSENC_KERNEL_SOFTMAX_F32},
       {"softmax_bf16", POSENC_KERNEL_SOFTMAX_16},
       {"softmax_f32", POSENC_KERNEL_SOFTMAX_F32},
+      {"softmax_out_f32", POSENC_KERNEL_SOFTMAX_F32},
       {"alibi_add_bf16", POSENC_KERNEL_ALIBI_BF16},
       {"alibi_add_f16", POSENC_KERNEL_ALIBI_F16},
       {"alibi_add_f32", POSENC_KERNEL_ALIBI_F32},
@@ -122,12 +123,46 @@ int DispatchKernelOf(const std::string& kernel) {
   return -1;
 }
 
+double FmaOpsPerItem(const std::string& kernel) {
+  // Per element produced, from each kernel's source (kernels/*_simd.h); longest prefixes first.
+  static const struct {
+    const char* prefix;
+    double ops;
+  } map[] = {
+      // x0 c - x1 s and x1 c + x0 s: 2 multiplies + 2 FMAs per pair (det: 4 multiplies and 2
+      // adds), whatever the storage, form or layout: 2 per element. The per-token cos/sin
+      // (a few dozen operations per pair, shared by every head) are left out.
+      {"copy_then_rope", 2},
+      {"rope_rerotate_two_pass", 4},  // two rotations of every element
+      {"rope_", 2},
+      {"mrope_", 2},
+      // Each table row from the last by angle addition, c c_k - s s_k and s c_k + c s_k:
+      // 2 multiplies + 2 FMAs per (sin, cos) pair of elements.
+      {"sinusoid_", 2},
+      // alibi_add_then_softmax: the add pass (1) + the softmax (10); before alibi_softmax_.
+      {"alibi_add_then_softmax", 11},
+      // Pass 1 t = x * scale + slope * d (2), pass 2 exp(t - max) (8: the FMA of t log2 e,
+      // the FNMA of the reduction, 5 polynomial FMAs, VSCALEFPS), pass 3 e * (1 / sum) (1).
+      {"alibi_softmax_", 11},
+      // As above without the ALiBi term: x * scale (+ mask) is one FMA.
+      {"softmax_", 10},
+      // score + slope * d: one FMA.
+      {"alibi_add_", 1},
+      // x + table: an add, no multiply.
+      {"learned_add", 0},
+  };
+  for (const auto& m : map)
+    if (kernel.rfind(m.prefix, 0) == 0) return m.ops;
+  return 0;
+}
+
 const std::vector<RowGroup>& RowGroups() {
   static const std::vector<RowGroup> groups = [] {
     std::vector<RowGroup> v;
     for (const GroupRows& rows : AllRows()) {
       v.push_back(rows.group);
       v.back().dispatch_kernel = DispatchKernelOf(rows.group.kernel);
+      v.back().fma_ops_per_item = FmaOpsPerItem(rows.group.kernel);
     }
     return v;
   }();

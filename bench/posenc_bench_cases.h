@@ -110,7 +110,18 @@ struct RowGroup {
   // that calls more than one (copy_then_rope, alibi_add_then_softmax,
   // rope_rerotate_two_pass): set from the kernel's name (DispatchKernelOf).
   int dispatch_kernel = -1;
+  // The compute side of the row's roofline: the multiply-class vector operations (FMA,
+  // multiply, scale: what limit_fma's loop runs) the kernel needs per element produced, at
+  // least (adds, compares, conversions, shuffles and loads run on other units and are not
+  // counted). Set from the kernel's name (FmaOpsPerItem, which derives each count).
+  double fma_ops_per_item = 0;
+  // The fraction of the elements the kernel computes (1 but where a mask hides some: those
+  // are written 0 or skipped); the compute side of the roofline counts these alone.
+  double visible = 1.0;
 };
+
+// The multiply-class operations per element of a kernel (RowGroup::fma_ops_per_item).
+double FmaOpsPerItem(const std::string& kernel);
 
 // The posenc_kernel a group's rows call, from its kernel name; -1 for composites.
 int DispatchKernelOf(const std::string& kernel);
@@ -120,7 +131,8 @@ int DispatchKernelOf(const std::string& kernel);
 // the same for gptj, f32_bf16_neox, f32_f16_neox), rope_apply_f32_neox, rope_rerotate (f32,
 // bf16, two_pass_f32), mrope_f32_neox, sinusoid_fill, sinusoid_add, sinusoid_fill_bf16,
 // sinusoid_fill_f16, alibi_add (f32, then bf16 and f16), alibi_softmax_f32,
-// alibi_softmax_bf16, alibi_add_then_softmax_f32, softmax_f32, softmax_bf16, learned_add.
+// alibi_softmax_bf16, alibi_add_then_softmax_f32, softmax_f32, softmax_bf16, softmax_out_f32,
+// learned_add.
 const std::vector<RowGroup>& RowGroups();
 
 // The variants registered: every ISA posenc_isa_available() reports, in posenc_isa order,

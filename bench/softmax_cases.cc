@@ -12,7 +12,9 @@
 //      (the same mask in f16);
 //   .../mask:causal/sinks:1       with a sink logit per head (gpt-oss);
 //   .../mask:causal/window:256    with a sliding window of 256 keys (Mistral, Gemma);
-//   softmax_bf16/<isa>/heads:32/q:512/k:512/mask:causal   bf16 x and y, in place.
+//   softmax_bf16/<isa>/heads:32/q:512/k:512/mask:causal   bf16 x and y, in place;
+//   softmax_out_f32/<isa>/heads:32/q:512/k:512/mask:none  x and y apart (y = softmax(x),
+//                                                         x unchanged), against limit_copy.
 // Every pass turns the scores into probabilities again: values stay in [0, 1], hidden
 // elements are written 0 and stay hidden (or are never read).
 #include <algorithm>
@@ -45,7 +47,8 @@ struct SoftmaxShape {
   size_t n_k;
   Mask mask;
   bool sinks;
-  int32_t window;  // 0: none
+  int32_t window;    // 0: none
+  bool out = false;  // y apart from x
 };
 
 const SoftmaxShape kShapes[] = {
@@ -62,6 +65,7 @@ const SoftmaxShape kShapes[] = {
     {Storage::kF32, 1, 4096, Mask::kCausal, true, 0},
     {Storage::kF32, 1, 4096, Mask::kCausal, false, 256},
     {Storage::kBf16, 512, 512, Mask::kCausal, false, 0},
+    {Storage::kF32, 512, 512, Mask::kNone, false, 0, true},
 };
 
 const char* MaskName(Mask mask) {
@@ -116,7 +120,9 @@ std::vector<float> KvCacheMask(const SoftmaxShape& s) {
 // limit rows' buffers are), the mask and the sinks.
 struct SoftmaxBuffers {
   explicit SoftmaxBuffers(const SoftmaxShape& shape)
-      : s(shape), scores(RandomFloats(Elements(shape), 23)) {
+      : s(shape),
+        scores(RandomFloats(Elements(shape), 23)),
+        y(shape.out ? AlignedFloatArray(Elements(shape)) : nullptr) {
     if (s.storage == Storage::kBf16) {
       AlignedFloats packed = AlignedFloatArray((Elements(s) + 1) / 2);
       auto* bits = reinterpret_cast<uint16_t*>(packed.get());
@@ -138,10 +144,12 @@ struct SoftmaxBuffers {
     }
   }
   void* Scores() const { return scores.get(); }
+  void* Output() const { return s.out ? y.get() : scores.get(); }
   const uint16_t* Mask16() const { return reinterpret_cast<const uint16_t*>(mask.get()); }
   const float* Sinks() const { return s.sinks ? sinks.data() : nullptr; }
   SoftmaxShape s;
   AlignedFloats scores;
+  AlignedFloats y;     // out: the f32 output, apart from the scores
   AlignedFloats mask;  // kvcache: n_q * n_k floats; kvcache16: as many f16 values, packed
   std::vector<float> sinks;
 };
@@ -163,9 +171,9 @@ Pass PosencPass(const SoftmaxShape& shape) {
     p.mask_dtype = s.mask == Mask::kKvCache16 ? POSENC_DTYPE_F16 : POSENC_DTYPE_F32;
   }
   const posenc_dtype dtype = s.storage == Storage::kF32 ? POSENC_DTYPE_F32 : POSENC_DTYPE_BF16;
-  const posenc_scores_view view = {buf->Scores(), dtype, s.n_q * s.n_k, s.n_k};
-  return
-      [buf, p, view] { return posenc_softmax(&p, kHeads, buf->s.n_q, buf->s.n_k, &view, &view); };
+  const posenc_scores_view x = {buf->Scores(), dtype, s.n_q * s.n_k, s.n_k};
+  const posenc_scores_view y = {buf->Output(), dtype, s.n_q * s.n_k, s.n_k};
+  return [buf, p, x, y] { return posenc_softmax(&p, kHeads, buf->s.n_q, buf->s.n_k, &x, &y); };
 }
 
 Pass NaivePass(const SoftmaxShape& shape) {
@@ -190,19 +198,41 @@ Pass NaivePass(const SoftmaxShape& shape) {
   };
 }
 
+// The fraction of the scores a row computes: the cells its mask leaves visible (the same
+// for every head).
+double VisibleFraction(const SoftmaxShape& s) {
+  if (MaskBytes(s)) {
+    const std::vector<float> m = KvCacheMask(s);
+    return static_cast<double>(std::count(m.begin(), m.end(), 0.0f)) / m.size();
+  }
+  if (s.mask != Mask::kCausal) return 1.0;
+  const size_t offset = static_cast<size_t>(QueryOffset(s)), span = s.window ? s.window : s.n_k;
+  size_t visible = 0;
+  for (size_t i = 0; i < s.n_q; ++i) visible += std::min(span, i + offset + 1);
+  return static_cast<double>(visible) / static_cast<double>(s.n_q * s.n_k);
+}
+
 // The n bytes of scores read and written in place (2n) plus the mask's m bytes, read (once:
 // it is shared by the heads), against limit_rmw/bytes:n (see posenc_bench_cases.h). Hidden
 // elements (causal, window, mask) count as in place. Items: every element of the scores.
+// Out of place: n read from x and n written to y, against limit_copy/bytes:2n; no naive row.
 GroupRows Group(const SoftmaxShape& shape) {
   const size_t bytes = Elements(shape) * ElementBytes(shape), mask_bytes = MaskBytes(shape);
+  if (shape.out)
+    return {{"softmax_out_f32", ShapeName(shape), LimitKind::kCopy, 2 * bytes,
+             std::to_string(bytes) + " bytes read from x, as many written to y", false},
+            static_cast<int64_t>(2 * bytes),
+            static_cast<int64_t>(Elements(shape)),
+            Factory(PosencPass, shape),
+            {}};
   std::string about = std::to_string(bytes) + " bytes in place";
   if (mask_bytes) about += " + " + std::to_string(mask_bytes) + " mask bytes read";
   if (shape.mask != Mask::kNone) about += ", hidden elements counted as in place";
-  return {{shape.storage == Storage::kF32 ? "softmax_f32" : "softmax_bf16", ShapeName(shape),
-           LimitKind::kRmw, bytes, about},
-          static_cast<int64_t>(2 * bytes + mask_bytes),
-          static_cast<int64_t>(Elements(shape)),
-          Factory(PosencPass, shape),
+  RowGroup group = {shape.storage == Storage::kF32 ? "softmax_f32" : "softmax_bf16",
+                    ShapeName(shape), LimitKind::kRmw, bytes, about};
+  group.visible = VisibleFraction(shape);
+  return {group, static_cast<int64_t>(2 * bytes + mask_bytes),
+          static_cast<int64_t>(Elements(shape)), Factory(PosencPass, shape),
           Factory(NaivePass, shape)};
 }
 

@@ -2,6 +2,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -9,6 +10,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "posenc.h"
@@ -23,6 +25,7 @@ struct RowResult {
   std::string label;
   double rope_ns_per_layer = -1;  // the decode and cold rows' counter; -1 elsewhere
   double fma_per_second = -1;     // the compute-limit rows' counter (vector FMAs); -1 elsewhere
+  double items_per_second = 0;    // elements produced
 };
 using Results = std::map<std::string, RowResult>;
 
@@ -54,6 +57,9 @@ class CollectingReporter : public benchmark::ConsoleReporter {
                                       run.report_label,
                                       rope_ns == run.counters.end() ? -1 : rope_ns->second.value,
                                       fma == run.counters.end() ? -1 : fma->second.value};
+      const auto items = run.counters.find("items_per_second");
+      if (items != run.counters.end())
+        results_[run.run_name.str()].items_per_second = items->second.value;
     }
   }
 
@@ -149,6 +155,42 @@ bool AnyRow(const Results& results, const posenc_bench::RowGroup& group) {
   return false;
 }
 
+// The multiply-class lane operations per second a variant can run (limit_fma of its vector
+// layer: vector FMAs per ns x lanes); naive (compiled for this CPU): the best layer's.
+std::optional<double> LaneFmaRate(const Results& results, const std::string& variant) {
+  static const std::map<std::string, std::pair<std::string, double>> layer = {
+      {"scalar", {"portable", 1}}, {"sse4", {"sse2", 4}},          {"avx2", {"avx2", 8}},
+      {"avx512", {"avx512", 16}},  {"avx512bf16", {"avx512", 16}}, {"neon", {"portable", 1}},
+      {"sve", {"portable", 1}},    {"rvv", {"portable", 1}}};
+  const auto rate = [&](const std::string& name, double lanes) -> std::optional<double> {
+    const auto it = results.find(posenc_bench::LimitFmaRowName(name));
+    if (it == results.end() || it->second.fma_per_second <= 0) return std::nullopt;
+    return it->second.fma_per_second * lanes;
+  };
+  if (variant == "naive") {
+    std::optional<double> best;
+    for (const auto& [name, l] : layer)
+      if (const auto r = rate(l.first, l.second); r && (!best || *r > *best)) best = r;
+    return best;
+  }
+  const auto it = layer.find(variant);
+  return it == layer.end() ? std::nullopt : rate(it->second.first, it->second.second);
+}
+
+// A row's fraction of its roofline: the larger of its rate over the limit row's (bytes) and
+// the time its multiply-class operations need at the measured rate over its time.
+std::optional<double> RooflineFraction(const Results& results, const posenc_bench::RowGroup& group,
+                                       const std::string& variant, std::optional<double> limit) {
+  const auto it = results.find(posenc_bench::RowName(group.kernel, variant, group.shape));
+  if (it == results.end() || !limit || *limit <= 0) return std::nullopt;
+  double fraction = it->second.bytes_per_second / *limit;
+  const auto fma = LaneFmaRate(results, variant);
+  if (fma && *fma > 0)
+    fraction = std::max(
+        fraction, it->second.items_per_second * group.visible * group.fma_ops_per_item / *fma);
+  return fraction;
+}
+
 // One row per variant; rows missing from `results` (filtered out, or failed) show "-".
 void PrintGroupTable(const Results& results, const posenc_bench::RowGroup& group,
                      std::ostream& out) {
@@ -158,17 +200,23 @@ void PrintGroupTable(const Results& results, const posenc_bench::RowGroup& group
   };
   const auto limit = Rate(results, posenc_bench::LimitRowName(group.limit, group.limit_bytes));
   const auto scalar = row("scalar"), naive = row("naive");
-  out << "\n" << group.kernel << " " << group.shape << "  (" << group.about << ")\n";
+  out << "\n"
+      << group.kernel << " " << group.shape << "  (" << group.about << "; "
+      << group.fma_ops_per_item << " multiply-class ops per element";
+  if (group.visible < 1) out << ", " << static_cast<int>(100 * group.visible + 0.5) << "% computed";
+  out << ")\n";
   char line[160];
   const std::string of_limit = std::string("of ") + posenc_bench::LimitKindName(group.limit);
-  std::snprintf(line, sizeof line, "  variant     GB/s %14s  vs scalar  vs naive\n",
+  std::snprintf(line, sizeof line, "  variant     GB/s %14s  of roofline  vs scalar  vs naive\n",
                 of_limit.c_str());
   out << line;
   for (const std::string& variant : posenc_bench::GroupVariants(group)) {
     const auto rate = row(variant);
-    std::snprintf(line, sizeof line, "  %-8s %7s %14s %10s %9s\n", variant.c_str(),
+    const auto roof = RooflineFraction(results, group, variant, limit);
+    std::snprintf(line, sizeof line, "  %-8s %7s %14s %12s %10s %9s\n", variant.c_str(),
                   GigaBytes(rate).c_str(), Ratio(rate, limit, "%.0f%%", 100.0).c_str(),
-                  Ratio(rate, scalar, "%.2fx").c_str(), Ratio(rate, naive, "%.2fx").c_str());
+                  Ratio(roof, 1.0, "%.0f%%", 100.0).c_str(), Ratio(rate, scalar, "%.2fx").c_str(),
+                  Ratio(rate, naive, "%.2fx").c_str());
     out << line;
   }
 }
@@ -465,7 +513,10 @@ void PrintTables(const Results& results, std::ostream& out) {
          "angle (float)p * inv_freq, ALiBi's triple loop, the softmax row loop with libm expf,\n"
          "learned's gather-add loop.\n"
          "Out of place (rope_out, and copy_then_rope for the same job) counts src + dst bytes\n"
-         "against limit_copy of those bytes; rope_apply counts Q + K in place, as rope does.\n";
+         "against limit_copy of those bytes; rope_apply counts Q + K in place, as rope does.\n"
+         "Of roofline: the larger of the row's rate over its limit row's and the time its\n"
+         "multiply-class operations (FMA, multiply, scale; counted per kernel in the bench's\n"
+         "FmaOpsPerItem) need at limit_fma of the variant's vector layer over the row's time.\n";
   for (const posenc_bench::RowGroup& group : posenc_bench::RowGroups())
     PrintGroupTable(results, group, out);
   PrintRuntimeRopeTables(results, out);

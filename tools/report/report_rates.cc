@@ -80,7 +80,8 @@ namespace {
 const char* LimitKindOf(const std::string& kernel) {
   if (kernel.rfind("rope_decode_layers", 0) == 0 || kernel.rfind("rope_cold_layer", 0) == 0)
     return nullptr;
-  if (kernel.rfind("rope_out", 0) == 0 || kernel.rfind("copy_then_rope", 0) == 0)
+  if (kernel.rfind("rope_out", 0) == 0 || kernel.rfind("copy_then_rope", 0) == 0 ||
+      kernel.rfind("softmax_out", 0) == 0)
     return "limit_copy";
   return kernel.find("_fill") != std::string::npos ? "limit_write" : "limit_rmw";
 }

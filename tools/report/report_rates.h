@@ -35,10 +35,10 @@ JsonValue RatesJson(const RowRates& rates);
 
 // Row groups (kernel, shape, buffer_bytes, limit) for a JSON file without posenc-report's
 // "groups" (a plain posenc_bench file): a kernel row is compared with limit_copy for the
-// out-of-place rows (rope_out, copy_then_rope; estimate doubled: source + destination),
-// limit_write for table fills, else limit_rmw, and its buffer size is its estimate snapped to
-// the nearest size of the file's limit rows of that kind (of any kind if it has none). Rows
-// without an estimate, and the decode and cold rows (rope_decode_layers, rope_cold_layer: no
+// out-of-place rows (rope_out, copy_then_rope, softmax_out; estimate doubled: source +
+// destination), limit_write for table fills, else limit_rmw, and its buffer size is its estimate
+// snapped to the nearest size of the file's limit rows of that kind (of any kind if it has none).
+// Rows without an estimate, and the decode and cold rows (rope_decode_layers, rope_cold_layer: no
 // limit), have no group.
 JsonValue EstimatedRowGroupsJson(const RowRates& rates);
 
