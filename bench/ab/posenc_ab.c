@@ -6,9 +6,10 @@
  * per-round ratios new/old and the old build's time per call. Cases: in-place RoPE f32 /
  * bf16 / f16 (NEOX, 32 Q + 8 K heads x 128), the factor-apply form, rope_out f32 -> bf16,
  * GPT-J with scattered positions, sinusoid fill (1024 wide), ALiBi add (32 heads x 512 keys),
- * learned add (1024 wide), softmax decode (32 heads, 1 query, T keys, causal) and causal
- * softmax (min(T/16, 64) queries); T in 1, 16, 512, 4096. Not built by CMake (it needs two
- * builds): from the repository root, with a build in build/:
+ * learned add (1024 wide), softmax decode (32 heads, 1 query, T keys, causal), causal
+ * softmax (min(T/16, 64) queries) and softmax decode against a KV-cache mask (keys
+ * [0, T/2) visible but every fifth, the rest hidden); T in 1, 16, 512, 4096. Not built by
+ * CMake (it needs two builds): from the repository root, with a build in build/:
  *   gcc -O2 -Iinclude -Ibuild/include bench/ab/posenc_ab.c -o posenc_ab -ldl -lm
  *   taskset -c 1 ./posenc_ab OLD/libposenc.so.0 NEW/libposenc.so.0 <isa number> 15
  * (isa numbers are posenc_isa's: 3 avx512, 2 avx2); CASE=<n> runs case n alone. Both
@@ -102,7 +103,7 @@ static int cmpd(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 enum { QH = 32, KH = 8, D = 128 };
-static float *xq, *xk, *table, *scores, *emb;
+static float *xq, *xk, *table, *scores, *emb, *kvmask;
 static uint16_t *hq, *hk, *out16;
 static float slopes[32];
 static int32_t pos[4096];
@@ -142,6 +143,16 @@ static posenc_status run(lib *l, int c, size_t T) {
       posenc_scores_view v = {scores, POSENC_DTYPE_F32, nq * T, T};
       return l->softmax(&sp, 32, nq, T, &v, &v);
     }
+    case 11: {
+      /* decode against a KV cache of two sequences: keys [0, T/2) visible but every fifth,
+       * the others hidden (an f32 mask of 0 / -inf shared by the heads) */
+      posenc_softmax_params sp = POSENC_SOFTMAX_PARAMS_INIT;
+      sp.q_offset = (int32_t)(T - 1);
+      sp.mask = kvmask;
+      sp.mask_dtype = POSENC_DTYPE_F32;
+      posenc_scores_view v = {scores, POSENC_DTYPE_F32, T, T};
+      return l->softmax(&sp, 32, 1, T, &v, &v);
+    }
   }
   return POSENC_OK;
 }
@@ -167,6 +178,8 @@ int main(int argc, char **argv) {
   table = aligned_alloc(64, 4096 * 1024 * 4);
   emb = aligned_alloc(64, 4096 * 1024 * 4);
   scores = aligned_alloc(64, 32 * 512 * 512 * 4);
+  kvmask = aligned_alloc(64, 4096 * 4);
+  for (int j = 0; j < 4096; ++j) kvmask[j] = 0.0f;
   for (size_t i = 0; i < 4096u * QH * D; ++i) {
     xq[i] = (float)(i % 97) * 0.01f;
     hq[i] = 0x3f80;
@@ -192,12 +205,15 @@ int main(int argc, char **argv) {
                          "alibi_add_f32(512k)",
                          "learned_add_f32(1024)",
                          "softmax_f32_decode(32h)",
-                         "softmax_f32_causal(32h,T/16 q)"};
+                         "softmax_f32_causal(32h,T/16 q)",
+                         "softmax_f32_decode_kvcache(32h)"};
   const size_t Ts[] = {1, 16, 512, 4096};
   double *r = malloc(sizeof(double) * rounds);
-  for (int c = 0; c < 11; ++c)
+  for (int c = 0; c < 12; ++c)
     for (int ti = 0; ti < 4; ++ti) {
       size_t T = Ts[ti];
+      if (c == 11)
+        for (size_t j = 0; j < T; ++j) kvmask[j] = j < T / 2 && j % 5 ? 0.0f : -INFINITY;
       if (getenv("CASE") && atoi(getenv("CASE")) != c) continue;
       if ((c == 7) && T < 512) continue;
       if (c >= 9 && T < 16) continue;
