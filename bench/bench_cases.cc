@@ -2,7 +2,9 @@
 // same loop, then the limit rows.
 #include <benchmark/benchmark.h>
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_rows.h"
@@ -156,6 +158,29 @@ double FmaOpsPerItem(const std::string& kernel) {
   return 0;
 }
 
+namespace {
+
+// Marks each kernel's core groups (RowGroup::core).
+void MarkCore(std::vector<RowGroup>& groups) {
+  std::map<std::string, std::pair<int, int>> picks;  // kernel: (cache-resident, largest)
+  for (int i = 0; i < static_cast<int>(groups.size()); ++i) {
+    const RowGroup& g = groups[i];
+    auto [it, fresh] = picks.emplace(g.kernel, std::make_pair(-1, i));
+    int& cache = it->second.first;
+    int& largest = it->second.second;
+    if (!fresh && g.limit_bytes > groups[largest].limit_bytes) largest = i;
+    if (g.limit_bytes <= kCoreCacheBytes &&
+        (cache < 0 || g.limit_bytes > groups[cache].limit_bytes))
+      cache = i;
+  }
+  for (const auto& [kernel, pick] : picks) {
+    if (pick.first >= 0) groups[pick.first].core = true;
+    groups[pick.second].core = true;
+  }
+}
+
+}  // namespace
+
 const std::vector<RowGroup>& RowGroups() {
   static const std::vector<RowGroup> groups = [] {
     std::vector<RowGroup> v;
@@ -164,6 +189,7 @@ const std::vector<RowGroup>& RowGroups() {
       v.back().dispatch_kernel = DispatchKernelOf(rows.group.kernel);
       v.back().fma_ops_per_item = FmaOpsPerItem(rows.group.kernel);
     }
+    MarkCore(v);
     return v;
   }();
   return groups;
@@ -203,10 +229,12 @@ std::string RowName(const std::string& kernel, const std::string& variant,
   return kernel + "/" + variant + "/" + shape;
 }
 
-void RegisterAll() {
-  for (const GroupRows& rows : AllRows()) RegisterGroup(rows);
+void RegisterAll(RowSet set) {
+  const std::vector<RowGroup>& groups = RowGroups();
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (InRowSet(groups[i], set)) RegisterGroup(AllRows()[i]);
   RegisterDecodeLayersRows();
-  RegisterLimitRows();
+  RegisterLimitRows(set);
 }
 
 void AddCpuContext() {

@@ -56,7 +56,7 @@ std::vector<GroupRows> SoftmaxRows();
 std::vector<GroupRows> LearnedRows();
 
 void RegisterDecodeLayersRows();
-void RegisterLimitRows();
+void RegisterLimitRows(RowSet set);
 
 // Calls the hook of SetRowEnterHook(), if any.
 void NotifyRowEnter(const std::string& row_name, int64_t max_iterations);

@@ -213,12 +213,12 @@ std::vector<const limit_fma_loop*> UsableFmaLoops() {
   return loops;
 }
 
-// The distinct limit_bytes of the groups for which `keep` holds, ascending.
+// The distinct limit_bytes of the groups of `set` for which `keep` holds, ascending.
 template <class Keep>
-std::vector<size_t> DistinctSizes(Keep keep) {
+std::vector<size_t> DistinctSizes(RowSet set, Keep keep) {
   std::vector<size_t> sizes;
   for (const RowGroup& group : RowGroups())
-    if (keep(group.limit)) sizes.push_back(group.limit_bytes);
+    if (InRowSet(group, set) && keep(group.limit)) sizes.push_back(group.limit_bytes);
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   return sizes;
@@ -226,11 +226,11 @@ std::vector<size_t> DistinctSizes(Keep keep) {
 
 }  // namespace
 
-std::vector<LimitRow> LimitRows() {
+std::vector<LimitRow> LimitRows(RowSet set) {
   std::vector<LimitRow> rows;
-  for (size_t bytes : DistinctSizes([](LimitKind k) { return k != LimitKind::kCopy; }))
+  for (size_t bytes : DistinctSizes(set, [](LimitKind k) { return k != LimitKind::kCopy; }))
     for (LimitKind kind : {LimitKind::kRmw, LimitKind::kWrite}) rows.push_back({kind, bytes});
-  for (size_t bytes : DistinctSizes([](LimitKind k) { return k == LimitKind::kCopy; }))
+  for (size_t bytes : DistinctSizes(set, [](LimitKind k) { return k == LimitKind::kCopy; }))
     rows.push_back({LimitKind::kCopy, bytes});
   return rows;
 }
@@ -259,8 +259,8 @@ std::vector<std::string> LimitFmaRowNames() {
   return names;
 }
 
-void RegisterLimitRows() {
-  for (const LimitRow& row : LimitRows())
+void RegisterLimitRows(RowSet set) {
+  for (const LimitRow& row : LimitRows(set))
     benchmark::RegisterBenchmark(LimitRowName(row.kind, row.bytes).c_str(), RunLimit, row.kind,
                                  row.bytes);
   for (const limit_fma_loop* loop : UsableFmaLoops())

@@ -118,7 +118,23 @@ struct RowGroup {
   // The fraction of the elements the kernel computes (1 but where a mask hides some: those
   // are written 0 or skipped); the compute side of the roofline counts these alone.
   double visible = 1.0;
+  // One of the kernel's two core groups (posenc-report's default run, RowSet::kCore): its
+  // group with the largest buffer of at most kCoreCacheBytes (cache-resident), and its group
+  // with the largest buffer (DRAM-sized where the buffer passes the last-level cache); the
+  // first registered of equal sizes. Set by RowGroups().
+  bool core = false;
 };
+
+// What posenc-report's default run calls cache-resident: at most this many limit bytes.
+constexpr size_t kCoreCacheBytes = size_t{1} << 20;
+
+// The rows RegisterAll registers: every group (kAll: posenc_bench, posenc-report --full), or
+// the core groups alone (kCore); both with every decode, cold, limit and compute-limit row
+// their groups need.
+enum class RowSet { kAll, kCore };
+inline bool InRowSet(const RowGroup& group, RowSet set) {
+  return set == RowSet::kAll || group.core;
+}
 
 // The multiply-class operations per element of a kernel (RowGroup::fma_ops_per_item).
 double FmaOpsPerItem(const std::string& kernel);
@@ -159,7 +175,7 @@ struct LimitRow {
   LimitKind kind;
   size_t bytes;
 };
-std::vector<LimitRow> LimitRows();
+std::vector<LimitRow> LimitRows(RowSet set = RowSet::kAll);
 // "limit_rmw", "limit_write" or "limit_copy".
 const char* LimitKindName(LimitKind kind);
 // "limit_rmw/bytes:<n>", "limit_write/bytes:<n>" or "limit_copy/bytes:<n>".
@@ -204,7 +220,7 @@ std::vector<std::string> ColdLayerRunNames();  // per E, per form, in registrati
 
 // Registers every kernel row, then the decode rows, then the limit rows with Google
 // Benchmark. Call once, before benchmark::RunSpecifiedBenchmarks().
-void RegisterAll();
+void RegisterAll(RowSet set = RowSet::kAll);
 
 // Adds the CPU (name, features, available ISAs, posenc version) to Google Benchmark's
 // context, so that its JSON output says what ran.

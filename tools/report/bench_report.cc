@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -68,18 +69,23 @@ class CollectingReporter : public benchmark::ConsoleReporter {
   bool verbose_;
 };
 
-// Every row name RegisterAll() registers, in its order.
-std::vector<std::string> AllRowNames() {
+// Every row name RegisterAll(set) registers, in its order.
+std::vector<std::string> AllRowNames(posenc_bench::RowSet set) {
   std::vector<std::string> names;
   for (const posenc_bench::RowGroup& group : posenc_bench::RowGroups())
-    for (const std::string& variant : posenc_bench::GroupVariants(group))
-      names.push_back(posenc_bench::RowName(group.kernel, variant, group.shape));
+    if (posenc_bench::InRowSet(group, set))
+      for (const std::string& variant : posenc_bench::GroupVariants(group))
+        names.push_back(posenc_bench::RowName(group.kernel, variant, group.shape));
   for (const std::string& name : posenc_bench::DecodeLayersRunNames()) names.push_back(name);
   for (const std::string& name : posenc_bench::ColdLayerRunNames()) names.push_back(name);
-  for (const posenc_bench::LimitRow& limit : posenc_bench::LimitRows())
+  for (const posenc_bench::LimitRow& limit : posenc_bench::LimitRows(set))
     names.push_back(posenc_bench::LimitRowName(limit.kind, limit.bytes));
   for (const std::string& name : posenc_bench::LimitFmaRowNames()) names.push_back(name);
   return names;
+}
+
+posenc_bench::RowSet RowSetOf(const BenchOptions& o) {
+  return o.full ? posenc_bench::RowSet::kAll : posenc_bench::RowSet::kCore;
 }
 
 // The runs Google Benchmark will make: rows matching the filter as it matches them (POSIX
@@ -92,7 +98,7 @@ size_t ExpectedRuns(const BenchOptions& o) {
   size_t rows = 0;
   try {
     const std::regex re(spec, std::regex::extended);
-    for (const std::string& name : AllRowNames())
+    for (const std::string& name : AllRowNames(RowSetOf(o)))
       if (std::regex_search(name, re) != negative) ++rows;
   } catch (const std::regex_error&) {
     return 0;
@@ -532,12 +538,17 @@ void PrintTables(const Results& results, std::ostream& out) {
 bool RunBenchmarks(const BenchOptions& options, std::ostream& out) {
   std::vector<std::string> args = GoogleBenchmarkArgs(options);
   if (!InitializeGoogleBenchmark(args)) return false;
-  posenc_bench::RegisterAll();
+  posenc_bench::RegisterAll(RowSetOf(options));
   posenc_bench::AddCpuContext();
   Results results;
   CollectingReporter reporter(results, options.verbose);
-  out << "\nRunning benchmarks (min_time " << options.min_time << " s, " << options.repetitions
-      << " repetition(s); progress on stderr)..." << std::endl;
+  out << "\nRunning benchmarks ("
+      << (options.full ? "every row"
+                       : "core rows: each kernel at a cache-resident and at its largest shape; "
+                         "--full: every row")
+      << "; min_time " << options.min_time << " s, " << options.repetitions
+      << " repetition(s) interleaved; progress on stderr)..." << std::endl;
+  const auto start = std::chrono::steady_clock::now();
   Progress progress(ExpectedRuns(options), stderr);
   if (!options.verbose) {
     g_progress = &progress;
@@ -548,6 +559,9 @@ bool RunBenchmarks(const BenchOptions& options, std::ostream& out) {
   posenc_bench::SetRowEnterHook(nullptr);
   g_progress = nullptr;
   if (!options.verbose) progress.Finish();
+  const auto seconds = static_cast<long>(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() + 0.5);
+  out << "Benchmarks: " << seconds / 60 << " min " << seconds % 60 << " s\n";
   PrintTables(results, out);
   PrintPickCheck(results, options.kernel_picks, out);
   return !results.empty();

@@ -13,8 +13,9 @@
 namespace posenc_report {
 
 struct BenchOptions {
-  double min_time = 0.25;   // seconds per run (Google Benchmark's --benchmark_min_time)
-  int repetitions = 3;      // > 1: tables use the median of the repetitions
+  double min_time = 0.05;   // seconds per run (Google Benchmark's --benchmark_min_time)
+  int repetitions = 5;      // > 1: tables use the median of the repetitions (interleaved)
+  bool full = false;        // every group (posenc_bench's rows), not the core ones
   std::string filter = "";  // --benchmark_filter; empty: every row
   std::string json_path;    // non-empty: also write Google Benchmark's JSON there
   bool verbose = false;     // Google Benchmark's own lines on stderr, not the progress line

@@ -7,6 +7,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +32,8 @@ namespace fs = std::filesystem;
 using posenc_report::JsonValue;
 
 constexpr double kQuickMinTime = 0.02;  // seconds per run with --quick
+constexpr double kFullMinTime = 0.25;   // seconds per run with --full
+constexpr int kFullRepetitions = 3;
 
 struct Options {
   posenc_report::BenchOptions bench;
@@ -45,17 +48,22 @@ struct Options {
 void PrintUsage(const char* argv0) {
   std::fprintf(
       stderr,
-      "usage: %s [--quick] [--out DIR] [--json FILE] [--filter REGEX] [--no-plots]\n"
+      "usage: %s [--quick | --full] [--out DIR] [--json FILE] [--filter REGEX] [--no-plots]\n"
       "          [--min-time S] [--repetitions N] [--seed N] [--check-only] [--verbose]\n"
       "       %s compare [--out DIR] [--no-plots] A.json B.json ...\n"
-      "  --quick        short benchmark runs (min_time 0.02 s, 1 repetition; under a minute)\n"
+      "  (default)      the core rows: every kernel, storage type and ISA at a cache-resident\n"
+      "                 and at its largest (DRAM-sized) shape, 5 interleaved repetitions of\n"
+      "                 0.05 s (about 4.5 minutes on 2 cores)\n"
+      "  --full         every row (posenc_bench's), 3 repetitions of 0.25 s (about 15 minutes)\n"
+      "  --quick        the core rows, short runs (min_time 0.02 s, 1 repetition; about a minute)\n"
       "  --out DIR      where the report goes (default: report): posenc-report.txt (what is\n"
       "                 printed), posenc-report.json, plots/*.png and *.svg\n"
       "  --json FILE    save the JSON to FILE instead of DIR/posenc-report.json\n"
       "  --filter REGEX run only the benchmark rows matching REGEX (Google Benchmark's filter)\n"
       "  --no-plots     no plots (they need Python 3 with matplotlib)\n"
-      "  --min-time S   seconds per benchmark run (default 0.25; --quick: 0.02)\n"
-      "  --repetitions N  runs per row, interleaved, median reported (default 3; --quick: 1)\n"
+      "  --min-time S   seconds per benchmark run (default 0.05; --full 0.25; --quick 0.02)\n"
+      "  --repetitions N  runs per row, interleaved, median reported (default 5; --full 3;\n"
+      "                 --quick 1)\n"
       "  --seed N       seed of the self-check's random cases (default 1)\n"
       "  --check-only   self-check only: no benchmarks, nothing saved\n"
       "  --verbose      Google Benchmark's own lines on stderr instead of the progress line\n"
@@ -72,6 +80,8 @@ bool ParseOptions(int argc, char** argv, Options& o) {
     const bool has_value = i + 1 < argc;
     if (!std::strcmp(arg, "--quick")) {
       o.quick = true;
+    } else if (!std::strcmp(arg, "--full")) {
+      o.bench.full = true;
     } else if (!std::strcmp(arg, "--check-only")) {
       o.run_benchmarks = false;
     } else if (!std::strcmp(arg, "--no-plots")) {
@@ -94,8 +104,15 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       return false;
     }
   }
-  o.bench.min_time = min_time > 0 ? min_time : o.quick ? kQuickMinTime : o.bench.min_time;
-  o.bench.repetitions = repetitions > 0 ? repetitions : o.quick ? 1 : o.bench.repetitions;
+  if (o.quick && o.bench.full) return false;
+  o.bench.min_time = min_time > 0   ? min_time
+                     : o.quick      ? kQuickMinTime
+                     : o.bench.full ? kFullMinTime
+                                    : o.bench.min_time;
+  o.bench.repetitions = repetitions > 0 ? repetitions
+                        : o.quick       ? 1
+                        : o.bench.full  ? kFullRepetitions
+                                        : o.bench.repetitions;
   if (o.json_path.empty()) o.json_path = o.out_dir + "/posenc-report.json";
   return true;
 }
@@ -137,6 +154,7 @@ std::string IsaSummaryText() {
 JsonValue OptionsJson(const Options& o) {
   JsonValue options = JsonValue::Object();
   options.Set("quick", JsonValue::Bool(o.quick));
+  options.Set("full", JsonValue::Bool(o.bench.full));
   options.Set("min_time", JsonValue::Number(o.bench.min_time));
   options.Set("repetitions", JsonValue::Number(o.bench.repetitions));
   options.Set("filter", JsonValue::String(o.bench.filter));
@@ -196,8 +214,13 @@ int RunReport(const Options& options) {
   std::ostringstream check_text;
   TeeBuf check_tee(out.rdbuf(), check_text.rdbuf());
   std::ostream check_out(&check_tee);
+  const auto start = std::chrono::steady_clock::now();
   const bool checks_pass = posenc_report::RunSelfCheck(options.seed, check_out);
   check_out.flush();
+  out << "Self-check: "
+      << static_cast<long>(
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() + 0.5)
+      << " s\n";
   if (!options.run_benchmarks) return checks_pass ? 0 : 1;
 
   std::error_code ec;

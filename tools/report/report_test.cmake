@@ -57,9 +57,9 @@ function(expect_png file)
 endfunction()
 
 # a: the ISA the dispatcher picks, two rope rows, naive and their limit, and an out-of-place
-# row with its limit_copy; with plots.
+# row with its limit_copy (core rows: --quick runs no other); with plots.
 set(rows_a "^rope_f32_neox/(scalar|naive)/tokens:16/|^limit_rmw/bytes:327680$")
-string(APPEND rows_a "|^rope_out_f32_f32_neox/scalar/tokens:1/|^limit_copy/bytes:40960$")
+string(APPEND rows_a "|^rope_out_f32_f32_neox/scalar/tokens:16/|^limit_copy/bytes:655360$")
 run_report(out_a "POSENC_ISA=" --quick --filter "${rows_a}" --out a)
 # b: forced to scalar, without the naive row (compare shows it as missing); no plots.
 set(rows_b "^rope_f32_neox/scalar/tokens:16/|^limit_rmw/bytes:327680$")
@@ -104,9 +104,15 @@ json_get(forced "${WORK_DIR}/b/posenc-report.json" posenc cpu isa active)
 expect_equal("${forced}" "scalar" "b: active ISA under POSENC_ISA=scalar")
 expect_contains("${out_a}" "rope_f32_neox tokens:16/heads:40/dim:128")
 expect_contains("${out_a}" "of limit_copy")
-string(REGEX MATCH "\n +40960 +[0-9.]+  [a-z0-9]+/[a-z0-9_]+\n" copy_limit "${out_a}")
+expect_contains("${out_a}" "of roofline")
+expect_contains("${out_a}" "Self-check: ")
+string(REGEX MATCH "Benchmarks: [0-9]+ min [0-9]+ s" bench_time "${out_a}")
+if(NOT bench_time)
+  message(FATAL_ERROR "a: the benchmarks' time is not printed:\n${out_a}")
+endif()
+string(REGEX MATCH "\n +655360 +[0-9.]+  [a-z0-9]+/[a-z0-9_]+\n" copy_limit "${out_a}")
 if(NOT copy_limit)
-  message(FATAL_ERROR "a: no limit_copy/bytes:40960 line in the limits:\n${out_a}")
+  message(FATAL_ERROR "a: no limit_copy/bytes:655360 line in the limits:\n${out_a}")
 endif()
 
 run_report(out_c "" compare a/posenc-report.json b/posenc-report.json --out c)
