@@ -1,6 +1,7 @@
 /* ALiBi public entry points: slopes, then argument checks and one call through the
  * dispatch table for the add and the bias, on f32, bf16 or f16 scores. */
 #include <math.h>
+#include <stdint.h>
 
 #include "checks.h"
 
@@ -17,6 +18,26 @@ posenc_status posenc_alibi_slopes(size_t n_heads, double max_bias, float *slopes
   for (size_t h = 0; h < c; ++h) slopes[h] = (float)exp2(-max_bias * (double)(h + 1) / (double)c);
   for (size_t k = 0; k < n_heads - c; ++k)
     slopes[c + k] = (float)exp2(-max_bias * (double)(2 * k + 1) / (double)(2 * c));
+  return POSENC_OK;
+}
+
+posenc_status posenc_alibi_slopes_ggml(size_t n_heads, float max_bias, float *slopes) {
+  const char *fn = __func__;
+  if (!slopes) return posenc_reject(fn, "slopes", "is NULL");
+  if (n_heads == 0 || n_heads > UINT32_MAX)
+    return posenc_reject(fn, "n_heads", "%zu is not in [1, 2^32 - 1] (ggml's uint32_t heads)",
+                         n_heads);
+  if (!isfinite(max_bias) || max_bias < 0)
+    return posenc_reject(fn, "max_bias", "%g is not finite and >= 0", (double)max_bias);
+  /* ggml's expressions and types (ggml-cpu's soft_max): uint32_t heads, float arithmetic. */
+  const uint32_t n_head = (uint32_t)n_heads;
+  const uint32_t n_head_log2 = 1u << (uint32_t)floor(log2(n_head));
+  const float m0 = powf(2.0f, -(max_bias) / n_head_log2);
+  const float m1 = powf(2.0f, -(max_bias / 2.0f) / n_head_log2);
+  for (uint32_t h = 0; h < n_head; ++h)
+    slopes[h] = max_bias > 0.0f
+                    ? h < n_head_log2 ? powf(m0, h + 1) : powf(m1, 2 * (h - n_head_log2) + 1)
+                    : 1.0f;
   return POSENC_OK;
 }
 

@@ -69,6 +69,31 @@ static posenc_status check_params(const char *fn, const posenc_rope_ggml_params 
   return POSENC_OK;
 }
 
+posenc_status posenc_rope_ggml_flags(int mode, unsigned *flags) {
+  const char *fn = __func__;
+  if (!flags) return posenc_reject(fn, "flags", "is NULL");
+  switch (mode) { /* ggml's GGML_ROPE_TYPE_* (ggml.h), compared whole as ggml does */
+    case 0:       /* NORMAL */
+      *flags = POSENC_ROPE_GPTJ;
+      return POSENC_OK;
+    case 2: /* NEOX */
+    case 8: /* MROPE */
+      *flags = POSENC_ROPE_NEOX;
+      return POSENC_OK;
+    case 40: /* IMROPE */
+      *flags = POSENC_ROPE_NEOX | POSENC_ROPE_MROPE_INTERLEAVED;
+      return POSENC_OK;
+    case 24: /* VISION */
+      posenc_reject(fn, "mode", "24 is ggml's vision rope, whose pair layout posenc does not have");
+      return POSENC_ERR_UNSUPPORTED;
+    default:
+      return posenc_reject(fn, "mode",
+                           "%d is not a ggml rope type (NORMAL 0, NEOX 2, MROPE 8, VISION 24, "
+                           "IMROPE 40)",
+                           mode);
+  }
+}
+
 posenc_status posenc_rope_plan_create_ggml(posenc_rope_plan **plan,
                                            const posenc_rope_ggml_params *params) {
   const char *fn = __func__;

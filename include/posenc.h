@@ -488,6 +488,21 @@ typedef struct posenc_rope_ggml_params {
 POSENC_API posenc_status posenc_rope_plan_create_ggml(posenc_rope_plan **plan,
                                                       const posenc_rope_ggml_params *params);
 
+/** The posenc flags that rotate as ggml's rope `mode` (ggml_rope_ext's mode argument,
+ * llama.cpp's rope type) does: the two are different numbers (ggml's NEOX, 2, is
+ * POSENC_ROPE_INVERSE), so a mode passed as flags rotates silently wrong. ggml compares the
+ * whole mode with its GGML_ROPE_TYPE_* values, as this does:
+ *  - GGML_ROPE_TYPE_NORMAL (0): POSENC_ROPE_GPTJ (adjacent pairs);
+ *  - GGML_ROPE_TYPE_NEOX (2): POSENC_ROPE_NEOX (rotate-half pairs);
+ *  - GGML_ROPE_TYPE_MROPE (8): POSENC_ROPE_NEOX, for posenc_mrope_* (ggml's sections t, h, w
+ *    as posenc's three; ggml's fourth section must be 0);
+ *  - GGML_ROPE_TYPE_IMROPE (40): POSENC_ROPE_NEOX | POSENC_ROPE_MROPE_INTERLEAVED, for
+ *    posenc_mrope_* (the same sections).
+ * Errors (*flags unchanged): POSENC_ERR_INVALID_ARGUMENT for a NULL flags and for a mode
+ * ggml does not define (ggml aborts on those); POSENC_ERR_UNSUPPORTED for
+ * GGML_ROPE_TYPE_VISION (24: ggml's vision rope, whose pair layout posenc does not have). */
+POSENC_API posenc_status posenc_rope_ggml_flags(int mode, unsigned *flags);
+
 /**@{*/
 /** Float32 recipes: plans whose frequencies are, bit for bit, the float32 inverse
  * frequencies of common reference code, so that with POSENC_ROPE_F32_ANGLES every angle,
@@ -987,6 +1002,19 @@ enum {
  * heads, m = 2^(-max_bias * (2k + 1) / (2c)). Computed in double, rounded to float.
  * n_heads: >= 1. max_bias: finite, > 0 (8 in the paper). */
 POSENC_API posenc_status posenc_alibi_slopes(size_t n_heads, double max_bias, float *slopes);
+
+/** The slopes as ggml computes them (ggml_soft_max_ext, ggml_flash_attn_ext; llama.cpp's
+ * ALiBi models), bit for bit with the C library's powf that ggml calls, in float:
+ *     c  = 2^floor(log2(n_heads)),  m0 = powf(2, -max_bias / c),
+ *     m1 = powf(2, -(max_bias / 2) / c),
+ *     m_h = powf(m0, h + 1) for h < c, else powf(m1, 2 (h - c) + 1);
+ * every slope 1 when max_bias is 0 (ggml's models without ALiBi). The same formula as
+ * posenc_alibi_slopes, rounded differently: of 32 heads with max_bias 8, most slopes differ
+ * from posenc_alibi_slopes' (correctly rounded) ones in the last bits.
+ * Errors (nothing written): POSENC_ERR_INVALID_ARGUMENT for a NULL slopes, n_heads 0 or
+ * above 2^32 - 1 (ggml counts heads in uint32_t), and a max_bias that is NaN, infinite or
+ * negative. */
+POSENC_API posenc_status posenc_alibi_slopes_ggml(size_t n_heads, float max_bias, float *slopes);
 
 /** Adds the bias into scores, in place, after scaling the raw scores:
  *     S = (scale * S) - m_h * |qpos - j|      (scale == 1: S - m_h * |qpos - j|)

@@ -389,5 +389,35 @@ TEST(AlibiSlopesArgumentsTest, WritesExactlyNHeadsSlopes) {
   }
 }
 
+// posenc_alibi_slopes_ggml: the refused arguments write nothing.
+TEST(AlibiSlopesArgumentsTest, InvalidGgmlCallsAreRejectedAndWriteNothing) {
+  const float kSentinel = -12345.0f;
+  const struct {
+    const char* what;
+    size_t n_heads;
+    float max_bias;
+    bool null_slopes;
+    const char* argument;
+  } cases[] = {
+      {"n_heads 0", 0, 8.0f, false, "n_heads"},
+      {"n_heads 2^32", size_t{1} << 32, 8.0f, false, "n_heads"},
+      {"max_bias negative", 8, -8.0f, false, "max_bias"},
+      {"max_bias NaN", 8, std::numeric_limits<float>::quiet_NaN(), false, "max_bias"},
+      {"max_bias +inf", 8, std::numeric_limits<float>::infinity(), false, "max_bias"},
+      {"NULL slopes", 8, 8.0f, true, "slopes"},
+  };
+  for (const auto& c : cases) {
+    std::vector<float> slopes(16, kSentinel);
+    PrimeLastError();
+    EXPECT_EQ(
+        posenc_alibi_slopes_ggml(c.n_heads, c.max_bias, c.null_slopes ? nullptr : slopes.data()),
+        POSENC_ERR_INVALID_ARGUMENT)
+        << c.what;
+    ExpectLastError("posenc_alibi_slopes_ggml", c.argument, c.what);
+    for (size_t h = 0; h < slopes.size(); ++h)
+      EXPECT_EQ(slopes[h], kSentinel) << c.what << ": slope " << h << " written";
+  }
+}
+
 }  // namespace
 }  // namespace posenc_test

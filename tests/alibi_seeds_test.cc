@@ -242,5 +242,46 @@ TEST(AlibiSeedApplyTest, AttentionWithAlibiScoresEqualAddWithScale) {
   EXPECT_TRUE(SameBits(out, expected, len, len));
 }
 
+// ggml's slopes (posenc_alibi_slopes_ggml) against ggml-cpu's soft_max code, transcribed:
+// bit for bit, with the same powf. Independently of that transcription, each slope is near
+// the exact 2^(-max_bias k / c): m = powf(2, x) is within half an ulp, and m^e (e = h + 1 or
+// 2 (h - c) + 1) multiplies that error by e, so within 2 (e + 1) (1 + |x|) + 4 ulps; the
+// exact powers of two are exact, and a max_bias of 0 gives slopes of 1.
+float GgmlSlope(uint32_t n_head, float max_bias, uint32_t h) {
+  const uint32_t n_head_log2 = 1u << static_cast<uint32_t>(std::floor(std::log2(n_head)));
+  const float m0 = std::pow(2.0f, -(max_bias) / static_cast<float>(n_head_log2));
+  const float m1 = std::pow(2.0f, -(max_bias / 2.0f) / static_cast<float>(n_head_log2));
+  if (!(max_bias > 0.0f)) return 1.0f;
+  return h < n_head_log2 ? std::pow(m0, static_cast<float>(h + 1))
+                         : std::pow(m1, static_cast<float>(2 * (h - n_head_log2) + 1));
+}
+
+TEST(AlibiGgmlSlopesTest, AreGgmlsSlopesBitForBit) {
+  for (float max_bias : {8.0f, 1.0f, 0.5f, 16.0f, 3.7f})
+    for (uint32_t n = 1; n <= 80; ++n) {
+      std::vector<float> slopes(n + 1, -1.0f);
+      ASSERT_EQ(posenc_alibi_slopes_ggml(n, max_bias, slopes.data()), POSENC_OK);
+      EXPECT_EQ(slopes[n], -1.0f) << "n=" << n << ": a slope past n_heads written";
+      uint32_t c = 1;
+      while (c <= n / 2) c *= 2;
+      for (uint32_t h = 0; h < n; ++h) {
+        EXPECT_TRUE(BitwiseEqual(slopes[h], GgmlSlope(n, max_bias, h)))
+            << "n=" << n << " max_bias=" << max_bias << " h=" << h << ": " << slopes[h];
+        const double e = h < c ? h + 1.0 : 2.0 * (h - c) + 1;
+        const double x = (h < c ? max_bias : max_bias / 2) / c;
+        const long double exact = std::exp2(-static_cast<long double>(x) * e);
+        EXPECT_LE(UlpDistance(slopes[h], static_cast<float>(exact)), 2 * (e + 1) * (1 + x) + 4)
+            << "n=" << n << " max_bias=" << max_bias << " h=" << h;
+      }
+    }
+  // max_bias 8 with 8 heads: m0 = 1/2, the slopes 2^-1 ... 2^-8 exactly.
+  std::vector<float> slopes(8);
+  ASSERT_EQ(posenc_alibi_slopes_ggml(8, 8.0f, slopes.data()), POSENC_OK);
+  for (int h = 0; h < 8; ++h) EXPECT_EQ(slopes[h], std::ldexp(1.0f, -(h + 1))) << h;
+  // ggml's models without ALiBi: max_bias 0, every slope 1.
+  ASSERT_EQ(posenc_alibi_slopes_ggml(8, 0.0f, slopes.data()), POSENC_OK);
+  for (int h = 0; h < 8; ++h) EXPECT_EQ(slopes[h], 1.0f) << h;
+}
+
 }  // namespace
 }  // namespace posenc_test

@@ -386,6 +386,13 @@ TEST(LastError, GgmlPlans) {
       {kFn, "params->freq_factors[2]", with([](auto& g) { g.freq_factors = kFactors; })},
       {kFn, "params", with([](auto& g) { g.freq_factors = kTiny; })},  // w_0 = 1e9
   });
+  unsigned flags = 0;
+  const char* const kModeFn = "posenc_rope_ggml_flags";
+  ExpectRefusals({
+      {kModeFn, "flags", [] { return posenc_rope_ggml_flags(2, nullptr); }},
+      {kModeFn, "mode", [&] { return posenc_rope_ggml_flags(10, &flags); }},
+      {kModeFn, "mode", [&] { return posenc_rope_ggml_flags(24, &flags); }, POSENC_ERR_UNSUPPORTED},
+  });
 }
 
 // RoPE in place (the table of rope_errors_test has the rest), M-RoPE and re-rotation.

@@ -503,6 +503,40 @@ std::vector<std::pair<long double, long double>> GgmlCache(const GgmlCase& c, in
   return cache;
 }
 
+// ggml's rope modes (ggml.h's GGML_ROPE_TYPE_*), written out here: the test does not
+// include ggml.
+constexpr int kGgmlNormal = 0, kGgmlNeox = 2, kGgmlMrope = 8, kGgmlVision = 24, kGgmlImrope = 40;
+
+TEST(RopeGgmlFlagsTest, EachGgmlModeGivesItsFlags) {
+  const struct {
+    int mode;
+    unsigned flags;
+  } cases[] = {{kGgmlNormal, POSENC_ROPE_GPTJ},
+               {kGgmlNeox, POSENC_ROPE_NEOX},
+               {kGgmlMrope, POSENC_ROPE_NEOX},
+               {kGgmlImrope, POSENC_ROPE_NEOX | POSENC_ROPE_MROPE_INTERLEAVED}};
+  for (const auto& c : cases) {
+    unsigned flags = 12345u;
+    EXPECT_EQ(posenc_rope_ggml_flags(c.mode, &flags), POSENC_OK) << c.mode;
+    EXPECT_EQ(flags, c.flags) << c.mode;
+  }
+  // ggml's NEOX passed as posenc flags would be POSENC_ROPE_INVERSE: the reason for this.
+  EXPECT_EQ(static_cast<unsigned>(kGgmlNeox), unsigned{POSENC_ROPE_INVERSE});
+}
+
+TEST(RopeGgmlFlagsTest, ModesGgmlDoesNotRotateAreRefusedAndWriteNothing) {
+  unsigned flags = 12345u;
+  EXPECT_EQ(posenc_rope_ggml_flags(kGgmlVision, &flags), POSENC_ERR_UNSUPPORTED);
+  EXPECT_EQ(flags, 12345u);
+  EXPECT_NE(std::strstr(posenc_last_error(), "vision"), nullptr) << posenc_last_error();
+  // Combinations and other bits: ggml compares the whole mode and aborts on these.
+  for (int mode : {-1, 1, 3, 4, 6, 10, 16, 32, 34, 42, 64, 1 << 20, INT32_MAX, INT32_MIN}) {
+    EXPECT_EQ(posenc_rope_ggml_flags(mode, &flags), POSENC_ERR_INVALID_ARGUMENT) << mode;
+    EXPECT_EQ(flags, 12345u) << mode;
+  }
+  EXPECT_EQ(posenc_rope_ggml_flags(kGgmlNeox, nullptr), POSENC_ERR_INVALID_ARGUMENT);
+}
+
 class RopeGgmlRotationTest : public EveryIsaTest {};
 
 TEST_P(RopeGgmlRotationTest, GoldenCasesRotateAsGgml) {
@@ -513,8 +547,10 @@ TEST_P(RopeGgmlRotationTest, GoldenCasesRotateAsGgml) {
     PlanPtr plan = Ggml(g);
     ASSERT_NE(plan, nullptr) << c.name;
     const size_t d = c.head_dim, r = c.n_dims, n_tok = positions.size();
-    for (unsigned layout : {POSENC_ROPE_NEOX, POSENC_ROPE_GPTJ})
+    for (int mode : {kGgmlNeox, kGgmlNormal})
       for (bool backward : {false, true}) {
+        unsigned layout = ~0u;  // the flags posenc gives for ggml's mode
+        ASSERT_EQ(posenc_rope_ggml_flags(mode, &layout), POSENC_OK);
         const std::vector<float> q_in = RandomFloats(n_tok * kQHeads * d, 11, -0.5f, 0.5f);
         const std::vector<float> k_in = RandomFloats(n_tok * kKHeads * d, 12, -0.5f, 0.5f);
         AlignedFloats q(q_in.size()), k(k_in.size());
@@ -527,6 +563,7 @@ TEST_P(RopeGgmlRotationTest, GoldenCasesRotateAsGgml) {
                   POSENC_OK)
             << c.name;
         // ggml's rotate_pairs: normal mode pairs (x[2i], x[2i + 1]), NEOX (x[i], x[i + R/2]).
+        const bool adjacent = mode == kGgmlNormal;
         auto check = [&](const std::vector<float>& in, const AlignedFloats& out, size_t heads,
                          const char* which) {
           for (size_t t = 0; t < n_tok; ++t) {
@@ -534,17 +571,17 @@ TEST_P(RopeGgmlRotationTest, GoldenCasesRotateAsGgml) {
             for (size_t h = 0; h < heads; ++h) {
               const size_t row = (t * heads + h) * d;
               for (size_t i = 0; i < r / 2; ++i) {
-                const size_t iu = row + (layout == POSENC_ROPE_GPTJ ? 2 * i : i);
-                const size_t iv = row + (layout == POSENC_ROPE_GPTJ ? 2 * i + 1 : i + r / 2);
+                const size_t iu = row + (adjacent ? 2 * i : i);
+                const size_t iv = row + (adjacent ? 2 * i + 1 : i + r / 2);
                 const long double x0 = in[iu], x1 = in[iv];
                 const auto [cs, sn] = cache[i];
                 const double want0 = static_cast<double>(x0 * cs - x1 * sn);
                 const double want1 = static_cast<double>(x0 * sn + x1 * cs);
                 EXPECT_NEAR(out[iu], want0, kRotationBound)
-                    << c.name << " " << which << " layout " << layout << " backward " << backward
+                    << c.name << " " << which << " mode " << mode << " backward " << backward
                     << " p " << positions[t] << " head " << h << " pair " << i;
                 EXPECT_NEAR(out[iv], want1, kRotationBound)
-                    << c.name << " " << which << " layout " << layout << " backward " << backward
+                    << c.name << " " << which << " mode " << mode << " backward " << backward
                     << " p " << positions[t] << " head " << h << " pair " << i;
               }
               for (size_t e = r; e < d; ++e)

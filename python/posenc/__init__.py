@@ -30,7 +30,7 @@ from ._hfconfig import HfReadingWarning
 from ._info import (active_isa, all_isas, available_isas, compiled_isas, cpu_features, cpu_name,
                     cpu_sve_vector_bits, isa_selection, kernel_isa, kernels, library_path,
                     set_isa, version)
-from ._plans import RopePlan, plan_from_ggml
+from ._plans import RopePlan, ggml_rope_mode, plan_from_ggml
 from ._rope import mrope, mrope_out, rope, rope_out, rope_rerotate
 from ._factors import RopeFactors, mrope_factors, rope_apply, rope_factors
 from ._sinusoid import SinusoidPlan, sinusoid_add, sinusoid_fill, sinusoid_fill_timesteps
@@ -45,7 +45,7 @@ __all__ = [
     "cpu_sve_vector_bits", "kernels", "kernel_isa", "isa_selection", "library_path", "RopePlan",
     "rope", "mrope",
     "rope_rerotate", "rope_out", "mrope_out", "RopeFactors", "rope_factors", "mrope_factors",
-    "rope_apply", "apply", "plan_from_ggml", "SinusoidPlan", "sinusoid_fill",
+    "rope_apply", "apply", "plan_from_ggml", "ggml_rope_mode", "SinusoidPlan", "sinusoid_fill",
     "sinusoid_fill_timesteps", "sinusoid_add", "alibi_slopes", "alibi_add", "alibi_bias",
     "alibi_softmax", "softmax", "learned_add",
 ]

@@ -7,13 +7,19 @@ from ._lib import lib
 from ._core import _address, _c_function, _check, _data, _float, _new_or_given, _real_vector, _size
 
 
-def alibi_slopes(n_heads, *, max_bias=8.0):
+def alibi_slopes(n_heads, *, max_bias=8.0, ggml=False):
     """A new float32 array of the n_heads ALiBi slopes (posenc_alibi_slopes; seed 000's
-    _get_slopes with max_bias for its 8). n_heads >= 1; max_bias finite, > 0."""
+    _get_slopes with max_bias for its 8). n_heads >= 1; max_bias finite, > 0. ggml=True: the
+    slopes as ggml computes them, bit for bit (posenc_alibi_slopes_ggml: float powf steps;
+    max_bias >= 0, 0 giving slopes of 1 as ggml's models without ALiBi)."""
     n_heads = _size("n_heads", n_heads)
     out = np.empty(n_heads, np.float32)
-    _check(lib.posenc_alibi_slopes(n_heads, _float("max_bias", max_bias), _address(out)),
-           "posenc_alibi_slopes")
+    max_bias = _float("max_bias", max_bias)
+    if ggml:
+        _check(lib.posenc_alibi_slopes_ggml(n_heads, max_bias, _address(out)),
+               "posenc_alibi_slopes_ggml")
+    else:
+        _check(lib.posenc_alibi_slopes(n_heads, max_bias, _address(out)), "posenc_alibi_slopes")
     return out
 
 

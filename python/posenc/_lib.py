@@ -186,6 +186,7 @@ _declare("posenc_rope_rerotate_f32", c_status, ctypes.c_void_p, c_int32_p, ctype
          ctypes.c_void_p, c_int32_p, ctypes.c_int32, c_size, c_size,
          ctypes.POINTER(RopeTensor), ctypes.c_uint)
 
+_declare("posenc_rope_ggml_flags", c_status, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))
 _declare("posenc_rope_plan_create_ggml", c_status, ctypes.POINTER(ctypes.c_void_p),
          ctypes.POINTER(RopeGgmlParams))
 _declare("posenc_rope_out", c_status, ctypes.c_void_p, c_size, c_size, c_size, c_int32_p,
@@ -216,6 +217,7 @@ _declare("posenc_sinusoid_add_f32", c_status, ctypes.c_void_p, c_size, c_int32_p
          ctypes.c_int32, c_float_p, c_size, ctypes.c_uint)
 
 _declare("posenc_alibi_slopes", c_status, c_size, ctypes.c_double, c_float_p)
+_declare("posenc_alibi_slopes_ggml", c_status, c_size, ctypes.c_float, c_float_p)
 _declare("posenc_alibi_add_f32", c_status, c_float_p, c_size, c_size, c_size, c_size,
          c_float_p, c_size, c_size, ctypes.c_float, ctypes.c_uint)
 _declare("posenc_alibi_bias_f32", c_status, c_float_p, c_size, c_size, c_size, c_size,

@@ -272,6 +272,24 @@ def plan_from_ggml(n_dims, freq_base, *, freq_scale=1.0, ext_factor=0.0, attn_fa
                               n_ctx_orig=n_ctx_orig, freq_factors=freq_factors)
 
 
+def ggml_rope_mode(mode):
+    """The keyword arguments of rope() / mrope() that rotate as ggml's rope `mode` does
+    (posenc_rope_ggml_flags; ggml's mode numbers are not posenc's flags): 0 (NORMAL)
+    {"layout": "gptj"}, 2 (NEOX) and 8 (MROPE, for mrope()) {"layout": "neox"}, 40 (IMROPE,
+    for mrope()) {"layout": "neox", "interleaved": True}. 24 (VISION) and modes ggml does
+    not define raise PosencError."""
+    if isinstance(mode, bool) or not isinstance(mode, (int, np.integer)):
+        raise TypeError(f"mode must be an integer, not {type(mode).__name__}")
+    if not -2**31 <= int(mode) < 2**31:
+        raise ValueError(f"mode = {mode} is outside int")
+    flags = ctypes.c_uint(0)
+    _check(lib.posenc_rope_ggml_flags(int(mode), ctypes.byref(flags)), "posenc_rope_ggml_flags")
+    kwargs = {"layout": "gptj" if flags.value & _lib.ROPE_GPTJ else "neox"}
+    if flags.value & _lib.ROPE_MROPE_INTERLEAVED:
+        kwargs["interleaved"] = True
+    return kwargs
+
+
 def _resolve(plan, positions, start_pos, n_tokens):
     """The RopePlan whose frequencies a call at these positions uses: the plan itself, or for
     a sequence-dependent HF plan (from_hf_config: "dynamic", "longrope") the one for the

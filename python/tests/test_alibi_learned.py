@@ -5,7 +5,11 @@ variant), so the comparisons with the oracle's float32 recipe are bit for bit. T
 own float64 arithmetic is compared within its float32 rounding (stated per test).
 """
 
+import ctypes
+import ctypes.util
+
 import numpy as np
+import pytest
 import posenc
 from hypothesis import given
 from hypothesis import strategies as st
@@ -38,6 +42,36 @@ def test_slopes_max_bias(n, max_bias):
     """The header's formula with max_bias in float64; one float32 rounding apart at most."""
     np.testing.assert_allclose(posenc.alibi_slopes(n, max_bias=max_bias), oracle.slopes_float64(n, max_bias),
                                rtol=ULP32, atol=0)
+
+
+def _ggml_slopes(n, max_bias):
+    """ggml-cpu's soft_max slopes, transcribed: float32 quotients (NumPy) and the C library's
+    powf, which ggml calls (NumPy's own float32 power may use other code)."""
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    libm.powf.restype = ctypes.c_float
+    libm.powf.argtypes = [ctypes.c_float, ctypes.c_float]
+    f = np.float32
+    c = 1 << int(np.floor(np.log2(n)))
+    m0 = f(libm.powf(2.0, float(-f(max_bias) / f(c))))
+    m1 = f(libm.powf(2.0, float(-(f(max_bias) / f(2)) / f(c))))
+    if not f(max_bias) > 0:
+        return np.ones(n, np.float32)
+    return np.array([libm.powf(m0, h + 1) if h < c else libm.powf(m1, 2 * (h - c) + 1)
+                     for h in range(n)], np.float32)
+
+
+@given(n=st.integers(1, 200), max_bias=st.sampled_from([0.0, 0.5, 1.0, 8.0, 16.0, 3.7]))
+def test_slopes_ggml(n, max_bias):
+    """posenc_alibi_slopes_ggml: ggml's float32 steps, bit for bit."""
+    got = posenc.alibi_slopes(n, max_bias=max_bias, ggml=True)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got.view(np.uint32), _ggml_slopes(n, max_bias).view(np.uint32))
+
+
+def test_slopes_ggml_refusals():
+    for n, max_bias in [(0, 8.0), (8, -1.0), (8, float("nan")), (8, float("inf"))]:
+        with pytest.raises(ValueError):
+            posenc.alibi_slopes(n, max_bias=max_bias, ggml=True)
 
 
 @given(heads=st.integers(1, 12), seq_len=st.integers(0, 70))

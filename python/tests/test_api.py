@@ -343,6 +343,7 @@ POSITIONAL = {
     "mrope_out": ["plan", "sections", "src"], "rope_factors": ["plan"],
     "mrope_factors": ["plan", "sections"], "rope_apply": ["factors", "src"],
     "apply": ["factors", "src"], "plan_from_ggml": ["n_dims", "freq_base"],
+    "ggml_rope_mode": ["mode"],
     "sinusoid_fill": ["plan", "rows"], "sinusoid_fill_timesteps": ["plan", "timesteps"],
     "sinusoid_add": ["plan", "x"], "alibi_slopes": ["n_heads"],
     "alibi_add": ["scores", "slopes"], "alibi_bias": ["slopes", "n_q", "n_k"],

@@ -514,6 +514,30 @@ def rel_err(a, b):
     return np.abs(a - b) / np.abs(b)
 
 
+def test_ggml_rope_mode():
+    """ggml's mode numbers as rope()/mrope() keywords (posenc_rope_ggml_flags); the ones ggml
+    does not rotate, and non-integers, are refused."""
+    assert posenc.ggml_rope_mode(0) == {"layout": "gptj"}
+    assert posenc.ggml_rope_mode(2) == {"layout": "neox"}
+    assert posenc.ggml_rope_mode(8) == {"layout": "neox"}
+    assert posenc.ggml_rope_mode(40) == {"layout": "neox", "interleaved": True}
+    for mode in (24, 1, 3, 10, 42, -1, 2**31 - 1):
+        with pytest.raises(posenc.PosencError):
+            posenc.ggml_rope_mode(mode)
+    with pytest.raises(ValueError):
+        posenc.ggml_rope_mode(2**31)
+    for mode in (2.0, "2", None, True):
+        with pytest.raises(TypeError):
+            posenc.ggml_rope_mode(mode)
+    # ggml's normal mode rotates adjacent pairs: the same as layout="gptj".
+    plan = posenc.RopePlan(8, 10000.0)
+    x = np.arange(3 * 2 * 8, dtype=np.float32).reshape(3, 2, 8) / 10
+    a, b = x.copy(), x.copy()
+    posenc.rope(plan, a, start_pos=5, **posenc.ggml_rope_mode(0))
+    posenc.rope(plan, b, start_pos=5, layout="gptj")
+    np.testing.assert_array_equal(a, b)
+
+
 def ggml_plan(c):
     return posenc.plan_from_ggml(c["n_dims"], c["freq_base"], **{k: c[k] for k in GGML_ARGS[1:]},
                                  freq_factors=c.get("freq_factors"))
