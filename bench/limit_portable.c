@@ -6,7 +6,7 @@
 #define LV_SUFFIX portable
 #define LV_ISA POSENC_ISA_SCALAR
 #define LV_W 1
-#define LV_FUSED 0
+#define LV_FUSED 0 /* a * b + c as written: the compiler may contract it where it can */
 #define LV_HAS_STREAM 0
 
 typedef float lv;
