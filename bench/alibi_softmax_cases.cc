@@ -6,7 +6,6 @@
 //     that it too skips the masked keys). The ratio of the two rows' times is what fusing
 //     saves.
 // naive: the plain C loops (alibi_softmax_naive.h), fused or in two passes likewise.
-#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -168,11 +167,7 @@ GroupRows Group(const SoftmaxShape& shape) {
   const std::string about = std::to_string(bytes) + " bytes in place" +
                             (shape.causal ? ", masked elements counted as in place" : "");
   RowGroup group = {KernelName(shape.kind), ShapeName(shape), LimitKind::kRmw, bytes, about};
-  if (shape.causal) {  // query i sees keys [0, q_offset + i]
-    size_t visible = 0;
-    for (size_t i = 0; i < shape.n_q; ++i) visible += std::min(shape.n_k, shape.q_offset + i + 1);
-    group.visible = static_cast<double>(visible) / static_cast<double>(shape.n_q * shape.n_k);
-  }
+  if (shape.causal) group.visible = CausalVisibleFraction(shape.n_q, shape.n_k, shape.q_offset, 0);
   return {group, 2 * static_cast<int64_t>(bytes), static_cast<int64_t>(Elements(shape)),
           Factory(PosencPass, shape), Factory(NaivePass, shape)};
 }

@@ -3,6 +3,8 @@
 #ifndef POSENC_BENCH_ROWS_H
 #define POSENC_BENCH_ROWS_H
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -60,6 +62,16 @@ void RegisterLimitRows(RowSet set);
 
 // Calls the hook of SetRowEnterHook(), if any.
 void NotifyRowEnter(const std::string& row_name, int64_t max_iterations);
+
+// The fraction of an [n_q, n_k] score block a causal mask leaves visible (RowGroup::visible):
+// query i at position q_offset + i sees keys [0, q_offset + i], the last `window` of them at
+// most (0: no window).
+inline double CausalVisibleFraction(size_t n_q, size_t n_k, size_t q_offset, size_t window) {
+  const size_t span = window && window < n_k ? window : n_k;
+  size_t visible = 0;
+  for (size_t i = 0; i < n_q; ++i) visible += std::min(span, q_offset + i + 1);
+  return static_cast<double>(visible) / static_cast<double>(n_q * n_k);
+}
 
 // n bytes of floats, as the int64_t Google Benchmark counts.
 inline int64_t FloatBytes(size_t n) { return static_cast<int64_t>(n * sizeof(float)); }

@@ -335,6 +335,7 @@ void RunColdLayer(benchmark::State& state, ColdForm form, size_t mib) {
 }
 
 void RegisterColdLayerRows() {
+  ColdIsa();  // read now, before any row sets a tier
   for (size_t mib : kColdStreamMib)
     for (const ColdForm& form : kColdForms)
       benchmark::RegisterBenchmark(ColdRowName(form.name, mib).c_str(), RunColdLayer, form, mib)
@@ -411,7 +412,6 @@ void RegisterDecodeLayersRows() {
     }
     for (Mode mode : {Mode::kPerCall, Mode::kShared}) add(variant, isa, mode);
   }
-  ColdIsa();
   RegisterColdLayerRows();
 }
 

@@ -206,10 +206,8 @@ double VisibleFraction(const SoftmaxShape& s) {
     return static_cast<double>(std::count(m.begin(), m.end(), 0.0f)) / m.size();
   }
   if (s.mask != Mask::kCausal) return 1.0;
-  const size_t offset = static_cast<size_t>(QueryOffset(s)), span = s.window ? s.window : s.n_k;
-  size_t visible = 0;
-  for (size_t i = 0; i < s.n_q; ++i) visible += std::min(span, i + offset + 1);
-  return static_cast<double>(visible) / static_cast<double>(s.n_q * s.n_k);
+  return CausalVisibleFraction(s.n_q, s.n_k, static_cast<size_t>(QueryOffset(s)),
+                               static_cast<size_t>(s.window));
 }
 
 // The n bytes of scores read and written in place (2n) plus the mask's m bytes, read (once:

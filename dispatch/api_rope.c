@@ -179,37 +179,11 @@ static const posenc_dtype elem_dtype[] = {[POSENC_ELEM_F32] = POSENC_DTYPE_F32,
                                           [POSENC_ELEM_BF16] = POSENC_DTYPE_BF16,
                                           [POSENC_ELEM_F16] = POSENC_DTYPE_F16};
 
-/* The common case of posenc_rope_check_views for one in-place tensor of one batch, without
- * its generality: 1 (and `view`, `bytes` filled) when the tensor is aligned and its heads lie
- * inside its tokens (head_stride >= head_dim, token_stride >= one token's heads), its extent
- * within PTRDIFF_MAX bytes; 0 when the general check must decide (it accepts every tensor
- * this accepts, with the same view). */
-static int rope_tensor_nested(const posenc_rope_tensor *t, size_t n_tokens, size_t head_dim,
-                              size_t size, rope_view *view, size_t *bytes) {
-  size_t row, ext;
-  if (!posenc_elem_aligned(t->data, size) || (t->n_heads > 1 && t->head_stride < head_dim) ||
-      __builtin_mul_overflow(t->n_heads - 1, t->head_stride, &row) ||
-      __builtin_add_overflow(row, head_dim, &row) || (n_tokens > 1 && t->token_stride < row) ||
-      __builtin_mul_overflow(n_tokens - 1, t->token_stride, &ext) ||
-      __builtin_add_overflow(ext, row, &ext) || ext > PTRDIFF_MAX / size)
-    return 0;
-  *view = (rope_view){.src = t->data,
-                      .dst = t->data,
-                      .n_heads = t->n_heads,
-                      .head_dim = head_dim,
-                      .src_token_stride = t->token_stride,
-                      .src_head_stride = t->head_stride,
-                      .dst_token_stride = t->token_stride,
-                      .dst_head_stride = t->head_stride};
-  *bytes = ext * size;
-  return 1;
-}
-
 /* The view checks of posenc_rope_f32 (fn) for q and k (k may be NULL; q_name and k_name
- * their argument names), for elements of any storage type: each an in-place pair of views of
- * one batch (posenc_rope_check_views), then q and k disjoint; then one call of the active
- * ISA's kernel for that type with `args` (whose other fields the caller has checked and
- * set). */
+ * their argument names), for elements of any storage type: each an in-place pair of views
+ * of one batch (posenc_rope_check_nested, else posenc_rope_check_views), then q and k
+ * disjoint; then one call of the active ISA's kernel for that type with `args` (whose other
+ * fields the caller has checked and set). */
 static posenc_status rope_run(const char *fn, const char *q_name, const char *k_name,
                               rope_args *args, size_t head_dim, const posenc_rope_tensor *q,
                               const posenc_rope_tensor *k, posenc_elem elem) {
@@ -219,24 +193,26 @@ static posenc_status rope_run(const char *fn, const char *q_name, const char *k_
   int used[2] = {0, 0};
   const size_t size = posenc_elem_size(elem);
   for (int i = 0; i < 2; ++i) {
-    if (!tensors[i] || tensors[i]->n_heads == 0 || args->n_tokens == 0) continue;
-    if (rope_tensor_nested(tensors[i], args->n_tokens, head_dim, size, &args->views[args->n_views],
-                           &bytes[i])) {
+    const posenc_rope_tensor *tensor = tensors[i];
+    if (!tensor || tensor->n_heads == 0 || args->n_tokens == 0) continue;
+    rope_view *view = &args->views[args->n_views];
+    if (posenc_rope_check_nested(tensor->data, tensor->n_heads, tensor->token_stride,
+                                 tensor->head_stride, args->n_tokens, head_dim, size, view,
+                                 &bytes[i])) {
       used[i] = 1;
-      args->n_views++;
-      continue;
+    } else {
+      const posenc_rope_view v = {.data = tensor->data,
+                                  .dtype = elem_dtype[elem],
+                                  .n_heads = tensor->n_heads,
+                                  .token_stride = tensor->token_stride,
+                                  .head_stride = tensor->head_stride};
+      posenc_elem x, y;
+      size_t dst_bytes;
+      const posenc_status st =
+          posenc_rope_check_views(fn, names[i], names[i], head_dim, 1, args->n_tokens, &v, &v, &x,
+                                  &y, view, &used[i], &bytes[i], &dst_bytes);
+      if (st != POSENC_OK) return st;
     }
-    const posenc_rope_view v = {.data = tensors[i]->data,
-                                .dtype = elem_dtype[elem],
-                                .n_heads = tensors[i]->n_heads,
-                                .token_stride = tensors[i]->token_stride,
-                                .head_stride = tensors[i]->head_stride};
-    posenc_elem x, y;
-    size_t dst_bytes;
-    const posenc_status st =
-        posenc_rope_check_views(fn, names[i], names[i], head_dim, 1, args->n_tokens, &v, &v, &x, &y,
-                                &args->views[args->n_views], &used[i], &bytes[i], &dst_bytes);
-    if (st != POSENC_OK) return st;
     args->n_views += (size_t)used[i];
   }
   if (used[0] && used[1] &&

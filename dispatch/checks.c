@@ -233,6 +233,22 @@ rope_args posenc_rope_args(const posenc_rope_plan *plan, size_t n_tokens, const 
                      .kind = ROPE_PLAIN};
 }
 
+/* A view of n_heads head vectors of head_dim elements, strides (batch, token, head) of the
+ * source and the destination in elements. */
+static rope_view rope_view_of(const void *src, void *dst, size_t n_heads, size_t head_dim,
+                              const size_t src_stride[3], const size_t dst_stride[3]) {
+  return (rope_view){.src = src,
+                     .dst = dst,
+                     .n_heads = n_heads,
+                     .head_dim = head_dim,
+                     .src_batch_stride = src_stride[0],
+                     .src_token_stride = src_stride[1],
+                     .src_head_stride = src_stride[2],
+                     .dst_batch_stride = dst_stride[0],
+                     .dst_token_stride = dst_stride[1],
+                     .dst_head_stride = dst_stride[2]};
+}
+
 /* The rejection of a view (fn's argument `name`) whose head vectors' grid
  * posenc_grid3_extent_elems refused. */
 static posenc_status view_refused(const char *fn, const char *name, size_t elem_size,
@@ -313,20 +329,27 @@ posenc_status posenc_rope_check_views(const char *fn, const char *src_name, cons
                          "strides)",
                          src_name);
   }
-  *view = (rope_view){.src = src->data,
-                      .dst = dst->data,
-                      .n_heads = src->n_heads,
-                      .head_dim = head_dim,
-                      .src_token_stride = src->token_stride,
-                      .src_head_stride = src->head_stride,
-                      .src_batch_stride = src->batch_stride,
-                      .dst_token_stride = dst->token_stride,
-                      .dst_head_stride = dst->head_stride,
-                      .dst_batch_stride = dst->batch_stride};
+  *view = rope_view_of(src->data, dst->data, src->n_heads, head_dim, src_stride, dst_stride);
   *used = 1;
   *src_bytes = src_extent * xs;
   *dst_bytes = dst_extent * ys;
   return POSENC_OK;
+}
+
+int posenc_rope_check_nested(const void *data, size_t n_heads, size_t token_stride,
+                             size_t head_stride, size_t n_tokens, size_t head_dim, size_t size,
+                             rope_view *view, size_t *bytes) {
+  size_t row, ext;
+  if (!posenc_elem_aligned(data, size) || (n_heads > 1 && head_stride < head_dim) ||
+      __builtin_mul_overflow(n_heads - 1, head_stride, &row) ||
+      __builtin_add_overflow(row, head_dim, &row) || (n_tokens > 1 && token_stride < row) ||
+      __builtin_mul_overflow(n_tokens - 1, token_stride, &ext) ||
+      __builtin_add_overflow(ext, row, &ext) || ext > PTRDIFF_MAX / size)
+    return 0;
+  const size_t stride[3] = {0, token_stride, head_stride};
+  *view = rope_view_of(data, (void *)data, n_heads, head_dim, stride, stride);
+  *bytes = ext * size;
+  return 1;
 }
 
 rope_args posenc_mrope_args(const posenc_rope_plan *plan, const size_t sections[3], size_t n_tokens,

@@ -165,6 +165,16 @@ posenc_status posenc_rope_check_views(const char *fn, const char *src_name, cons
                                       posenc_elem *x, posenc_elem *y, rope_view *view, int *used,
                                       size_t *src_bytes, size_t *dst_bytes);
 
+/* posenc_rope_check_views' common case without its generality, for the in-place tensors of
+ * posenc_rope_f32 and the rest: one view of one batch of n_tokens tokens (n_tokens and
+ * n_heads >= 1, elements of `size` bytes) whose heads lie inside its tokens (head_stride >=
+ * head_dim, token_stride >= one token's heads), aligned, within PTRDIFF_MAX bytes: 1 with
+ * *view and *bytes (its extent) as posenc_rope_check_views gives them; 0 (nothing refused)
+ * when posenc_rope_check_views must decide, which accepts every view this accepts. */
+int posenc_rope_check_nested(const void *data, size_t n_heads, size_t token_stride,
+                             size_t head_stride, size_t n_tokens, size_t head_dim, size_t size,
+                             rope_view *view, size_t *bytes);
+
 /* The argument block of an M-RoPE call over n_tokens tokens (one batch) whose arguments
  * are checked: flags without POSENC_ROPE_MROPE_INTERLEAVED, which `interleaved` carries. */
 rope_args posenc_mrope_args(const posenc_rope_plan *plan, const size_t sections[3], size_t n_tokens,
