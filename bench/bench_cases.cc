@@ -19,8 +19,9 @@ RowEnterHook g_row_enter_hook = nullptr;
 const std::vector<GroupRows>& AllRows() {
   static const std::vector<GroupRows> rows = [] {
     std::vector<GroupRows> all;
-    for (auto family : {RopeRows, RopeOutRows, RopeApplyRows, RopeRerotateRows, MropeRows,
-                        SinusoidRows, AlibiRows, AlibiSoftmaxRows, SoftmaxRows, LearnedRows}) {
+    for (auto family :
+         {RopeRows, RopeOutRows, RopeApplyRows, RopePagedRows, QknormRows, RopeRerotateRows,
+          MropeRows, SinusoidRows, AlibiRows, AlibiSoftmaxRows, SoftmaxRows, LearnedRows}) {
       std::vector<GroupRows> groups = family();
       all.insert(all.end(), groups.begin(), groups.end());
     }
@@ -95,8 +96,11 @@ int DispatchKernelOf(const std::string& kernel) {
     int kernel;
   } map[] = {
       {"copy_then_rope", -1},
+      {"qknorm_then_rope", -1},
+      {"qknorm_rope_f32", POSENC_KERNEL_ROPE_F32},
       {"alibi_add_then_softmax", -1},
       {"rope_rerotate_two_pass", -1},
+      {"rope_out_paged_f32_f16", POSENC_KERNEL_ROPE_F32_F16},
       {"rope_out_f32_bf16", POSENC_KERNEL_ROPE_F32_BF16},
       {"rope_out_f32_f16", POSENC_KERNEL_ROPE_F32_F16},
       {"rope_out_f32_f32", POSENC_KERNEL_ROPE_F32},
@@ -136,6 +140,9 @@ double FmaOpsPerItem(const std::string& kernel) {
       // (a few dozen operations per pair, shared by every head) are left out.
       {"copy_then_rope", 2},
       {"rope_rerotate_two_pass", 4},  // two rotations of every element
+      // QK-norm: x * x into the sum (1 FMA), (x * inv) * w (2 multiplies), then the rotation
+      // (2), fused or in two passes alike.
+      {"qknorm_", 5},
       {"rope_", 2},
       {"mrope_", 2},
       // Each table row from the last by angle addition, c c_k - s s_k and s c_k + c s_k:

@@ -49,6 +49,8 @@ std::vector<GroupRows> GroupPerShape(const Shape (&shapes)[N], GroupRows (*group
 std::vector<GroupRows> RopeRows();
 std::vector<GroupRows> RopeOutRows();
 std::vector<GroupRows> RopeApplyRows();
+std::vector<GroupRows> QknormRows();
+std::vector<GroupRows> RopePagedRows();
 std::vector<GroupRows> RopeRerotateRows();
 std::vector<GroupRows> MropeRows();
 std::vector<GroupRows> SinusoidRows();

@@ -158,8 +158,9 @@ posenc_status posenc_rope_plan_freqs(const posenc_rope_plan *plan, double *freqs
 /* 1 if no element of k is an element of q, given each view's extent in bytes from its data.
  * Exact for disjoint spans and for views that share one token stride with each token's q
  * and k heads in separate parts of the row (packed QKV); other interleavings are rejected. */
-static int views_disjoint(const posenc_rope_tensor *q, size_t q_bytes, const posenc_rope_tensor *k,
-                          size_t k_bytes, size_t n_tokens, size_t head_dim, size_t elem) {
+int posenc_rope_tensors_disjoint(const posenc_rope_tensor *q, size_t q_bytes,
+                                 const posenc_rope_tensor *k, size_t k_bytes, size_t n_tokens,
+                                 size_t head_dim, size_t elem) {
   const uintptr_t qa = (uintptr_t)q->data, ka = (uintptr_t)k->data;
   if (ka >= qa + q_bytes || qa >= ka + k_bytes) return 1;
   const size_t stride = q->token_stride;
@@ -216,7 +217,7 @@ static posenc_status rope_run(const char *fn, const char *q_name, const char *k_
     args->n_views += (size_t)used[i];
   }
   if (used[0] && used[1] &&
-      !views_disjoint(q, bytes[0], k, bytes[1], args->n_tokens, head_dim, size))
+      !posenc_rope_tensors_disjoint(q, bytes[0], k, bytes[1], args->n_tokens, head_dim, size))
     return posenc_reject(fn, k_name,
                          "shares addresses with %s other than as packed QKV rows (the same "
                          "token_stride, each token's heads in a part of it apart from %s's)",
@@ -233,11 +234,8 @@ static posenc_status rope_plain(const char *fn, const posenc_rope_plan *plan, si
                                 unsigned flags, posenc_elem elem) {
   if (!plan) return posenc_reject(fn, "plan", "is NULL");
   if (!q) return posenc_reject(fn, "q", "is NULL");
-  posenc_status st = posenc_check_flags(fn, "flags", flags, POSENC_ROPE_FLAGS);
-  if (st == POSENC_OK)
-    st = posenc_check_head_dim(fn, head_dim, plan->rotary_dim, "the plan's rotary_dim");
-  if (st == POSENC_OK)
-    st = posenc_check_run(fn, "start_pos", "n_tokens", positions, start_pos, n_tokens);
+  const posenc_status st =
+      posenc_check_plain_rope(fn, plan, head_dim, positions, start_pos, n_tokens, flags);
   if (st != POSENC_OK) return st;
   rope_args args = posenc_rope_args(plan, n_tokens, positions, start_pos, flags);
   return rope_run(fn, "q", "k", &args, head_dim, q, k, elem);

@@ -11,15 +11,8 @@ static posenc_status batch_overflow(const char *fn, size_t n_batch, size_t n_tok
   return posenc_reject(fn, "n_batch", "%zu x n_tokens %zu overflows size_t", n_batch, n_tokens);
 }
 
-/* The flags of the factor computations: INVERSE is chosen when applying. */
-static posenc_status check_factor_flags(const char *fn, unsigned flags, unsigned known) {
-  if (flags & POSENC_ROPE_INVERSE)
-    return posenc_reject(fn, "flags", "POSENC_ROPE_INVERSE is chosen when applying factors");
-  return posenc_check_flags(fn, "flags", flags, known);
-}
-
 /* The kernel for a (source, destination) type pair; NULL for an unsupported pair. */
-static rope_fn pair_kernel(const posenc_kernel_table *t, posenc_elem x, posenc_elem y) {
+rope_fn posenc_rope_pair_kernel(const posenc_kernel_table *t, posenc_elem x, posenc_elem y) {
   if (x == y) return POSENC_BY_ELEM(x, t->rope_f32, t->rope_bf16, t->rope_f16);
   if (x == POSENC_ELEM_F32 && y == POSENC_ELEM_BF16) return t->rope_f32_bf16;
   if (x == POSENC_ELEM_F32 && y == POSENC_ELEM_F16) return t->rope_f32_f16;
@@ -39,7 +32,7 @@ static posenc_status check_views(const char *fn, size_t head_dim, size_t n_batch
       posenc_rope_check_views(fn, "src", "dst", head_dim, n_batch, n_tokens, src, dst, &x, &y,
                               &args->views[0], &used, &src_bytes, dst_bytes);
   if (st != POSENC_OK) return st;
-  *kernel = pair_kernel(posenc_active_table(), x, y);
+  *kernel = posenc_rope_pair_kernel(posenc_active_table(), x, y);
   if (!*kernel)
     return posenc_reject_field(fn, "dst", "dtype",
                                "%d from src->dtype %d is not a supported type pair (f32, bf16 "
@@ -115,9 +108,27 @@ posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const size_t sectio
  * multiply-adds). */
 #define FACTOR_FLAGS ((unsigned)(POSENC_ROPE_GPTJ | POSENC_ROPE_DETERMINISTIC))
 
+/* The one flag rule of the factor path (posenc.h): it takes the flags of the plan form it
+ * stands for, each with its plan-path meaning where it has one and as a no-op elsewhere
+ * (INVERSE in a computation, F32_ANGLES and MROPE_INTERLEAVED in posenc_rope_apply and
+ * posenc_rope_factors_bytes), and refuses every other bit alike. The forms:
+ * FACTORS_PLAIN, posenc_rope_factors_compute: posenc_rope_f32's flags; FACTORS_ANY,
+ * posenc_mrope_factors_compute (posenc_mrope_f32's) and the two functions that serve both
+ * computations, posenc_rope_factors_bytes and posenc_rope_apply. */
+#define FACTORS_PLAIN ((unsigned)POSENC_ROPE_FLAGS)
+#define FACTORS_ANY ((unsigned)(POSENC_ROPE_FLAGS | POSENC_ROPE_MROPE_INTERLEAVED))
+
+static int factor_flags_valid(unsigned flags, unsigned form) { return !(flags & ~form); }
+
+/* factor_flags_valid, or the rejection of fn's argument `flags`. */
+static posenc_status check_factor_flags(const char *fn, unsigned flags, unsigned form) {
+  if (factor_flags_valid(flags, form)) return POSENC_OK;
+  return posenc_reject_flags(fn, "flags", flags, form);
+}
+
 size_t posenc_rope_factors_bytes(size_t rotary_dim, size_t n_rows, unsigned flags) {
   size_t bytes;
-  if (!posenc_rotary_dim_valid(rotary_dim) || (flags & ~FACTOR_FLAGS) ||
+  if (!posenc_rotary_dim_valid(rotary_dim) || !factor_flags_valid(flags, FACTORS_ANY) ||
       __builtin_mul_overflow(n_rows, 2 * rope_factor_half(rotary_dim / 2, flags) * sizeof(float),
                              &bytes))
     return 0;
@@ -143,6 +154,8 @@ static posenc_status compute_factors(const char *fn, rope_args *args, unsigned f
   }
   args->factors_out = storage;
   args->factor_half = rope_factor_half(plan->n_pairs, layout);
+  /* The values are the forward cos/sin: POSENC_ROPE_INVERSE is the apply's. */
+  args->flags &= ~(unsigned)POSENC_ROPE_INVERSE;
   if (n_rows > 0) posenc_active_table()->rope_f32(args);
   *factors = (posenc_rope_factors){.data = storage,
                                    .n_rows = n_rows,
@@ -159,7 +172,7 @@ posenc_status posenc_rope_factors_compute(const posenc_rope_plan *plan, size_t n
   const char *fn = __func__;
   if (!plan) return posenc_reject(fn, "plan", "is NULL");
   if (!factors) return posenc_reject(fn, "factors", "is NULL");
-  posenc_status st = check_factor_flags(fn, flags, FACTOR_FLAGS | POSENC_ROPE_F32_ANGLES);
+  posenc_status st = check_factor_flags(fn, flags, FACTORS_PLAIN);
   if (st == POSENC_OK)
     st = posenc_check_run(fn, "start_pos", "n_rows", positions, start_pos, n_rows);
   if (st != POSENC_OK) return st;
@@ -175,8 +188,7 @@ posenc_status posenc_mrope_factors_compute(const posenc_rope_plan *plan, const s
   const int interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0;
   if (!plan) return posenc_reject(fn, "plan", "is NULL");
   if (!factors) return posenc_reject(fn, "factors", "is NULL");
-  posenc_status st = check_factor_flags(
-      fn, flags, FACTOR_FLAGS | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_MROPE_INTERLEAVED);
+  posenc_status st = check_factor_flags(fn, flags, FACTORS_ANY);
   if (st == POSENC_OK) st = posenc_mrope_check_sections(fn, sections, plan->n_pairs, interleaved);
   if (st != POSENC_OK) return st;
   if (n_rows > SIZE_MAX / 3 / sizeof(int32_t))
@@ -194,7 +206,7 @@ posenc_status posenc_rope_apply(const posenc_rope_factors *factors, size_t first
                                 const posenc_rope_view *dst, unsigned flags) {
   const char *fn = __func__;
   if (!factors) return posenc_reject(fn, "factors", "is NULL");
-  posenc_status st = posenc_check_flags(fn, "flags", flags, FACTOR_FLAGS | POSENC_ROPE_INVERSE);
+  posenc_status st = check_factor_flags(fn, flags, FACTORS_ANY);
   if (st != POSENC_OK) return st;
   if (factors->flags & ~FACTOR_FLAGS)
     return posenc_reject_field(fn, "factors", "flags",
@@ -221,7 +233,8 @@ posenc_status posenc_rope_apply(const posenc_rope_factors *factors, size_t first
   rope_args args = {.n_pairs = n_pairs,
                     .n_batch = n_batch,
                     .n_tokens = n_tokens,
-                    .flags = flags,
+                    /* the rotation's: F32_ANGLES and MROPE_INTERLEAVED are in the rows */
+                    .flags = flags & (FACTOR_FLAGS | POSENC_ROPE_INVERSE),
                     .kind = ROPE_PLAIN,
                     .factors = factors->data,
                     .factor_half = half,

@@ -8,7 +8,7 @@
 
 #define SOFTMAX_FLAGS                                                       \
   (POSENC_SOFTMAX_CAUSAL | POSENC_SOFTMAX_WINDOW | POSENC_SOFTMAX_SOFTCAP | \
-   POSENC_SOFTMAX_ALIBI_SYMMETRIC | POSENC_SOFTMAX_MASK_SLOPE)
+   POSENC_SOFTMAX_ALIBI_SYMMETRIC | POSENC_SOFTMAX_MASK_SLOPE | POSENC_SOFTMAX_KPOS_NEG_HIDDEN)
 
 static void run_kernel(const softmax_args *a) {
   const posenc_kernel_table *t = posenc_active_table();
@@ -41,6 +41,29 @@ static size_t first_negative(const int32_t *v, size_t n) {
   size_t i = 0;
   while (i < n && v[i] >= 0) ++i;
   return i;
+}
+
+/* The keys with kpos[j] < 0 lie in [j0, j1) (j0 the first, j1 one past the last). The first
+ * of them whose mask value is not -inf in some row (head *h_out, row *i_out), or SIZE_MAX if
+ * the mask hides every one in every row (NULL mask: none hidden). Row by row, each reading
+ * the mask's [j0, j1) in order: only called when a negative key position exists. */
+static size_t first_unmasked_negative(const int32_t *kpos, size_t j0, size_t j1, const void *mask,
+                                      posenc_elem me, size_t mask_heads, size_t mask_head_stride,
+                                      size_t n_q, size_t mask_row, size_t *h_out, size_t *i_out) {
+  *h_out = *i_out = 0;
+  if (!mask) return j0;
+  const size_t ms = posenc_elem_size(me);
+  for (size_t h = 0; h < mask_heads; ++h)
+    for (size_t i = 0; i < n_q; ++i) {
+      const char *row = (const char *)mask + (h * mask_head_stride + i * mask_row) * ms;
+      for (size_t j = j0; j < j1; ++j)
+        if (kpos[j] < 0 && posenc_elem_load(row, j, me) != -INFINITY) {
+          *h_out = h;
+          *i_out = i;
+          return j;
+        }
+    }
+  return SIZE_MAX;
 }
 
 /* 1 if n_bytes at p (NULL: nothing) lie apart from the y extent. */
@@ -179,8 +202,33 @@ posenc_status posenc_softmax(const posenc_softmax_params *p, size_t n_heads, siz
     return posenc_reject_elem(fn, "params", "slopes", i, "%g is not finite", (double)p->slopes[i]);
   if (p->sinks && (i = first_not_finite(p->sinks, n_heads)) < n_heads)
     return posenc_reject_elem(fn, "params", "sinks", i, "%g is not finite", (double)p->sinks[i]);
-  if (p->kpos && (i = first_negative(p->kpos, n_k)) < n_k)
-    return posenc_reject_elem(fn, "params", "kpos", i, "%ld is negative", (long)p->kpos[i]);
+  /* Negative key positions (empty KV cells): hidden by the flag, else each must be hidden by
+   * the mask in every row. The kernels see the flag only where such a key exists, so calls
+   * without one keep their fast row kinds. */
+  unsigned kflags = flags & ~(unsigned)POSENC_SOFTMAX_KPOS_NEG_HIDDEN;
+  if (p->kpos && (i = first_negative(p->kpos, n_k)) < n_k) {
+    if (flags & POSENC_SOFTMAX_KPOS_NEG_HIDDEN) {
+      kflags = flags;
+    } else {
+      size_t last = n_k - 1, h, r;
+      while (p->kpos[last] >= 0) --last;
+      const size_t j = first_unmasked_negative(p->kpos, i, last + 1, p->mask, me,
+                                               p->mask_head_stride ? n_heads : 1,
+                                               p->mask_head_stride, n_q, mask_row, &h, &r);
+      if (j != SIZE_MAX) {
+        if (!p->mask)
+          return posenc_reject_elem(fn, "params", "kpos", j,
+                                    "%ld is negative at a key no mask hides (allowed with -inf "
+                                    "in the mask or POSENC_SOFTMAX_KPOS_NEG_HIDDEN)",
+                                    (long)p->kpos[j]);
+        return posenc_reject_elem(fn, "params", "kpos", j,
+                                  "%ld is negative at a key the mask leaves visible (head %zu, "
+                                  "row %zu; allowed with -inf in the mask or "
+                                  "POSENC_SOFTMAX_KPOS_NEG_HIDDEN)",
+                                  (long)p->kpos[j], h, r);
+      }
+    }
+  }
   if (p->qpos && (i = first_negative(p->qpos, n_q)) < n_q)
     return posenc_reject_elem(fn, "params", "qpos", i, "%ld is negative", (long)p->qpos[i]);
 
@@ -207,7 +255,7 @@ posenc_status posenc_softmax(const posenc_softmax_params *p, size_t n_heads, siz
                           .window = p->window,
                           .scale = p->scale,
                           .softcap = p->softcap,
-                          .flags = flags};
+                          .flags = kflags};
   run_kernel(&a);
   return POSENC_OK;
 }

@@ -144,6 +144,32 @@ posenc_status posenc_alibi_check(const char *fn, const char *scores_name, const 
 #define POSENC_ROPE_FLAGS \
   (POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC)
 
+/* The active kernel table's RoPE kernel for a (source, destination) storage type pair; NULL
+ * for an unsupported pair (dispatch/api_rope_views.c). */
+rope_fn posenc_rope_pair_kernel(const posenc_kernel_table *t, posenc_elem x, posenc_elem y);
+
+/* 1 if no element of k is an element of q (in-place tensors of one batch, each view's extent
+ * in bytes from its data): disjoint spans, or one token stride with each token's q and k
+ * heads in separate parts of it (packed QKV); other interleavings give 0 (api_rope.c). */
+int posenc_rope_tensors_disjoint(const posenc_rope_tensor *q, size_t q_bytes,
+                                 const posenc_rope_tensor *k, size_t k_bytes, size_t n_tokens,
+                                 size_t head_dim, size_t elem);
+
+/* The checks every plain rotation (posenc_rope_f32 and its out-of-place, QK-norm and slot
+ * forms) makes of its own arguments: flags (POSENC_ROPE_FLAGS), head_dim against the plan's
+ * rotary_dim (plan not NULL), and the run of positions. */
+static inline posenc_status posenc_check_plain_rope(const char *fn, const posenc_rope_plan *plan,
+                                                    size_t head_dim, const int32_t *positions,
+                                                    int32_t start_pos, size_t n_tokens,
+                                                    unsigned flags) {
+  posenc_status st = posenc_check_flags(fn, "flags", flags, POSENC_ROPE_FLAGS);
+  if (st == POSENC_OK)
+    st = posenc_check_head_dim(fn, head_dim, plan->rotary_dim, "the plan's rotary_dim");
+  if (st == POSENC_OK)
+    st = posenc_check_run(fn, "start_pos", "n_tokens", positions, start_pos, n_tokens);
+  return st;
+}
+
 /* The argument block of a plain rotation (posenc_rope_*, posenc_rope_out,
  * posenc_rope_factors_compute) from checked arguments: the plan's pairs and attention
  * factor, one batch, no views yet. */

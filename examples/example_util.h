@@ -32,6 +32,15 @@ static inline void *ex_alloc(size_t n, size_t size) {
 }
 #define EX_ALLOC(type, n) ((type *)ex_alloc((n), sizeof(type)))
 
+/* IEEE binary16 bits to float, exactly (the examples' own reading of an f16 KV cache). */
+static inline float ex_f16_to_f32(uint16_t h) {
+  const unsigned e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  const float v = e == 0    ? ldexpf((float)m, -24)
+                  : e == 31 ? (m ? NAN : INFINITY)
+                            : ldexpf((float)(m | 0x400u), (int)e - 25);
+  return (h & 0x8000u) ? -v : v;
+}
+
 /* Deterministic pseudo-random numbers: a 32-bit LCG (Numerical Recipes constants). */
 static inline float ex_rand(uint32_t *state) { /* uniform in [-1, 1) */
   *state = *state * 1664525u + 1013904223u;

@@ -56,14 +56,6 @@ static uint16_t f32_to_f16(float f) {
   return sign | (uint16_t)h;
 }
 
-static float f16_to_f32(uint16_t h) {
-  const unsigned e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  const float v = e == 0    ? ldexpf((float)m, -24)
-                  : e == 31 ? (m ? NAN : INFINITY)
-                            : ldexpf((float)(m | 0x400u), (int)e - 25);
-  return (h & 0x8000u) ? -v : v;
-}
-
 static void rope_neox_f64(double *x, int p) { /* pairs (x[i], x[i + D/2]) */
   for (int i = 0; i < D / 2; i++) {
     double a = p * pow(kTheta, -2.0 * i / D), c = cos(a), s = sin(a);
@@ -86,7 +78,7 @@ static void reference_layer(const double *x, const float *w_q, const float *w_k,
     for (int h = 0; h < HQ; h++) rope_neox_f64(q + t * Q_DIM + h * D, t);
     for (int g = 0; g < HK; g++) rope_neox_f64(k + t * KV_DIM + g * D, t);
   }
-  for (int i = 0; i < T * KV_DIM; i++) k[i] = f16_to_f32(f32_to_f16((float)k[i])); /* cached */
+  for (int i = 0; i < T * KV_DIM; i++) k[i] = ex_f16_to_f32(f32_to_f16((float)k[i])); /* cached */
   for (int h = 0; h < HQ; h++) {
     int g = h / (HQ / HK);
     ex_attend_f64(q + h * D, Q_DIM, k + g * D, KV_DIM, v + g * D, KV_DIM, T, T, D,
@@ -99,7 +91,7 @@ static void reference_layer(const double *x, const float *w_q, const float *w_k,
  * cache rows [0, n_k) and f32 values: the keys are widened into `k32` first. */
 static void attend_cache(const float *q, int n_q, const uint16_t *k_cache, const float *v_cache,
                          int n_k, float *k32, float *s, float *out) {
-  for (int i = 0; i < n_k * KV_DIM; i++) k32[i] = f16_to_f32(k_cache[i]);
+  for (int i = 0; i < n_k * KV_DIM; i++) k32[i] = ex_f16_to_f32(k_cache[i]);
   for (int h = 0; h < HQ; h++) {
     int g = h / (HQ / HK);
     ex_attend_f32(q + h * D, Q_DIM, k32 + g * D, KV_DIM, v_cache + g * D, KV_DIM, n_q, n_k, D,

@@ -5,12 +5,14 @@
  * layout ([H, n_q, n_k], [n_q, H, n_k], padded, row stride 0, or common.h's arbitrary
  * strides), a mask (none, f32 or f16, shared or per head, row and head strides incl. too
  * small or huge; causal, random -inf, ggml's -|qpos - kpos|, windowed, all -inf rows,
- * special and large values; the gaps between its rows NaN), key and query positions (runs,
- * gaps and repeats, any order, negative or near INT32_MAX, or none with a q_offset up to and
- * past the int32 limit), the flags (unknown bits too), window, soft-cap c, scale, slopes and
- * sinks (incl. NaN and Inf), sometimes one of the arrays inside the arena (inside y: must be
- * rejected; inside x or just after y: allowed), NULL params / views / data and misaligned
- * pointers (the misalignment byte of misc lands on one of the seven pointers).
+ * special and large values; the gaps between its rows NaN; sometimes -inf at every key of
+ * negative position, llama.cpp's empty cells), key and query positions (runs, gaps and
+ * repeats, any order, negative (-1 and others) or near INT32_MAX, or none with a q_offset up
+ * to and past the int32 limit), the flags (POSENC_SOFTMAX_KPOS_NEG_HIDDEN and unknown bits
+ * too), window, soft-cap c, scale, slopes and sinks (incl. NaN and Inf), sometimes one of
+ * the arrays inside the arena (inside y: must be rejected; inside x or just after y:
+ * allowed), NULL params / views / data and misaligned pointers (the misalignment byte of
+ * misc lands on one of the seven pointers).
  *
  * Checks, on every available ISA (besides common.h's: the same status everywhere, nothing
  * but y's elements written, nothing written by a failing call):
@@ -19,13 +21,14 @@
  *  - every y element against a long double reference written here from the header's
  *    formula: t rounded to float step by step as the header orders it (soft-capping: the
  *    exact c tanh(u / c)), then the exact softmax with the sink. Hidden keys (positions,
- *    -inf mask) and -inf t give +0 exactly, rows with nothing visible (or all -inf) all +0,
- *    a NaN or +inf t NaN on every visible key (hidden keys still +0), one finite t alone
- *    (no sink) exactly 1, else within POSENC_SOFTMAX_REL_TOLERANCE * y + ABS_TOLERANCE (with
- *    soft-capping: plus what an error of c 2^-21 in s, and the float additions after it,
- *    can move the softmax; a 16-bit y: plus one rounding to nearest of its type, up to
- *    2^-8 of the value for bf16 and 2^-11 for f16, twice what posenc.h states), never
- *    negative, never a float subnormal;
+ *    -inf mask, a negative kpos with POSENC_SOFTMAX_KPOS_NEG_HIDDEN) and -inf t give +0
+ *    exactly, rows with nothing visible (or all -inf) all +0, a NaN or +inf t NaN on every
+ *    visible key (hidden keys still +0), one finite t alone (no sink) exactly 1, else
+ *    within POSENC_SOFTMAX_REL_TOLERANCE * y + ABS_TOLERANCE (with soft-capping: plus what
+ *    an error of c 2^-21 in s, and the float additions after it, can move the softmax; a
+ *    16-bit y: plus one rounding to nearest of its type, up to 2^-8 of the value for bf16
+ *    and 2^-11 for f16, twice what posenc.h states), never negative, never a float
+ *    subnormal;
  *  - sometimes the call again row by row (n_heads = n_q = 1 with the pointers moved on):
  *    bit for bit the same y (posenc.h: a row's result depends only on its inputs);
  *  - sometimes x is NaN at every hidden key (their x is never used) and in the gaps between
@@ -99,9 +102,11 @@ static int64_t kpos_of(const softmax_call *c, const unsigned char *arena, size_t
   return k ? read_i32(k, j) : (int64_t)j;
 }
 
-/* Hidden by the positions or by a -inf mask value. */
+/* Hidden by the positions (causal, window, a negative kpos with
+ * POSENC_SOFTMAX_KPOS_NEG_HIDDEN) or by a -inf mask value. */
 static int hidden(const softmax_call *c, const unsigned char *arena, size_t h, size_t i, size_t j) {
   const unsigned flags = c->p.flags;
+  if ((flags & POSENC_SOFTMAX_KPOS_NEG_HIDDEN) && kpos_of(c, arena, j) < 0) return 1;
   const int64_t d = kpos_of(c, arena, j) - qpos_of(c, arena, i);
   if ((flags & POSENC_SOFTMAX_CAUSAL) && d > 0) return 1;
   if ((flags & POSENC_SOFTMAX_WINDOW) && -d >= c->p.window) return 1;

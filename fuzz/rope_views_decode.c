@@ -389,9 +389,10 @@ static size_t sat_mul(size_t a, size_t b) { return b && a > SIZE_MAX / b ? SIZE_
 
 /* The factor families' flags and the change to the computed factors, read early (the input
  * reaches them before it runs out): compute flags bit 0 GPTJ, bit 3 F32_ANGLES, bit 5
- * DETERMINISTIC, M-RoPE bit 1 MROPE_INTERLEAVED; bytes 28-31 mod 32 add INVERSE (not said to
- * be valid) or MROPE_INTERLEAVED (refused by posenc_rope_factors_compute); from 0xF0 unknown
- * bits. The apply's flags: the factors' (| INVERSE), or one of them flipped, or F32_ANGLES. */
+ * DETERMINISTIC, M-RoPE bit 1 MROPE_INTERLEAVED; bytes 28-31 mod 32 add INVERSE (a no-op for
+ * the compute) or MROPE_INTERLEAVED (refused by posenc_rope_factors_compute); from 0xF0
+ * unknown bits. The apply's flags: the factors' (| INVERSE), or one of them flipped, or
+ * F32_ANGLES (a no-op for the apply). */
 static void decode_factor_flags(reader *r, vcall *c) {
   const int mrope = c->base.family == FAM_MFACTORS;
   const uint8_t cb = u8(r);
@@ -415,7 +416,7 @@ static void decode_factor_flags(reader *r, vcall *c) {
     c->flags = (c->cflags & FACTOR_FLAGS) | (ab & 2 ? POSENC_ROPE_INVERSE : 0u);
     if (ab % 16 == 15) c->flags ^= POSENC_ROPE_GPTJ;          /* layout mismatch */
     if (ab % 16 == 13) c->flags ^= POSENC_ROPE_DETERMINISTIC; /* mode mismatch */
-    if (ab % 16 == 14) c->flags |= POSENC_ROPE_F32_ANGLES;    /* refused by apply */
+    if (ab % 16 == 14) c->flags |= POSENC_ROPE_F32_ANGLES;    /* a no-op for apply */
   }
 }
 

@@ -74,14 +74,14 @@ int sections_valid(const vcall *c, size_t n, int interleaved) {
 }
 
 /* posenc_rope_factors_bytes as posenc.h describes the rows: cos then sin, unpadded (NEOX:
- * R/2 of each, GPTJ: R); flags GPTJ and DETERMINISTIC only (0 for others, and for n_rows
- * 0). */
+ * R/2 of each, GPTJ: R); the factor path's flags (every known RoPE flag; only GPTJ changes
+ * the size; 0 for unknown bits, and for n_rows 0). */
 size_t row_floats_of(size_t rd, unsigned layout) {
   const size_t per = (layout & POSENC_ROPE_GPTJ) ? 2 : 1;
   return 2 * per * (rd / 2);
 }
 size_t factors_bytes_expected(size_t rd, size_t n_rows, unsigned flags) {
-  if (rd < 2 || rd % 2 || rd > ((size_t)1 << 20) || (flags & ~FACTOR_FLAGS)) return 0;
+  if (rd < 2 || rd % 2 || rd > ((size_t)1 << 20) || (flags & ~KNOWN_FLAGS)) return 0;
   const u128 b = (u128)n_rows * row_floats_of(rd, flags) * sizeof(float);
   return b > SIZE_MAX ? 0 : (size_t)b;
 }
@@ -139,15 +139,13 @@ void op_errors(const vcall *c, int *sure, int *listed) {
   view_errors(c, sure, listed);
 }
 
-/* The compute: sure and listed errors. INVERSE among the compute flags is listed (posenc.h
- * leaves it to the apply) but not sure. */
+/* The compute: sure and listed errors. Its flags are its plan form's (INVERSE a no-op). */
 void compute_errors(const vcall *c, int *sure, int *listed) {
   const int mrope = c->base.family == FAM_MFACTORS;
-  const unsigned known = FACTOR_FLAGS | POSENC_ROPE_F32_ANGLES |
-                         (mrope ? (unsigned)POSENC_ROPE_MROPE_INTERLEAVED : 0u);
+  const unsigned known =
+      mrope ? KNOWN_FLAGS : KNOWN_FLAGS & ~(unsigned)POSENC_ROPE_MROPE_INTERLEAVED;
   const size_t R = posenc_rope_plan_rotary_dim(c->plan);
-  if (!c->plan || c->factors_out_null || (c->cflags & ~(known | POSENC_ROPE_INVERSE))) *sure = 1;
-  if (c->cflags & POSENC_ROPE_INVERSE) *listed = 1;
+  if (!c->plan || c->factors_out_null || (c->cflags & ~known)) *sure = 1;
   if (c->n_rows > 0 && (c->storage_null || c->storage_misalign || c->storage_bytes < c->need))
     *sure = 1;
   if (mrope) {
@@ -169,10 +167,11 @@ void apply_errors(const vcall *c, const posenc_rope_factors *g, size_t first_row
     return;
   }
   const size_t rd = g->rotary_dim;
-  /* flags other than factors->flags (| INVERSE); factors->flags with other bits than the
-   * compute records: not said, but no valid struct has them */
+  /* unknown flags, or GPTJ / DETERMINISTIC other than factors->flags (INVERSE, F32_ANGLES
+   * and MROPE_INTERLEAVED taken); factors->flags with other bits than the compute records:
+   * not said, but no valid struct has them */
   if (g->flags & ~FACTOR_FLAGS) *listed = 1;
-  if ((c->flags & ~(unsigned)POSENC_ROPE_INVERSE) != g->flags || rd < 2 || rd % 2 ||
+  if ((c->flags & ~KNOWN_FLAGS) || (c->flags & FACTOR_FLAGS) != g->flags || rd < 2 || rd % 2 ||
       rd > ((size_t)1 << 20) || c->head_dim < rd || g->row_floats != row_floats_of(rd, g->flags) ||
       (u128)c->n_batch * c->n_tokens > SIZE_MAX)
     *sure = 1;

@@ -93,9 +93,11 @@ static int32_t *decode_positions(reader *r, size_t n) {
       case 6: /* any order in [0, 2n + 8) */
         p[t] = (int32_t)(xorshift(&s) % (2 * n + 8));
         break;
-      default: /* a run broken by special values (negative too) */
-        p[t] = (xorshift(&s) % 8 == 7) ? special_position(r) : (int32_t)next;
+      default: { /* a run broken by special values (negative too) and -1 (an empty cell) */
+        const uint32_t x = xorshift(&s) % 8;
+        p[t] = x == 7 ? special_position(r) : x == 6 ? -1 : (int32_t)next;
         if (next < INT32_MAX) ++next;
+      }
     }
   }
   return p;
@@ -324,6 +326,9 @@ call *softmax_decode(reader *r) {
 
   /* The mask. */
   int mask_ok = 1;
+  /* Of the keys with a negative kpos: 0 every one -inf in every row of the generated mask,
+   * 1 one not, -1 unknown (no mask values generated). */
+  int neg_unmasked = -1;
   {
     const uint8_t mb = u8(r);
     if (mb % 8 >= 3) {
@@ -368,7 +373,9 @@ call *softmax_decode(reader *r) {
           p->mask_head_stride = mrs;
       }
       const int pattern = u8(r) % 8;
-      const int32_t w2 = 1 + u8(r) % 64;
+      const uint8_t wb = u8(r);
+      const int32_t w2 = 1 + wb % 64;
+      const int hide_negative = (wb & 0x40) != 0; /* -inf at every key with kpos < 0 */
       uint64_t s = (uint64_t)u32(r) << 1 | 1u;
       size_t m_ext = 0;
       if (c->work)
@@ -387,9 +394,18 @@ call *softmax_decode(reader *r) {
             for (size_t j = 0; j < c->n_k; ++j) {
               const int64_t kp = kpos ? kpos[j] : (int64_t)j;
               const size_t e = h * p->mask_head_stride + i * mrs + j;
-              store(m, e, mask_value(pattern, &s, qp, kp, row_hidden, w2), p->mask_dtype);
+              const float v = mask_value(pattern, &s, qp, kp, row_hidden, w2);
+              store(m, e, hide_negative && kp < 0 ? -INFINITY : v, p->mask_dtype);
             }
           }
+        /* What the rows read (overlapping rows: the last value stored). */
+        neg_unmasked = 0;
+        for (size_t h = 0; h < c->n_heads; ++h)
+          for (size_t i = 0; i < c->n_q; ++i)
+            for (size_t j = 0; kpos && j < c->n_k; ++j)
+              if (kpos[j] < 0 &&
+                  load(m, h * p->mask_head_stride + i * mrs + j, p->mask_dtype) != -INFINITY)
+                neg_unmasked = 1;
         set_heap(&c->aux[AUX_MASK], m, m_ext * c->msz, amis[AUX_MASK]);
         free(m);
       } else {
@@ -487,8 +503,17 @@ call *softmax_decode(reader *r) {
       if (sl->present && !isfinite(read_f32(sl->heap + sl->mis, h))) fail = 1;
       if (sk->present && !isfinite(read_f32(sk->heap + sk->mis, h))) fail = 1;
     }
+    /* A negative kpos: allowed at a key the mask hides in every row, or with
+     * POSENC_SOFTMAX_KPOS_NEG_HIDDEN. */
+    int kpos_negative = 0;
     for (size_t j = 0; kp->present && j < c->n_k; ++j)
-      if (read_i32(kp->heap + kp->mis, j) < 0) fail = 1;
+      if (read_i32(kp->heap + kp->mis, j) < 0) kpos_negative = 1;
+    if (kpos_negative && !(flags & POSENC_SOFTMAX_KPOS_NEG_HIDDEN)) {
+      if (!has_mask || neg_unmasked == 1)
+        fail = 1;
+      else if (neg_unmasked < 0)
+        doubt = 1;
+    }
     for (size_t i = 0; qp->present && i < c->n_q; ++i)
       if (read_i32(qp->heap + qp->mis, i) < 0) fail = 1;
     if (x_odd || y_odd || (c->n_q > 1 && c->x_rse < c->n_k)) doubt = 1;

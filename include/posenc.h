@@ -773,6 +773,84 @@ POSENC_API posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const si
                                           const int32_t *positions, const posenc_rope_view *src,
                                           const posenc_rope_view *dst, unsigned flags);
 
+/** The cache cells of posenc_rope_out_slots: token t goes to cell index[t] (skipped where
+ * index[t] < 0). */
+typedef struct posenc_slots {
+  const void *index; /**< n_tokens cells: int32_t, or int64_t if is_int64 */
+  int is_int64;      /**< 0: int32_t indices, 1: int64_t (vLLM's slot_mapping) */
+  size_t n_cells;    /**< the cells of dst: every index must be below it */
+} posenc_slots;
+
+/** posenc_rope_out into a paged or cell-addressed KV cache: token t of src (one batch) is
+ * rotated as posenc_rope_out rotates it (same plan, flags, positions, type pairs and
+ * results, bitwise) and written to cell slots->index[t] of dst, or nowhere where that index
+ * is negative (vLLM's padding tokens). dst is a view of slots->n_cells cells, its
+ * token_stride stepping from cell to cell:
+ *   vLLM [num_blocks, block_size, kv_heads, D]: cell = block * block_size + offset (vLLM's
+ *        slot_mapping), token_stride = kv_heads * D, head_stride = D;
+ *   llama.cpp's K cache [kv_heads, cells, D] (a cell per KV slot): token_stride = D,
+ *        head_stride = cells * D.
+ * Elements [R, head_dim) are copied (converted) as by posenc_rope_out; nothing else of dst
+ * is touched. The cells are checked before anything is written: each below n_cells, no
+ * cell twice (a token count of up to 32 compares pairs, more sort a copy: O(n log n), one
+ * allocation). There is no in-place form: src and dst must not share addresses.
+ * Errors (nothing written): those of posenc_rope_out, plus a NULL slots, a NULL index with
+ * n_tokens > 0, is_int64 not 0 or 1, an index >= n_cells, two tokens for one cell, dst's
+ * n_cells cells overlapping each other or src; POSENC_ERR_OUT_OF_MEMORY if the copy cannot
+ * be allocated. n_tokens, n_heads or n_cells 0, or every index negative: a no-op. */
+POSENC_API posenc_status posenc_rope_out_slots(const posenc_rope_plan *plan, size_t head_dim,
+                                               size_t n_tokens, const int32_t *positions,
+                                               int32_t start_pos, const posenc_rope_view *src,
+                                               const posenc_rope_view *dst,
+                                               const posenc_slots *slots, unsigned flags);
+
+/** The per-head RMSNorm that Qwen3, Gemma 3 and OLMo 2 apply to q and k right before RoPE
+ * (posenc_rope_qknorm): n = x * inv * w over each head vector's head_dim elements, with
+ * inv = 1 / sqrt(mean(x^2) + eps). */
+typedef struct posenc_qk_norm {
+  const float *weight; /**< head_dim floats (the norm's learned weight, as float) */
+  float eps;           /**< added to the mean of squares; finite, >= 0 */
+  unsigned flags;      /**< 0 or POSENC_QK_NORM_GEMMA */
+} posenc_qk_norm;
+
+/** posenc_qk_norm.flags. */
+enum {
+  /** Gemma's form: each element scaled by (1 + weight) (computed in float) instead of weight */
+  POSENC_QK_NORM_GEMMA = 1u << 0
+};
+
+/** QK-norm and RoPE in one pass: every head vector x of q (and k) becomes
+ *     y = rope(n),  n_d = (x_d * inv) * w_d,  inv = 1 / sqrt((float)(sum_d x_d^2 / D + eps))
+ * (w_d + 1 with POSENC_QK_NORM_GEMMA), the rotation that of posenc_rope_out (same plan,
+ * flags, positions and type pairs) applied to n instead of x; elements [R, D) are n too.
+ * Each element is read from memory once and written once (its head's sum of squares, then
+ * the rotation, which applies the norm as it loads the head again from L1), where a
+ * separate norm pass reads and writes every element twice. q and k take their own weights (q_norm,
+ * k_norm; NULL: that tensor is only rotated, as by posenc_rope_out). Views: q_src -> q_dst and
+ * k_src -> k_dst as posenc_rope_out's src -> dst (dst = src for in place: the same pointer, or the
+ * same data, type and strides), 4-D, n_batch x n_tokens tokens; k_src NULL: q only (k_dst and
+ * k_norm must then be NULL). Both tensors have one type pair (f32 -> f32, bf16 -> bf16, f16 -> f16,
+ * f32 -> bf16, f32 -> f16). A destination must not share addresses with the other tensor's source
+ * or destination, except in-place packed QKV rows of one batch (as posenc_rope_f32 accepts them).
+ * Numerics: the sum of squares in float lanes added in double (the scalar variant sums in
+ * double), the mean + eps rounded to float, its square root and reciprocal in float (each
+ * rounded), the products (x * inv) * w rounded as HF's float RMSNorm rounds them (for
+ * 16-bit models HF also rounds n to the model's type before the weight; posenc does not);
+ * so each n_d is within (D/16 + 3) * 2^-24 relative of the
+ * exact (x_d / sqrt(mean + eps)) * w_d, and y is then within posenc_rope_out's bounds of the
+ * rotation of n. A NaN or infinite element makes its head's inv NaN or 0 (NaN out, as HF).
+ * Every ISA's result is within that bound of the long double one; a token's result does not
+ * depend on the call's other tokens (split invariance).
+ * Errors (nothing written): those of posenc_rope_out for each tensor, plus a NULL q_src or
+ * q_dst, k_dst without k_src or k_src without k_dst, k_norm without k_src, a norm with a
+ * NULL weight, eps negative or not finite, or unknown norm flags, k's type pair other than
+ * q's, overlapping tensors (above), and with a norm: rotary_dim > 512 or head_dim > 4096. */
+POSENC_API posenc_status posenc_rope_qknorm(
+    const posenc_rope_plan *plan, size_t head_dim, size_t n_batch, size_t n_tokens,
+    const int32_t *positions, int32_t start_pos, const posenc_rope_view *q_src,
+    const posenc_rope_view *q_dst, const posenc_qk_norm *q_norm, const posenc_rope_view *k_src,
+    const posenc_rope_view *k_dst, const posenc_qk_norm *k_norm, unsigned flags);
+
 /** Rotation factors: the cos/sin (times the plan's attention factor) of n_rows tokens, made
  * once per decode step or prefill by posenc_rope_factors_compute and applied by
  * posenc_rope_apply to the Q and K of every layer: a pure stream with no sin/cos and no
@@ -791,21 +869,44 @@ typedef struct posenc_rope_factors {
   unsigned flags; /**< POSENC_ROPE_GPTJ (interleaved pairs) | POSENC_ROPE_DETERMINISTIC, as made */
 } posenc_rope_factors;
 
-/** Bytes of storage for n_rows rows of factors of a plan with this rotary_dim, for these
- * flags (POSENC_ROPE_GPTJ, POSENC_ROPE_DETERMINISTIC; others are not accepted here); 0 for
- * an invalid rotary_dim, other flags, a size that overflows, or n_rows = 0. */
+/** Bytes of storage for n_rows rows of factors of a plan with this rotary_dim, made with
+ * these flags (only POSENC_ROPE_GPTJ changes the size). 0 means refused, or nothing to
+ * store: an invalid rotary_dim, flags the factor path refuses (below), a size that
+ * overflows, or n_rows = 0.
+ *
+ * Flags, one rule for posenc_rope_factors_bytes, the factor computations and
+ * posenc_rope_apply: the factor path takes the plan path's flags, so that one flags value
+ * passed to all three gives posenc_rope_out's result for it (posenc_mrope_out's through
+ * posenc_mrope_factors_compute). posenc_rope_factors_compute takes posenc_rope_f32's flags,
+ * posenc_mrope_factors_compute posenc_mrope_f32's, and posenc_rope_factors_bytes and
+ * posenc_rope_apply, which serve both, either. Each flag acts where it has a meaning and is
+ * a no-op elsewhere:
+ *  - POSENC_ROPE_GPTJ: the pair layout: the row size (bytes), the rows (compute), the pairs
+ *    rotated (apply). Recorded in factors->flags.
+ *  - POSENC_ROPE_DETERMINISTIC: the values (compute) and the rotation without fused
+ *    multiply-adds (apply). Recorded in factors->flags.
+ *  - POSENC_ROPE_F32_ANGLES: the values (compute); a no-op for bytes and apply (the angles
+ *    are in the rows).
+ *  - POSENC_ROPE_INVERSE: the direction (apply); a no-op for bytes and compute (the rows
+ *    hold the forward cos/sin, for either direction).
+ *  - POSENC_ROPE_MROPE_INTERLEAVED: the sections (posenc_mrope_factors_compute); a no-op
+ *    for bytes and apply; refused by posenc_rope_factors_compute, as by posenc_rope_f32.
+ * Any other bit is refused by all three alike: POSENC_ERR_INVALID_ARGUMENT and nothing
+ * written (here: 0). posenc_rope_apply also requires its flags' recorded bits (GPTJ,
+ * DETERMINISTIC) to be factors->flags. */
 POSENC_API size_t posenc_rope_factors_bytes(size_t rotary_dim, size_t n_rows, unsigned flags);
 
 /** Fills `storage` (float-aligned, storage_bytes >= posenc_rope_factors_bytes(R, n_rows,
  * flags)) with the factors of rows r in [0, n_rows): the position of row r is positions[r],
- * or start_pos + r when positions is NULL. flags: NEOX / GPTJ, optionally
- * | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC (INVERSE is chosen when applying).
- * *factors describes the result.
+ * or start_pos + r when positions is NULL. flags: those of posenc_rope_f32 (NEOX / GPTJ,
+ * INVERSE, F32_ANGLES, DETERMINISTIC), by the factor path's rule (posenc_rope_factors_bytes):
+ * INVERSE is a no-op here (posenc_rope_apply rotates by -angle), factors->flags records
+ * GPTJ and DETERMINISTIC. *factors describes the result.
  * The values are exactly those posenc_rope_f32 of the same ISA uses for that position, so
- * applying them gives bitwise the plan path's result.
+ * applying them with the same flags gives bitwise posenc_rope_f32's result for those flags.
  * Errors (nothing written): POSENC_ERR_INVALID_ARGUMENT for a NULL plan, factors or storage
- * (with n_rows > 0), misaligned storage, storage_bytes too small, unknown flags (INVERSE
- * included), a run passing INT32_MAX. */
+ * (with n_rows > 0), misaligned storage, storage_bytes too small, flags posenc_rope_f32
+ * refuses (POSENC_ROPE_MROPE_INTERLEAVED included), a run passing INT32_MAX. */
 POSENC_API posenc_status posenc_rope_factors_compute(const posenc_rope_plan *plan, size_t n_rows,
                                                      const int32_t *positions, int32_t start_pos,
                                                      unsigned flags, void *storage,
@@ -824,12 +925,14 @@ POSENC_API posenc_status posenc_mrope_factors_compute(const posenc_rope_plan *pl
  * posenc_rope_out) or out of place, with posenc_rope_out's type pairs and views: token t of
  * batch b takes row first_row + b * row_batch_stride + t (row_batch_stride = n_tokens: one
  * row per token of every sequence; 0: every batch at the same positions). The plan's
- * rotary_dim is factors->rotary_dim. flags: factors->flags (the layout, and
- * POSENC_ROPE_DETERMINISTIC if the factors were made with it), optionally
- * | POSENC_ROPE_INVERSE. The factor rows must not lie in the destination.
+ * rotary_dim is factors->rotary_dim. flags, by the factor path's rule
+ * (posenc_rope_factors_bytes): those the factors were computed with, or any flags whose
+ * GPTJ and DETERMINISTIC bits are factors->flags; POSENC_ROPE_INVERSE rotates by -angle,
+ * POSENC_ROPE_F32_ANGLES and POSENC_ROPE_MROPE_INTERLEAVED are no-ops (the rows hold the
+ * angles). The factor rows must not lie in the destination.
  * Errors (nothing written): those of posenc_rope_out for the views, plus a NULL factors or
- * data, a factors->flags with other bits, flags other than factors->flags (| INVERSE),
- * factor rows the destination overlaps,
+ * data, a factors->flags with other bits, flags the factor path refuses, GPTJ or
+ * DETERMINISTIC bits other than factors->flags', factor rows the destination overlaps,
  * rotary_dim invalid or > head_dim, row_floats not the one posenc_rope_factors_compute
  * writes, and rows beyond n_rows (factors too small for the shape). */
 POSENC_API posenc_status posenc_rope_apply(const posenc_rope_factors *factors, size_t first_row,
@@ -1125,6 +1228,11 @@ POSENC_API posenc_status posenc_alibi_softmax_bf16(const float *slopes, size_t n
  *    q_offset + i) give POSENC_SOFTMAX_CAUSAL (kpos_j > qpos_i hidden) and
  *    POSENC_SOFTMAX_WINDOW (qpos_i - kpos_j >= window hidden: a sliding window of `window`
  *    keys ending at the query, Mistral's and Gemma's, ggml's SWA "standard");
+ *  - a key position below 0 marks an empty KV-cache cell (llama.cpp's -1): allowed only
+ *    where the key is hidden, by a -inf mask value in every row of every head or by
+ *    POSENC_SOFTMAX_KPOS_NEG_HIDDEN (which hides every such key); causal and window do not
+ *    count (such a key is never hidden by its position). Without the flag, a call with a
+ *    negative kpos reads the mask at those keys once more, before anything is written;
  *  - sink (optional, per head): an extra logit in the denominator only (gpt-oss, ggml's
  *    sinks); it is used as it is (not scaled, capped or biased).
  * Each operation rounds to float in the order written: u = scale * x, s(u), + mask
@@ -1186,7 +1294,11 @@ enum {
   /** ALiBi bias -(slope_h * |kpos_j - qpos_i|) instead of slope_h * (kpos_j - qpos_i) */
   POSENC_SOFTMAX_ALIBI_SYMMETRIC = 1u << 3,
   /** ggml's ALiBi: the mask term is slope_h * mask_ij and there is no position term */
-  POSENC_SOFTMAX_MASK_SLOPE = 1u << 4
+  POSENC_SOFTMAX_MASK_SLOPE = 1u << 4,
+  /** hide every key with kpos_j < 0 (as if its mask value were -inf, in every row): a
+   * KV cache's empty cells, which llama.cpp marks with position -1. Without it a negative
+   * key position is only allowed where the mask hides the key. No effect without kpos. */
+  POSENC_SOFTMAX_KPOS_NEG_HIDDEN = 1u << 5
 };
 
 /** The options of posenc_softmax. Start from POSENC_SOFTMAX_PARAMS_INIT (scale 1, nothing
@@ -1201,7 +1313,9 @@ typedef struct posenc_softmax_params {
   posenc_dtype mask_dtype; /**< POSENC_DTYPE_F32 or POSENC_DTYPE_F16 */
   size_t mask_row_stride;  /**< elements; 0 means n_k, else >= n_k */
   size_t mask_head_stride; /**< elements; 0: one mask for every head */
-  const int32_t *kpos;     /**< n_k key positions >= 0, or NULL: kpos_j = j */
+  const int32_t *kpos;     /**< n_k key positions, or NULL: kpos_j = j; a kpos_j < 0
+                                only at a hidden key (mask -inf in every row, or
+                                POSENC_SOFTMAX_KPOS_NEG_HIDDEN) */
   const int32_t *qpos;     /**< n_q query positions >= 0, or NULL: q_offset + i */
   int32_t q_offset;        /**< >= 0, q_offset + n_q - 1 <= INT32_MAX; unused with qpos */
   int32_t window;          /**< with POSENC_SOFTMAX_WINDOW: >= 1 */
@@ -1233,12 +1347,13 @@ typedef struct posenc_scores_view {
  * data with work to do, an unknown dtype or a mask dtype other than f32 / f16, unknown
  * flags, a non-finite scale, slope or sink, POSENC_SOFTMAX_SOFTCAP with c <= 0 or not
  * finite, POSENC_SOFTMAX_WINDOW with window < 1, POSENC_SOFTMAX_MASK_SLOPE without a mask
- * or slopes, a mask row stride below n_k, a negative position (kpos, qpos, or q_offset
- * when there is no qpos), a query run past INT32_MAX (no qpos), more than 2^31 keys
- * without kpos, an x row stride below n_k (x is only read: its heads may repeat, head
- * stride 0), a y whose rows overlap, a view whose extent overflows (or exceeds
- * PTRDIFF_MAX bytes), x and y overlapping other than in place, the mask, slopes, sinks or
- * positions within y's extent, misaligned data. Any count 0 is a valid no-op that reads
+ * or slopes, a mask row stride below n_k, a negative position (qpos, or q_offset when
+ * there is no qpos; a kpos_j < 0 at a key that the mask does not hide, -inf, in some row,
+ * unless POSENC_SOFTMAX_KPOS_NEG_HIDDEN), a query run past INT32_MAX (no qpos), more than
+ * 2^31 keys without kpos, an x row stride below n_k (x is only read: its heads may
+ * repeat, head stride 0), a y whose rows overlap, a view whose extent overflows (or
+ * exceeds PTRDIFF_MAX bytes), x and y overlapping other than in place, the mask, slopes,
+ * sinks or positions within y's extent, misaligned data. Any count 0 is a valid no-op that reads
  * nothing (the flags and the parameters' values that need no array are still checked). */
 POSENC_API posenc_status posenc_softmax(const posenc_softmax_params *params, size_t n_heads,
                                         size_t n_q, size_t n_k, const posenc_scores_view *x,

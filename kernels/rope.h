@@ -64,7 +64,31 @@ typedef struct rope_view {
   size_t head_dim;
   size_t src_token_stride, src_head_stride, src_batch_stride;
   size_t dst_token_stride, dst_head_stride, dst_batch_stride;
+  /* QK-norm (posenc_rope_qknorm): NULL, or head_dim weights w. Each head vector x is
+   * normalised, n_d = (x_d * inv) * w_d (Gemma's w_d + 1 formed by the API) where
+   * inv = rope_norm_inv(sum of x_d^2), then rotated, every element [0, head_dim) written
+   * (in place too): by rotate() as it loads x (SIMD), or through a float buffer of
+   * POSENC_ROPE_NORM_FLOATS (the scalar reference, rope_driver.h); one chunk of pairs only
+   * (the API refuses larger plans). */
+  const float *norm_w;
+  float norm_eps;
+  /* Slot-mapped destinations (posenc_rope_out_slots; one batch): NULL, or n_tokens cache
+   * cells (int64_t if slots64, else int32_t): token t is written to dst's token slot[t]
+   * (dst_token_stride steps over cells), or not at all where slot[t] < 0. */
+  const void *slots;
+  int slots64;
 } rope_view;
+
+/* The scalar reference's float buffer of normalised head vectors (QK-norm): heads are
+ * normalised and rotated this many floats at a time; head_dim may not exceed it. */
+#define POSENC_ROPE_NORM_FLOATS 4096
+
+/* QK-norm's mean of squares + eps of a head vector, from its sum of squares, rounded once to
+ * float; inv = 1 / sqrt of it in float (two roundings), the same operations in every variant
+ * (the SIMD ones take the square roots and divisions of several heads in one vector). */
+static inline float rope_norm_mean(double sum_sq, size_t head_dim, float eps) {
+  return (float)(sum_sq / (double)head_dim + (double)eps);
+}
 
 /* What one call computes (rope_drive): a plain rotation (posenc_rope_*), multimodal RoPE
  * (posenc_mrope_*) or a re-rotation (posenc_rope_rerotate_*). */

@@ -59,6 +59,10 @@ typedef void (*rope_prepare_delta_fn)(const struct posenc_rope_plan *from, int32
 typedef void (*rope_rotate_fn)(const rope_view *view, const void *src_row, void *dst_row,
                                size_t half, size_t p0, size_t n, const float *c, const float *s,
                                unsigned flags);
+/* QK-norm: heads [h0, h0 + nh) of one token's row of view, each normalised (rope.h, norm_w)
+ * into out[(h - h0) * head_dim + d], d in [0, head_dim). */
+typedef void (*rope_norm_fn)(const rope_view *view, const void *src_row, size_t h0, size_t nh,
+                             float *out);
 
 /* The anchor of pos and pos's offset from it. */
 static inline int32_t rope_anchor_of(int32_t pos, size_t *k) {
@@ -150,9 +154,38 @@ POSENC_INLINE void rope_prepare_mrope(const rope_args *a, const rope_token *k,
 
 /* Token (b, t)'s use of the cos/sin c, s of pairs [p0, p0 + n): written to its factor row
  * (compute), or applied to every view. */
+/* The functions a variant may supply for QK-norm views (the scalar reference): norm for the
+ * source type, rotate from f32 to the destination type. Without them (NULL: the SIMD
+ * variants) rotate() itself normalises the views with norm_w. */
+typedef struct rope_norm_ops {
+  rope_norm_fn norm;
+  rope_rotate_fn rotate;
+} rope_norm_ops;
+
+/* A QK-norm view's token row: its heads normalised into a float buffer as many at a time as
+ * it holds, each group rotated from there into dst (the buffer is never dst: out of place
+ * for rotate, which so also writes the normalised elements [R, head_dim)). Not inlined: the
+ * buffer's stack is only taken by the calls that normalise. */
+static __attribute__((noinline, unused)) void rope_emit_normed(
+    const rope_args *a, const rope_view *view, const char *src_row, char *dst_row, size_t p0,
+    size_t n, const float *c, const float *s, size_t dst_size, const rope_norm_ops *ops) {
+  _Alignas(64) float buf[POSENC_ROPE_NORM_FLOATS];
+  const size_t per = POSENC_ROPE_NORM_FLOATS / view->head_dim;
+  for (size_t h0 = 0; h0 < view->n_heads; h0 += per) {
+    const size_t nh = view->n_heads - h0 < per ? view->n_heads - h0 : per;
+    ops->norm(view, src_row, h0, nh, buf);
+    rope_view group = *view;
+    group.src = buf;
+    group.n_heads = nh;
+    group.src_head_stride = view->head_dim;
+    char *dst = dst_row + h0 * view->dst_head_stride * dst_size;
+    ops->rotate(&group, buf, dst, a->n_pairs, p0, n, c, s, a->flags);
+  }
+}
+
 POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, size_t p0, size_t n,
                              const float *c, const float *s, size_t src_size, size_t dst_size,
-                             rope_rotate_fn rotate) {
+                             rope_rotate_fn rotate, const rope_norm_ops *norm) {
   if (a->factors_out) {
     const size_t per = (a->flags & POSENC_ROPE_GPTJ) ? 2 : 1, half = a->factor_half;
     float *row = a->factors_out + g * 2 * half;
@@ -162,20 +195,35 @@ POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, s
   }
   for (size_t v = 0; v < a->n_views; ++v) {
     const rope_view *view = &a->views[v];
+    size_t cell = t; /* the destination's token */
+    if (view->slots) {
+      const int64_t slot =
+          view->slots64 ? ((const int64_t *)view->slots)[g] : ((const int32_t *)view->slots)[g];
+      if (slot < 0) continue;
+      cell = (size_t)slot;
+    }
     const char *src_row = (const char *)view->src +
                           (b * view->src_batch_stride + t * view->src_token_stride) * src_size;
     char *dst_row =
-        (char *)view->dst + (b * view->dst_batch_stride + t * view->dst_token_stride) * dst_size;
-    rotate(view, src_row, dst_row, a->n_pairs, p0, n, c, s, a->flags);
+        (char *)view->dst + (b * view->dst_batch_stride + cell * view->dst_token_stride) * dst_size;
+    if (view->norm_w && norm->norm)
+      rope_emit_normed(a, view, src_row, dst_row, p0, n, c, s, dst_size, norm);
+    else
+      rotate(view, src_row, dst_row, a->n_pairs, p0, n, c, s, a->flags);
   }
 }
 
 /* src, dst: the storage types of the views (read, written), which `rotate` is written for. */
+/* norm_fn, rotate_normed: the variant's rope_norm_ops functions for these types (used only
+ * for views with norm_w), or NULL when rotate() normalises such views itself. */
 POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem dst,
                               rope_prepare_fn prepare, int anchored,
-                              rope_prepare_delta_fn prepare_delta, rope_rotate_fn rotate) {
+                              rope_prepare_delta_fn prepare_delta, rope_rotate_fn rotate,
+                              rope_norm_fn norm_fn, rope_rotate_fn rotate_normed) {
   _Alignas(64) float c[2 * POSENC_ROPE_CHUNK];
   _Alignas(64) float s[2 * POSENC_ROPE_CHUNK];
+  const rope_norm_ops norm_ops = {norm_fn, rotate_normed};
+  const rope_norm_ops *const norm = &norm_ops;
   const size_t src_size = posenc_elem_size(src), dst_size = posenc_elem_size(dst);
   const size_t n_pairs = a->n_pairs, n_all = a->n_batch * a->n_tokens;
   if (a->factors) { /* apply: every token's cos/sin are its factor row */
@@ -187,7 +235,7 @@ POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem d
       for (size_t p0 = 0; p0 < n_pairs; p0 += POSENC_ROPE_CHUNK) {
         const size_t n = n_pairs - p0 < POSENC_ROPE_CHUNK ? n_pairs - p0 : POSENC_ROPE_CHUNK;
         rope_emit(a, g, b, t, p0, n, row + per * p0, row + half + per * p0, src_size, dst_size,
-                  rotate);
+                  rotate, norm);
       }
     }
     return;
@@ -209,7 +257,7 @@ POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem d
     const size_t b = g / a->n_tokens, t = g - b * a->n_tokens;
     const rope_token k = rope_token_of(a, g, t);
     if (single && g > 0 && rope_token_equal(&k, &prev)) {
-      rope_emit(a, g, b, t, 0, n_pairs, c, s, src_size, dst_size, rotate);
+      rope_emit(a, g, b, t, 0, n_pairs, c, s, src_size, dst_size, rotate, norm);
       continue;
     }
     for (size_t p0 = 0; p0 < n_pairs; p0 += POSENC_ROPE_CHUNK) {
@@ -222,7 +270,7 @@ POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem d
                       c, s);
       else
         prepare(a->plan, (int32_t)k.p[0], a->flags, att, p0, n, c, s, anchor);
-      rope_emit(a, g, b, t, p0, n, c, s, src_size, dst_size, rotate);
+      rope_emit(a, g, b, t, p0, n, c, s, src_size, dst_size, rotate, norm);
     }
     prev = k;
   }

@@ -125,6 +125,34 @@ POSENC_INLINE void rotate_heads(const rope_view *view, const void *src_row, void
   }
 }
 
+/* QK-norm (rope.h): the sum of squares in double (each square exact), then (x * inv) * w. */
+static void norm_heads(const rope_view *view, const void *src_row, size_t h0, size_t nh, float *out,
+                       posenc_elem ex) {
+  const size_t dim = view->head_dim, xs = view->src_head_stride * posenc_elem_size(ex);
+  for (size_t h = 0; h < nh; ++h) {
+    const void *x = (const char *)src_row + (h0 + h) * xs;
+    double sum = 0.0;
+    for (size_t d = 0; d < dim; ++d) {
+      const double v = posenc_elem_load(x, d, ex);
+      sum += v * v;
+    }
+    const float inv = 1.0f / sqrtf(rope_norm_mean(sum, dim, view->norm_eps));
+    for (size_t d = 0; d < dim; ++d) {
+      out[h * dim + d] = (posenc_elem_load(x, d, ex) * inv) * view->norm_w[d];
+    }
+  }
+}
+static void norm_f32(const rope_view *view, const void *src_row, size_t h0, size_t nh, float *out) {
+  norm_heads(view, src_row, h0, nh, out, POSENC_ELEM_F32);
+}
+static void norm_bf16(const rope_view *view, const void *src_row, size_t h0, size_t nh,
+                      float *out) {
+  norm_heads(view, src_row, h0, nh, out, POSENC_ELEM_BF16);
+}
+static void norm_f16(const rope_view *view, const void *src_row, size_t h0, size_t nh, float *out) {
+  norm_heads(view, src_row, h0, nh, out, POSENC_ELEM_F16);
+}
+
 static void rotate_f32(const rope_view *view, const void *src_row, void *dst_row, size_t half,
                        size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
   rotate_heads(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F32);
@@ -149,21 +177,21 @@ static void rotate_f32_f16(const rope_view *view, const void *src_row, void *dst
 
 void posenc_rope_f32_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F32, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_f32);
+             rotate_f32, norm_f32, rotate_f32);
 }
 void posenc_rope_bf16_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_BF16, POSENC_ELEM_BF16, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_bf16);
+             rotate_bf16, norm_bf16, rotate_f32_bf16);
 }
 void posenc_rope_f16_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F16, POSENC_ELEM_F16, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_f16);
+             rotate_f16, norm_f16, rotate_f32_f16);
 }
 void posenc_rope_f32_bf16_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_BF16, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_f32_bf16);
+             rotate_f32_bf16, norm_f32, rotate_f32_bf16);
 }
 void posenc_rope_f32_f16_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F16, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_f32_f16);
+             rotate_f32_f16, norm_f32, rotate_f32_f16);
 }

@@ -143,16 +143,30 @@ POSENC_INLINE vf VFN(madd_)(vf a, vf b, vf c, vf d, int det) {
   return det ? vf_add(vf_mul(a, b), vf_mul(c, d)) : vf_fmadd(c, d, vf_mul(a, b));
 }
 
+/* QK-norm inside the rotation (normed, a constant at every call): each element x loaded is
+ * first (x * ninv) * w[i], w the head's weights from element 0 (rope.h: w + 1 for Gemma
+ * is formed by the API), ninv the head's inv broadcast. */
+POSENC_INLINE vf VFN(nload_)(const void *x, size_t i, size_t m, posenc_elem ex, int normed, vf ninv,
+                             const float *w) {
+  const vf v = m == VF_W ? ve_load(x, i, ex) : ve_load_n(x, i, m, ex);
+  if (!normed) return v;
+  return vf_mul(vf_mul(v, ninv), m == VF_W ? vf_load(w + i) : vf_load_n(w + i, m));
+}
+
 POSENC_INLINE void VFN(neox_vec_)(const void *x, void *y, size_t iu, size_t iv, vf c, vf s, int det,
-                                  posenc_elem ex, posenc_elem ey) {
-  const vf u = ve_load(x, iu, ex), v = ve_load(x, iv, ex);
+                                  posenc_elem ex, posenc_elem ey, int normed, vf ninv,
+                                  const float *w) {
+  const vf u = VFN(nload_)(x, iu, VF_W, ex, normed, ninv, w),
+           v = VFN(nload_)(x, iv, VF_W, ex, normed, ninv, w);
   ve_store(y, iu, VFN(msub_)(u, c, v, s, det), ey);
   ve_store(y, iv, VFN(madd_)(v, c, u, s, det), ey);
 }
 
 POSENC_INLINE void VFN(neox_part_)(const void *x, void *y, size_t iu, size_t iv, vf c, vf s,
-                                   size_t m, int det, posenc_elem ex, posenc_elem ey) {
-  const vf u = ve_load_n(x, iu, m, ex), v = ve_load_n(x, iv, m, ex);
+                                   size_t m, int det, posenc_elem ex, posenc_elem ey, int normed,
+                                   vf ninv, const float *w) {
+  const vf u = VFN(nload_)(x, iu, m, ex, normed, ninv, w),
+           v = VFN(nload_)(x, iv, m, ex, normed, ninv, w);
   ve_store_n(y, iu, VFN(msub_)(u, c, v, s, det), m, ey);
   ve_store_n(y, iv, VFN(madd_)(v, c, u, s, det), m, ey);
 }
@@ -161,32 +175,84 @@ POSENC_INLINE void VFN(neox_part_)(const void *x, void *y, size_t iu, size_t iv,
  * results stored two vectors at a time (ve_store2: one conversion for both where the layer
  * has one). */
 POSENC_INLINE void VFN(neox_vec2_)(const void *x, void *y, size_t iu, size_t iv, vf c0, vf s0,
-                                   vf c1, vf s1, int det, posenc_elem ex, posenc_elem ey) {
-  const vf u0 = ve_load(x, iu, ex), v0 = ve_load(x, iv, ex);
-  const vf u1 = ve_load(x, iu + VF_W, ex), v1 = ve_load(x, iv + VF_W, ex);
+                                   vf c1, vf s1, int det, posenc_elem ex, posenc_elem ey,
+                                   int normed, vf ninv, const float *w) {
+  const vf u0 = VFN(nload_)(x, iu, VF_W, ex, normed, ninv, w);
+  const vf v0 = VFN(nload_)(x, iv, VF_W, ex, normed, ninv, w);
+  const vf u1 = VFN(nload_)(x, iu + VF_W, VF_W, ex, normed, ninv, w);
+  const vf v1 = VFN(nload_)(x, iv + VF_W, VF_W, ex, normed, ninv, w);
   ve_store2(y, iu, VFN(msub_)(u0, c0, v0, s0, det), VFN(msub_)(u1, c1, v1, s1, det), ey);
   ve_store2(y, iv, VFN(madd_)(v0, c0, u0, s0, det), VFN(madd_)(v1, c1, u1, s1, det), ey);
 }
 
 /* GPTJ: x' = x * (c, c) + swap(x) * (-s, s). */
 POSENC_INLINE void VFN(gptj_vec_)(const void *x, void *y, size_t i, vf c, vf s, int det,
-                                  posenc_elem ex, posenc_elem ey) {
-  const vf v = ve_load(x, i, ex);
+                                  posenc_elem ex, posenc_elem ey, int normed, vf ninv,
+                                  const float *w) {
+  const vf v = VFN(nload_)(x, i, VF_W, ex, normed, ninv, w);
   ve_store(y, i, VFN(madd_)(v, c, vf_swap_pairs(v), s, det), ey);
 }
 
 POSENC_INLINE void VFN(gptj_part_)(const void *x, void *y, size_t i, vf c, vf s, size_t m, int det,
-                                   posenc_elem ex, posenc_elem ey) {
-  const vf v = ve_load_n(x, i, m, ex);
+                                   posenc_elem ex, posenc_elem ey, int normed, vf ninv,
+                                   const float *w) {
+  const vf v = VFN(nload_)(x, i, m, ex, normed, ninv, w);
   ve_store_n(y, i, VFN(madd_)(v, c, vf_swap_pairs(v), s, det), m, ey);
 }
 
-/* Out of place: elements [from, to) of one head vector copied (converted). */
+/* Elements [from, to) of one head vector copied (converted; normalised where `normed`): out
+ * of place, and with QK-norm in place too. */
 POSENC_INLINE void VFN(copy_)(const void *x, void *y, size_t from, size_t to, posenc_elem ex,
-                              posenc_elem ey) {
+                              posenc_elem ey, int normed, vf ninv, const float *w) {
   size_t i = from;
-  for (; i + VF_W <= to; i += VF_W) ve_store(y, i, ve_load(x, i, ex), ey);
-  if (i < to) ve_store_n(y, i, ve_load_n(x, i, to - i, ex), to - i, ey);
+  for (; i + VF_W <= to; i += VF_W)
+    ve_store(y, i, VFN(nload_)(x, i, VF_W, ex, normed, ninv, w), ey);
+  if (i < to) ve_store_n(y, i, VFN(nload_)(x, i, to - i, ex, normed, ninv, w), to - i, ey);
+}
+
+/* QK-norm: the sum of squares of one head vector's `dim` elements, in two float accumulators
+ * of VF_W lanes, added in double. */
+POSENC_INLINE double VFN(norm_sum_sq_)(const void *x, size_t dim, posenc_elem ex) {
+  vf a0 = vf_set1(0.0f), a1 = vf_set1(0.0f);
+  size_t j = 0;
+  for (; j + 2 * VF_W <= dim; j += 2 * VF_W) {
+    const vf u0 = ve_load(x, j, ex), u1 = ve_load(x, j + VF_W, ex);
+    a0 = vf_fmadd(u0, u0, a0);
+    a1 = vf_fmadd(u1, u1, a1);
+  }
+  if (j + VF_W <= dim) {
+    const vf u = ve_load(x, j, ex);
+    a0 = vf_fmadd(u, u, a0);
+    j += VF_W;
+  }
+  if (j < dim) {
+    const vf u = vf_first_n(ve_load_n(x, j, dim - j, ex), dim - j, 0.0f);
+    a1 = vf_fmadd(u, u, a1);
+  }
+  const vd s0 = vd_add(vd_from_vf_lo(a0), vd_from_vf_hi(a0));
+  const vd s1 = vd_add(vd_from_vf_lo(a1), vd_from_vf_hi(a1));
+  return vd_hsum(vd_add(s0, s1));
+}
+
+/* QK-norm: the heads are taken ROPE_NORM_RUN at a time, the invs of a run first: their
+ * sums of squares, then their square roots and divisions in vectors. */
+#define ROPE_NORM_RUN 16
+
+/* The invs of heads [h, h + ROPE_NORM_RUN) (those below nh) of a token's row into inv. */
+POSENC_INLINE void VFN(norm_run_)(const rope_view *view, const char *xr, size_t xs, size_t h,
+                                  size_t nh, posenc_elem ex, float *inv) {
+  const size_t run = nh - h < ROPE_NORM_RUN ? nh - h : ROPE_NORM_RUN;
+  for (size_t k = 0; k < run; ++k)
+    inv[k] = rope_norm_mean(VFN(norm_sum_sq_)(xr + (h + k) * xs, view->head_dim, ex),
+                            view->head_dim, view->norm_eps);
+  const vf one = vf_set1(1.0f);
+  for (size_t k = 0; k < run; k += VF_W) {
+    const size_t m = run - k < VF_W ? run - k : VF_W;
+    if (m == VF_W)
+      vf_store(inv + k, vf_div(one, vf_sqrt(vf_load(inv + k))));
+    else
+      vf_store_n(inv + k, vf_div(one, vf_sqrt(vf_load_n(inv + k, m))), m);
+  }
 }
 
 /* Two loop orders over the heads of one token's row (measured: see README):
@@ -194,15 +260,20 @@ POSENC_INLINE void VFN(copy_)(const void *x, void *y, size_t from, size_t to, po
  *    registers while every head is streamed front to back;
  *  - otherwise head by head, front to back, cos/sin loaded from the (L1-resident) buffer.
  *    Several passes over the row with registers reloaded per block were faster in cache but
- *    halved the throughput of rows streamed from DRAM on SSE4/AVX2, so they are not used. */
+ *    halved the throughput of rows streamed from DRAM on SSE4/AVX2, so they are not used.
+ * With QK-norm (normed) each head is read twice, its sum of squares then its rotation (the
+ * second read from L1), and the whole head vector is written, in place too. */
 
 /* NEOX pairs [p0, p0 + n) of every head. */
 POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char *yr, size_t half,
                                      size_t p0, size_t n, const float *c, const float *s, vf sg,
-                                     int tail, int det, posenc_elem ex, posenc_elem ey) {
+                                     int tail, int det, posenc_elem ex, posenc_elem ey,
+                                     int normed) {
   const size_t nh = view->n_heads;
   const size_t xs = view->src_head_stride * posenc_elem_size(ex);
   const size_t ys = view->dst_head_stride * posenc_elem_size(ey);
+  float inv[ROPE_NORM_RUN];
+  vf niv = vf_set1(1.0f);
 #ifndef VF_SIZELESS
   if (n == ROPE_BLOCK_PAIRS) {
     vf cb[ROPE_BLOCK], sb[ROPE_BLOCK];
@@ -213,11 +284,16 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
     for (size_t h = 0; h < nh; ++h) {
       const char *x = xr + h * xs;
       char *y = yr + h * ys;
+      if (normed) {
+        if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
+        niv = vf_set1(inv[h % ROPE_NORM_RUN]);
+      }
       for (int b = 0; b < ROPE_BLOCK; b += 2) { /* ROPE_BLOCK is even (VF_W <= 32) */
         const size_t iu = p0 + b * VF_W, iv = iu + half;
-        VFN(neox_vec2_)(x, y, iu, iv, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ex, ey);
+        VFN(neox_vec2_)
+        (x, y, iu, iv, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ex, ey, normed, niv, view->norm_w);
       }
-      if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
+      if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w);
     }
     return;
   }
@@ -225,25 +301,33 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
   for (size_t h = 0; h < nh; ++h) {
     const char *x = xr + h * xs;
     char *y = yr + h * ys;
+    if (normed) {
+      if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
+      niv = vf_set1(inv[h % ROPE_NORM_RUN]);
+    }
     const size_t u = p0, v = u + half;
     size_t i = 0;
-    for (; i + VF_W <= n; i += VF_W)
-      VFN(neox_vec_)(x, y, u + i, v + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), det, ex, ey);
+    for (; i + VF_W <= n; i += VF_W) VFN(neox_vec_)
+    (x, y, u + i, v + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), det, ex, ey, normed, niv,
+     view->norm_w);
     if (i < n) { /* c and s may end at n (factor rows are not padded) */
       const vf ct = vf_load_n(c + i, n - i), st = vf_mul(vf_load_n(s + i, n - i), sg);
-      VFN(neox_part_)(x, y, u + i, v + i, ct, st, n - i, det, ex, ey);
+      VFN(neox_part_)(x, y, u + i, v + i, ct, st, n - i, det, ex, ey, normed, niv, view->norm_w);
     }
-    if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
+    if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w);
   }
 }
 
 /* GPTJ: the 2n interleaved elements from 2*p0, in the same two orders. */
 POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char *yr, size_t half,
                                      size_t p0, size_t n, const float *c, const float *s, vf sg,
-                                     int tail, int det, posenc_elem ex, posenc_elem ey) {
+                                     int tail, int det, posenc_elem ex, posenc_elem ey,
+                                     int normed) {
   const size_t nh = view->n_heads, m = 2 * n;
   const size_t xs = view->src_head_stride * posenc_elem_size(ex);
   const size_t ys = view->dst_head_stride * posenc_elem_size(ey);
+  float inv[ROPE_NORM_RUN];
+  vf niv = vf_set1(1.0f);
 #ifndef VF_SIZELESS
   if (m == 2 * ROPE_BLOCK_PAIRS) {
     vf cb[2 * ROPE_BLOCK], sb[2 * ROPE_BLOCK];
@@ -254,9 +338,13 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
     for (size_t h = 0; h < nh; ++h) {
       const char *x = xr + h * xs;
       char *y = yr + h * ys;
-      for (int b = 0; b < 2 * ROPE_BLOCK; ++b)
-        VFN(gptj_vec_)(x, y, 2 * p0 + b * VF_W, cb[b], sb[b], det, ex, ey);
-      if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
+      if (normed) {
+        if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
+        niv = vf_set1(inv[h % ROPE_NORM_RUN]);
+      }
+      for (int b = 0; b < 2 * ROPE_BLOCK; ++b) VFN(gptj_vec_)
+      (x, y, 2 * p0 + b * VF_W, cb[b], sb[b], det, ex, ey, normed, niv, view->norm_w);
+      if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w);
     }
     return;
   }
@@ -264,45 +352,64 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
   for (size_t h = 0; h < nh; ++h) {
     const char *x = xr + h * xs;
     char *y = yr + h * ys;
+    if (normed) {
+      if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
+      niv = vf_set1(inv[h % ROPE_NORM_RUN]);
+    }
     const size_t o = 2 * p0;
     size_t i = 0;
-    for (; i + VF_W <= m; i += VF_W)
-      VFN(gptj_vec_)(x, y, o + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), det, ex, ey);
+    for (; i + VF_W <= m; i += VF_W) VFN(gptj_vec_)
+    (x, y, o + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), det, ex, ey, normed, niv,
+     view->norm_w);
     if (i < m) { /* c and s may end at m (factor rows are not padded) */
       const vf ct = vf_load_n(c + i, m - i), st = vf_mul(vf_load_n(s + i, m - i), sg);
-      VFN(gptj_part_)(x, y, o + i, ct, st, m - i, det, ex, ey);
+      VFN(gptj_part_)(x, y, o + i, ct, st, m - i, det, ex, ey, normed, niv, view->norm_w);
     }
-    if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey);
+    if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w);
   }
+}
+
+/* One layout and mode, normalising or not (normed: a constant). */
+POSENC_INLINE void VFN(rotate_mode_)(const rope_view *view, const void *src_row, void *dst_row,
+                                     size_t half, size_t p0, size_t n, const float *c,
+                                     const float *s, unsigned flags, vf sg, int tail, int det,
+                                     posenc_elem ex, posenc_elem ey, int normed) {
+  if (flags & POSENC_ROPE_GPTJ)
+    VFN(rotate_gptj_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, det, ex, ey, normed);
+  else
+    VFN(rotate_neox_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, det, ex, ey, normed);
 }
 
 POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void *dst_row,
                                 size_t half, size_t p0, size_t n, const float *c, const float *s,
                                 unsigned flags, posenc_elem ex, posenc_elem ey) {
   const vf sg = vf_set1((flags & POSENC_ROPE_INVERSE) ? -1.0f : 1.0f);
-  /* Out of place, the chunk that ends the pairs also copies elements [R, head_dim). */
-  const int tail = view->src != view->dst && p0 + n == half && view->head_dim > 2 * half;
-  const int gptj = (flags & POSENC_ROPE_GPTJ) != 0;
-  if (flags & POSENC_ROPE_DETERMINISTIC) {
-    if (gptj)
-      VFN(rotate_gptj_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, 1, ex, ey);
+  /* The chunk that ends the pairs also writes elements [R, head_dim): a copy out of place,
+   * the normalised elements with QK-norm (one chunk: p0 = 0, n = half). */
+  const int normed = view->norm_w != NULL;
+  const int tail =
+      (view->src != view->dst || normed) && p0 + n == half && view->head_dim > 2 * half;
+  if (normed) {
+    if (flags & POSENC_ROPE_DETERMINISTIC)
+      VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 1, ex, ey, 1);
     else
-      VFN(rotate_neox_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, 1, ex, ey);
-  } else if (gptj) {
-    VFN(rotate_gptj_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, 0, ex, ey);
+      VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 1);
+  } else if (flags & POSENC_ROPE_DETERMINISTIC) {
+    VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 1, ex, ey, 0);
   } else {
-    VFN(rotate_neox_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, 0, ex, ey);
+    VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0);
   }
 }
 
-/* One rotate per storage pair, and the bodies of the exported variants. */
+/* One rotate per storage pair, and the bodies of the exported variants (QK-norm views are
+ * normalised inside rotate: no norm function, no f32 rotate for them). */
 static void VFN(rotate_f32_)(const rope_view *view, const void *src_row, void *dst_row, size_t half,
                              size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
   VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F32);
 }
 POSENC_INLINE void rope_run_f32(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F32, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_f32_));
+             VFN(rotate_f32_), NULL, NULL);
 }
 static void VFN(rotate_bf16_)(const rope_view *view, const void *src_row, void *dst_row,
                               size_t half, size_t p0, size_t n, const float *c, const float *s,
@@ -312,7 +419,7 @@ static void VFN(rotate_bf16_)(const rope_view *view, const void *src_row, void *
 }
 POSENC_INLINE void rope_run_bf16(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_BF16, POSENC_ELEM_BF16, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_bf16_));
+             VFN(rotate_bf16_), NULL, NULL);
 }
 static void VFN(rotate_f16_)(const rope_view *view, const void *src_row, void *dst_row, size_t half,
                              size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
@@ -320,7 +427,7 @@ static void VFN(rotate_f16_)(const rope_view *view, const void *src_row, void *d
 }
 POSENC_INLINE void rope_run_f16(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F16, POSENC_ELEM_F16, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_f16_));
+             VFN(rotate_f16_), NULL, NULL);
 }
 static void VFN(rotate_f32_bf16_)(const rope_view *view, const void *src_row, void *dst_row,
                                   size_t half, size_t p0, size_t n, const float *c, const float *s,
@@ -329,7 +436,7 @@ static void VFN(rotate_f32_bf16_)(const rope_view *view, const void *src_row, vo
 }
 POSENC_INLINE void rope_run_f32_bf16(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_BF16, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_f32_bf16_));
+             VFN(rotate_f32_bf16_), NULL, NULL);
 }
 static void VFN(rotate_f32_f16_)(const rope_view *view, const void *src_row, void *dst_row,
                                  size_t half, size_t p0, size_t n, const float *c, const float *s,
@@ -338,5 +445,5 @@ static void VFN(rotate_f32_f16_)(const rope_view *view, const void *src_row, voi
 }
 POSENC_INLINE void rope_run_f32_f16(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F16, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_f32_f16_));
+             VFN(rotate_f32_f16_), NULL, NULL);
 }

@@ -1,8 +1,11 @@
 /* Internal: the argument block of the attention-score softmax kernels (posenc_softmax and
  * its ALiBi forms), the constants every variant shares, and posenc's exp polynomial.
  * Arguments reaching a kernel have been checked by dispatch/api_softmax.c: counts >= 1,
- * positions >= 0 (so every kpos - qpos fits in int32), scale, slopes, sinks and the cap
- * finite, the window >= 1, views that do not overlap (or are the same, in place). */
+ * query positions >= 0, a key position < 0 only at a key hidden in every row (by a -inf
+ * mask value, or by POSENC_SOFTMAX_KPOS_NEG_HIDDEN, which the flags hold only when such a
+ * key exists), so kpos - qpos fits in int32 at every visible key (elsewhere it is not
+ * computed in scalar code: it could overflow), scale, slopes, sinks and the cap finite,
+ * the window >= 1, views that do not overlap (or are the same, in place). */
 #ifndef POSENC_KERNELS_SOFTMAX_H
 #define POSENC_KERNELS_SOFTMAX_H
 
@@ -94,13 +97,15 @@ static inline void softmax_visible(const softmax_args *a, int32_t qpos, size_t *
 }
 
 /* 1 if key j of a row is hidden by the row's mask (a -inf value; mask_row: the row's mask or
- * NULL) or by its key positions (kpos given), whatever its score: a row made NaN by a NaN
- * or +inf score keeps +0 there. (Without kpos, the positions' hidden columns are outside
- * the row's [lo, hi).) */
+ * NULL) or by its key positions (kpos given: causal, window, or a negative position with
+ * POSENC_SOFTMAX_KPOS_NEG_HIDDEN), whatever its score: a row made NaN by a NaN or +inf score
+ * keeps +0 there. (Without kpos, the positions' hidden columns are outside the row's
+ * [lo, hi).) */
 static inline int softmax_hidden(const softmax_args *a, const void *mask_row, int32_t qpos,
                                  size_t j) {
   if (mask_row && posenc_elem_load(mask_row, j, a->me) == -INFINITY) return 1;
   if (!a->kpos) return 0;
+  if ((a->flags & POSENC_SOFTMAX_KPOS_NEG_HIDDEN) && a->kpos[j] < 0) return 1; /* kpos given */
   const int32_t d = a->kpos[j] - qpos;
   return ((a->flags & POSENC_SOFTMAX_CAUSAL) && d > 0) ||
          ((a->flags & POSENC_SOFTMAX_WINDOW) && d <= -a->window);

@@ -48,7 +48,9 @@ typedef struct {
   int32_t qpos;
 } row_ctx;
 
-/* t_j, -inf for a hidden key (positions given as kpos, or a -inf mask value). */
+/* t_j, -inf for a hidden key (positions given as kpos, or a -inf mask value). A key with
+ * kpos_j < 0 is hidden by its mask value or by POSENC_SOFTMAX_KPOS_NEG_HIDDEN (checked
+ * before the call): its kpos_j - qpos, which could overflow, is not computed. */
 static float t_of(const row_ctx *r, size_t j) {
   const softmax_args *a = r->a;
   float t = a->scale * posenc_elem_load(r->x, j, a->xe);
@@ -58,6 +60,7 @@ static float t_of(const row_ctx *r, size_t j) {
     if (m == -INFINITY) return -INFINITY;
     t = (a->flags & POSENC_SOFTMAX_MASK_SLOPE) ? t + r->slope * m : t + m;
   }
+  if ((a->flags & POSENC_SOFTMAX_KPOS_NEG_HIDDEN) && a->kpos && a->kpos[j] < 0) return -INFINITY;
   const int32_t d = (a->kpos ? a->kpos[j] : (int32_t)j) - r->qpos;
   if (a->kpos) {
     if ((a->flags & POSENC_SOFTMAX_CAUSAL) && d > 0) return -INFINITY;

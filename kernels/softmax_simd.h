@@ -79,6 +79,7 @@ typedef struct {
   int alibi;       /* 0: none, 1: slope * d, 2: -(slope * |d|), d = kpos - qpos */
   int kpos_causal; /* with kpos: hide d > 0 */
   int kpos_window; /* with kpos: hide d <= -window */
+  int kpos_neg;    /* with kpos: hide kpos < 0 (POSENC_SOFTMAX_KPOS_NEG_HIDDEN) */
   int32_t window;
   float scale, cap, rcap, slope;
 } sm_row;
@@ -124,10 +125,13 @@ POSENC_INLINE vf VFN(sm_t_)(const sm_row *r, vf scale, vf cap, vf rcap, vf slope
   }
   if (kind == SM_ALIBI_SYM) u = vf_sub(u, vf_mul(slope, vf_abs(dcol)));
   if (kind == SM_ALIBI_SIGNED) u = vf_add(u, vf_mul(slope, dcol));
-  if (general && (r->alibi || r->kpos_causal || r->kpos_window)) {
-    const vi d = r->kpos ? vi_sub(n == VF_W ? vi_load(r->kpos + j) : vi_load_n(r->kpos + j, n),
-                                  vi_set1(r->qpos))
-                         : vi_add(vi_set1((int32_t)j - r->qpos), vi_iota());
+  if (general && (r->alibi || r->kpos_causal || r->kpos_window || r->kpos_neg)) {
+    /* d wraps (vector integer arithmetic) where kpos < 0: such a key is hidden (by its mask
+     * value or kpos_neg), and its lane is replaced by -inf below. */
+    const vi k =
+        r->kpos ? (n == VF_W ? vi_load(r->kpos + j) : vi_load_n(r->kpos + j, n)) : vi_set1(0);
+    const vi d =
+        r->kpos ? vi_sub(k, vi_set1(r->qpos)) : vi_add(vi_set1((int32_t)j - r->qpos), vi_iota());
     if (r->alibi == 1)
       u = vf_add(u, vf_mul(slope, vf_from_vi(d)));
     else if (r->alibi == 2)
@@ -139,6 +143,11 @@ POSENC_INLINE vf VFN(sm_t_)(const sm_row *r, vf scale, vf cap, vf rcap, vf slope
     }
     if (r->kpos_window) {
       const vm h = vi_gt_m(vi_set1(1 - r->window), d);
+      hid = hide ? vm_or(hid, h) : h;
+      hide = 1;
+    }
+    if (r->kpos_neg) {
+      const vm h = vi_gt_m(vi_set1(0), k);
       hid = hide ? vm_or(hid, h) : h;
       hide = 1;
     }
@@ -524,7 +533,8 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
   const int softcap = (a->flags & POSENC_SOFTMAX_SOFTCAP) != 0;
   int kind = SM_PLAIN;
   if (softcap || mask_slope ||
-      (a->kpos && (a->flags & (POSENC_SOFTMAX_CAUSAL | POSENC_SOFTMAX_WINDOW))))
+      (a->kpos && (a->flags & (POSENC_SOFTMAX_CAUSAL | POSENC_SOFTMAX_WINDOW |
+                               POSENC_SOFTMAX_KPOS_NEG_HIDDEN))))
     kind = SM_GENERAL;
   else if (a->slopes)
     kind = a->kpos || !softmax_distances_below_2p24(a)   ? SM_GENERAL
@@ -543,6 +553,7 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
                                                                            : 1,
                     .kpos_causal = a->kpos && (a->flags & POSENC_SOFTMAX_CAUSAL),
                     .kpos_window = a->kpos && (a->flags & POSENC_SOFTMAX_WINDOW),
+                    .kpos_neg = a->kpos && (a->flags & POSENC_SOFTMAX_KPOS_NEG_HIDDEN),
                     .window = a->window,
                     .scale = a->scale,
                     .cap = softcap ? a->softcap : 1.0f,

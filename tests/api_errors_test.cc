@@ -583,8 +583,8 @@ TEST(LastError, RuntimeShapedRope) {
       {kFc, "flags",
        [&] {
          posenc_rope_factors g;
-         return posenc_rope_factors_compute(plan.get(), 6, pos, 0, POSENC_ROPE_INVERSE, storage,
-                                            bytes, &g);
+         return posenc_rope_factors_compute(plan.get(), 6, pos, 0, POSENC_ROPE_MROPE_INTERLEAVED,
+                                            storage, bytes, &g);
        }},
       {kFc, "flags",
        [&] {
@@ -632,8 +632,8 @@ TEST(LastError, RuntimeShapedRope) {
       {kMfc, "flags",
        [&] {
          posenc_rope_factors g;
-         return posenc_mrope_factors_compute(plan.get(), sections, 2, pos, POSENC_ROPE_INVERSE,
-                                             storage, bytes, &g);
+         return posenc_mrope_factors_compute(plan.get(), sections, 2, pos, 1u << 6, storage, bytes,
+                                             &g);
        }},
       {kMfc, "sections",
        [&] {

@@ -577,7 +577,7 @@ TEST_P(RopeViewsTest, BadInputReturnsItsStatusAndWritesNothing) {
 
   // Factors.
   EXPECT_EQ(posenc_rope_factors_bytes(3, 4, 0), 0u);
-  EXPECT_EQ(posenc_rope_factors_bytes(64, 4, 2), 0u);
+  EXPECT_EQ(posenc_rope_factors_bytes(64, 4, 64), 0u);  // unknown flags
   EXPECT_EQ(posenc_rope_factors_bytes(64, SIZE_MAX / 8, 0), 0u);
   const size_t bytes = posenc_rope_factors_bytes(R, B * L, 0);
   ASSERT_GT(bytes, 0u);
@@ -592,8 +592,8 @@ TEST_P(RopeViewsTest, BadInputReturnsItsStatusAndWritesNothing) {
       posenc_rope_factors_compute(plan.get(), B * L, nullptr, 0, 0, storage.data(), bytes - 1, &f),
       POSENC_ERR_INVALID_ARGUMENT);
   expect_storage("factor buffer too small");
-  EXPECT_EQ(posenc_rope_factors_compute(plan.get(), B * L, nullptr, 0, POSENC_ROPE_INVERSE,
-                                        storage.data(), bytes, &f),
+  EXPECT_EQ(posenc_rope_factors_compute(plan.get(), B * L, nullptr, 0,
+                                        POSENC_ROPE_MROPE_INTERLEAVED, storage.data(), bytes, &f),
             POSENC_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(posenc_rope_factors_compute(plan.get(), B * L, nullptr, 0, 0,
                                         reinterpret_cast<char*>(storage.data()) + 2, bytes, &f),
@@ -617,7 +617,7 @@ TEST_P(RopeViewsTest, BadInputReturnsItsStatusAndWritesNothing) {
   EXPECT_EQ(apply(g, 0, L, 0, sv, dv), POSENC_ERR_INVALID_ARGUMENT) << "factors too small";
   EXPECT_EQ(apply(f, 0, L, POSENC_ROPE_GPTJ, sv, dv), POSENC_ERR_INVALID_ARGUMENT)
       << "layout differs";
-  EXPECT_EQ(apply(f, 0, L, POSENC_ROPE_F32_ANGLES, sv, dv), POSENC_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(apply(f, 0, L, 64, sv, dv), POSENC_ERR_INVALID_ARGUMENT) << "unknown flags";
   g = f, g.row_floats += 16;
   EXPECT_EQ(apply(g, 0, L, 0, sv, dv), POSENC_ERR_INVALID_ARGUMENT) << "row_floats";
   g = f, g.rotary_dim = 2 * D;

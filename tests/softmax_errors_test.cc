@@ -111,6 +111,34 @@ TEST_P(SoftmaxArgumentsTest, TheValidCallsWrite) {
          c.params.qpos = nullptr;
          c.params.q_offset = INT32_MAX - static_cast<int32_t>(kRows) + 1;
        }},
+      {"negative kpos the mask hides in every row (INT32_MIN too)",
+       [this](SoftmaxCall& c) {
+         int32_t* kpos = reinterpret_cast<int32_t*>(Bytes(kKpos));
+         kpos[1] = -1;
+         kpos[4] = INT32_MIN;
+         c.params.mask_dtype = kF32;
+         for (size_t i = 0; i < kRows; ++i)
+           buffer_[kMask + i * kKeys + 1] = buffer_[kMask + i * kKeys + 4] = -kInf;
+       }},
+      {"negative kpos with POSENC_SOFTMAX_KPOS_NEG_HIDDEN, no mask",
+       [this](SoftmaxCall& c) {
+         int32_t* kpos = reinterpret_cast<int32_t*>(Bytes(kKpos));
+         kpos[0] = -1;
+         kpos[3] = INT32_MIN;
+         c.params.mask = nullptr;
+         c.params.flags |= POSENC_SOFTMAX_KPOS_NEG_HIDDEN;
+       }},
+      {"POSENC_SOFTMAX_KPOS_NEG_HIDDEN with every kpos negative",
+       [this](SoftmaxCall& c) {
+         for (size_t j = 0; j < kKeys; ++j)
+           reinterpret_cast<int32_t*>(Bytes(kKpos))[j] = -1 - static_cast<int32_t>(j);
+         c.params.flags |= POSENC_SOFTMAX_KPOS_NEG_HIDDEN;
+       }},
+      {"POSENC_SOFTMAX_KPOS_NEG_HIDDEN without kpos",
+       [](SoftmaxCall& c) {
+         c.params.kpos = nullptr;
+         c.params.flags |= POSENC_SOFTMAX_KPOS_NEG_HIDDEN;
+       }},
       {"mask and arrays right before and after y",
        [this](SoftmaxCall& c) {
          c.params.mask = YAt(kExtent);
@@ -179,7 +207,7 @@ TEST_P(SoftmaxArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
        [](SoftmaxCall& c) { c.params.mask_dtype = kBf16; }},
       {"unknown mask dtype", "params->mask_dtype",
        [](SoftmaxCall& c) { c.params.mask_dtype = static_cast<posenc_dtype>(3); }},
-      {"unknown flag", "params->flags", [](SoftmaxCall& c) { c.params.flags |= 1u << 5; }},
+      {"unknown flag", "params->flags", [](SoftmaxCall& c) { c.params.flags |= 1u << 6; }},
       {"every flag bit", "params->flags", [](SoftmaxCall& c) { c.params.flags = ~0u; }},
       {"NaN scale", "params->scale", [](SoftmaxCall& c) { c.params.scale = NAN; }},
       {"+inf scale", "params->scale", [](SoftmaxCall& c) { c.params.scale = kInf; }},
@@ -221,6 +249,39 @@ TEST_P(SoftmaxArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
        [this](SoftmaxCall&) { reinterpret_cast<int32_t*>(Bytes(kKpos))[kKeys - 1] = -1; }},
       {"kpos INT32_MIN", "params->kpos",
        [this](SoftmaxCall&) { reinterpret_cast<int32_t*>(Bytes(kKpos))[0] = INT32_MIN; }},
+      {"a negative kpos, no mask", "params->kpos",
+       [this](SoftmaxCall& c) {
+         reinterpret_cast<int32_t*>(Bytes(kKpos))[2] = -1;
+         c.params.mask = nullptr;
+       }},
+      {"a negative kpos the mask hides in two of three rows", "params->kpos",
+       [this](SoftmaxCall&) {
+         reinterpret_cast<int32_t*>(Bytes(kKpos))[3] = -1;
+         buffer_[kMask + 0 * kKeys + 3] = -kInf;
+         buffer_[kMask + 2 * kKeys + 3] = -kInf;
+       }},
+      {"two negative kpos, the mask hides the first only", "params->kpos",
+       [this](SoftmaxCall&) {
+         reinterpret_cast<int32_t*>(Bytes(kKpos))[1] = -1;
+         reinterpret_cast<int32_t*>(Bytes(kKpos))[4] = -7;
+         for (size_t i = 0; i < kRows; ++i) buffer_[kMask + i * kKeys + 1] = -kInf;
+       }},
+      {"a negative kpos the per-head mask hides but in one head", "params->kpos",
+       [this](SoftmaxCall& c) {
+         // Head h's rows at kMask + h * 5 (rows kKeys apart): heads overlap, so the value
+         // that matters is where head 2's row 2 reads key 4, left 0.
+         reinterpret_cast<int32_t*>(Bytes(kKpos))[4] = -1;
+         c.params.mask_head_stride = 1;
+         for (size_t h = 0; h < kHeads; ++h)
+           for (size_t i = 0; i < kRows; ++i)
+             if (h * 1 + i * kKeys + 4 != 2 + 2 * kKeys + 4)
+               buffer_[kMask + h + i * kKeys + 4] = -kInf;
+       }},
+      {"a negative kpos that causal would hide (d < 0: it does not)", "params->kpos",
+       [this](SoftmaxCall& c) {
+         reinterpret_cast<int32_t*>(Bytes(kKpos))[0] = -1;
+         c.params.flags = kCausal;
+       }},
       {"a negative qpos", "params->qpos",
        [this](SoftmaxCall&) { reinterpret_cast<int32_t*>(Bytes(kQpos))[1] = -1; }},
       {"n_k 2^31 + 1 without kpos", "n_k",

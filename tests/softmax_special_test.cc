@@ -1,8 +1,10 @@
 // posenc_softmax once per ISA, part of softmax_test (softmax_test.cc says what each file
 // covers): the special values the header defines (rows with nothing visible, one finite
 // score, NaN and infinite scores visible or hidden, soft-capped infinities, probabilities
-// around the underflow floor), results independent of how rows and heads are split between
-// calls, and no access outside x, y and the mask next to inaccessible pages.
+// around the underflow floor), negative key positions (empty KV-cache cells: hidden by the
+// mask, by POSENC_SOFTMAX_KPOS_NEG_HIDDEN, or an error that writes nothing), results
+// independent of how rows and heads are split between calls, and no access outside x, y and
+// the mask next to inaccessible pages.
 #include <posenc.h>
 
 #include <cfloat>
@@ -320,6 +322,220 @@ TEST_P(SoftmaxTest, TinyProbabilitiesFlushToZeroWithoutSubnormals) {
   EXPECT_EQ(out.Get(0, 0, 0), 0.5f);
   EXPECT_EQ(out.Get(0, 0, 1), 0.5f);
   EXPECT_EQ(out.Bits(0, 0, 2), 0u) << Value(out.Get(0, 0, 2));
+}
+
+// ---------------------------------------------------------------------------- negative
+// key positions (empty KV-cache cells)
+
+// The keys of a row of n_k that are empty cells in these tests: every third one and a run
+// of nine across vector boundaries (n_k 1: the only key, a row with nothing visible).
+std::vector<char> EmptyCells(size_t n_k) {
+  std::vector<char> empty(n_k);
+  for (size_t j = 0; j < n_k; ++j) empty[j] = j % 3 == 1 || (j >= n_k / 2 && j < n_k / 2 + 9);
+  return empty;
+}
+
+// The position of an empty cell: llama.cpp's -1, and other negative values, INT32_MIN among
+// them (its kpos - qpos passes the int32 range).
+int32_t EmptyPosition(size_t j) { return j % 7 == 0 ? INT32_MIN : j % 5 == 0 ? -1000000 : -1; }
+
+// The options of the negative-position tests (each reading the positions some way).
+void ApplyEmptyCellVariant(int variant, Spec& s, std::mt19937& rng) {
+  const auto half = static_cast<int32_t>(s.n_k / 2);
+  switch (variant) {
+    case 0:  // causal and window by positions
+      s.flags |= kCausal | kWindow;
+      s.window = half + 2;
+      break;
+    case 1:  // signed ALiBi by positions, causal, sinks
+      s.flags |= kCausal;
+      s.slopes = AlibiSlopes(s.heads);
+      s.sinks = RandomSinks(rng, s.heads);
+      break;
+    case 2:  // symmetric ALiBi, window, soft-capping
+      s.flags |= kWindow | kSymmetric | kSoftcap;
+      s.window = half + 1;
+      s.softcap = 20.0f;
+      s.slopes = AlibiSlopes(s.heads);
+      for (float& v : s.slopes) v /= 8;
+      break;
+    case 3:  // ggml's ALiBi through the mask
+      s.flags |= kMaskSlope | kCausal;
+      s.slopes = AlibiSlopes(s.heads);
+      break;
+    default:  // nothing that reads positions (the plain row kind)
+      s.scale = 0.25f;
+      break;
+  }
+}
+constexpr int kEmptyCellVariants = 5;
+
+// The mask of a variant: f32 / f16, shared or per head; -inf at the empty cells when
+// `hide_empty`, else `at_empty` there; elsewhere ggml's -|kpos - qpos| (variant 3) or
+// random values (-inf among them).
+MaskSpec EmptyCellMask(int variant, const std::vector<char>& empty, bool hide_empty,
+                       float at_empty) {
+  const posenc_dtype t = variant % 2 ? kF16 : kF32;
+  const bool per_head = variant == 1 || variant == 2, query_major = variant == 2;
+  return MaskOf(t, per_head, query_major, variant % 3,
+                [empty, hide_empty, at_empty, variant](std::mt19937& rng, const Spec& s, size_t h,
+                                                       size_t i, size_t j) {
+                  const float other = RandomMask(rng, s, h, i, j);  // the same draws either way
+                  if (empty[j]) return hide_empty ? -kInf : at_empty;
+                  return variant == 3 ? LlamaAlibiMask(rng, s, h, i, j) : other;
+                });
+}
+
+// Key counts and type pairs of the negative-position tests: rows past the 16-bit block
+// (4100 keys) with one pair.
+bool EmptyCellCase(size_t n_k, const TypePair& types) {
+  return n_k < 4000 || (types.x == kBf16 && types.y == kBf16);
+}
+
+// Empty cells (negative key positions) that the mask hides (-inf in every row): allowed,
+// and the result is that of the same call with valid positions there (bit for bit), and the
+// reference's.
+TEST_P(SoftmaxTest, NegativeKeyPositionsHiddenByTheMask) {
+  uint32_t seed = kSeed;
+  for (int variant = 0; variant < kEmptyCellVariants; ++variant)
+    for (size_t n_k : {1, 7, 16, 33, 100, 4100})
+      for (const TypePair& types : TypePairs()) {
+        if (!EmptyCellCase(n_k, types)) continue;
+        Spec valid = Base(2, 3, n_k, types, "empty cells hidden by the mask");
+        std::mt19937 rng(++seed);
+        RandomPositions(valid, rng);
+        ApplyEmptyCellVariant(variant, valid, rng);
+        const std::vector<char> empty = EmptyCells(n_k);
+        valid.mask = EmptyCellMask(variant, empty, true, 0.0f);
+        Spec negative = valid;
+        for (size_t j = 0; j < n_k; ++j)
+          if (empty[j]) negative.kpos[j] = EmptyPosition(j);
+        const Problem a(negative, seed), b(valid, seed);  // the same scores and mask
+        Check(a);
+        ASSERT_TRUE(SameScores(a, a.Run(types.y, false, isa()), b.Run(types.y, false, isa()),
+                               "negative vs valid positions at masked keys"))
+            << Describe(negative);
+        if (HasFailure()) return;
+      }
+}
+
+// POSENC_SOFTMAX_KPOS_NEG_HIDDEN: every key with a negative position gets +0 whatever the
+// mask says there (0, a finite value, NaN, no mask), and the rest is that of the call whose
+// mask hides those keys (bit for bit), and the reference's; also in rows made NaN by a
+// visible NaN score (the hidden keys stay +0).
+TEST_P(SoftmaxTest, KposNegHiddenFlagHidesNegativeKeyPositions) {
+  uint32_t seed = kSeed;
+  for (int variant = 0; variant < kEmptyCellVariants; ++variant)
+    for (int mask_kind = 0; mask_kind < 3; ++mask_kind)
+      for (size_t n_k : {1, 5, 16, 33, 100, 4100})
+        for (const TypePair& types : TypePairs()) {
+          if (!EmptyCellCase(n_k, types) || (mask_kind == 0 && variant == 3)) continue;
+          Spec flagged = Base(2, 3, n_k, types, "empty cells hidden by the flag");
+          std::mt19937 rng(++seed);
+          RandomPositions(flagged, rng);
+          ApplyEmptyCellVariant(variant, flagged, rng);
+          const std::vector<char> empty = EmptyCells(n_k);
+          for (size_t j = 0; j < n_k; ++j)
+            if (empty[j]) flagged.kpos[j] = EmptyPosition(j);
+          Spec masked = flagged;
+          if (mask_kind == 0) {  // no mask; the masked call: 0 and -inf
+            masked.mask = MaskOf(kF32, false, false, 0,
+                                 [empty](std::mt19937&, const Spec&, size_t, size_t, size_t j) {
+                                   return empty[j] ? -kInf : 0.0f;
+                                 });
+          } else {
+            const float at_empty = mask_kind == 1 ? 0.5f : NAN;
+            flagged.mask = EmptyCellMask(variant, empty, false, at_empty);
+            masked.mask = EmptyCellMask(variant, empty, true, 0.0f);
+          }
+          flagged.flags |= kKposNegHidden;
+          // A visible NaN score in one row of one head: that row NaN, its hidden keys +0.
+          const size_t nan_at = n_k - 1;
+          if (!empty[nan_at] && n_k % 2 == 1) {
+            const auto scores = [nan_at](std::mt19937& r, const Spec& s, size_t h, size_t i,
+                                         size_t j) {
+              const float v = RandomScore(r, s, h, i, j);
+              return h == 1 && i == 2 && j == nan_at ? NAN : v;
+            };
+            flagged.scores = masked.scores = scores;
+          }
+          const Problem a(flagged, seed), b(masked, seed);  // the same scores
+          Check(a);
+          const Problem::Output fa = a.Run(types.y, false, isa());
+          for (size_t h = 0; h < flagged.heads; ++h)
+            for (size_t i = 0; i < flagged.n_q; ++i)
+              for (size_t j = 0; j < n_k; ++j)
+                if (empty[j]) {
+                  ASSERT_EQ(fa.Bits(h, i, j), 0u) << Where(flagged, h, i, j);
+                }
+          ASSERT_TRUE(SameScores(a, fa, b.Run(types.y, false, isa()), "flag vs mask"))
+              << Describe(flagged);
+          if (HasFailure()) return;
+        }
+}
+
+// A negative key position at a key that some row leaves visible (the mask is not -inf
+// there, or there is no mask; causal and window do not count: such a key is never hidden by
+// its position) is an error: POSENC_ERR_INVALID_ARGUMENT, and y (out of place: its sentinel
+// fill; in place: x) bit for bit as it was.
+TEST_P(SoftmaxTest, NegativeKeyPositionAtAVisibleKeyIsAnError) {
+  ASSERT_EQ(posenc_set_isa(isa()), POSENC_OK);
+  uint32_t seed = kSeed;
+  for (int variant = 0; variant < 4; ++variant)
+    for (size_t n_k : {5, 40})
+      for (const TypePair& types : TypePairs()) {
+        Spec s = Base(2, 3, n_k, types, "an empty cell left visible");
+        std::mt19937 rng(++seed);
+        RandomPositions(s, rng);
+        const std::vector<char> empty = EmptyCells(n_k);
+        for (size_t j = 0; j < n_k; ++j)
+          if (empty[j]) s.kpos[j] = EmptyPosition(j);
+        const size_t open = n_k - n_k / 3;  // a key whose position becomes -1
+        s.kpos[open] = -1;
+        switch (variant) {
+          case 0:  // no mask
+            break;
+          case 1:  // causal, window 1 (as positions they would hide the key); the mask hides
+                   // every empty cell but leaves key `open` visible in one row of one head
+            s.flags = kCausal | kWindow;
+            s.window = 1;
+            [[fallthrough]];
+          default: {
+            const bool per_head = variant != 1;
+            s.mask = MaskOf(
+                variant == 3 ? kF16 : kF32, per_head, false, 1,
+                [empty, open, per_head](std::mt19937&, const Spec&, size_t h, size_t i, size_t j) {
+                  const bool left = j == open && i == 2 && (!per_head || h == 1);
+                  return (empty[j] || j == open) && !left ? -kInf : 0.0f;
+                });
+          }
+        }
+        const Problem pb(s, seed);
+        Elems mask = pb.mask();
+        const posenc_softmax_params p = pb.Params(mask);
+        const Grid& g = pb.x_grid();
+        for (bool in_place : {false, true}) {
+          if (in_place && types.x != types.y) continue;
+          Elems x = pb.x(), y(types.y, g.size);
+          for (size_t k = 0; k < y.size(); ++k) y.SetSentinel(k);
+          Elems& out = in_place ? x : y;
+          const Elems x_before = x, out_before = out;
+          const posenc_scores_view xv = {x.At(g.offset), types.x, g.head_stride, g.row_stride};
+          const posenc_scores_view yv = {out.At(g.offset), types.y, g.head_stride, g.row_stride};
+          EXPECT_EQ(posenc_softmax(&p, s.heads, s.n_q, n_k, &xv, &yv), POSENC_ERR_INVALID_ARGUMENT)
+              << Describe(s) << (in_place ? " in place" : "");
+          EXPECT_NE(std::string(posenc_last_error()).find("params->kpos["), std::string::npos)
+              << posenc_last_error();
+          EXPECT_TRUE(SameBits(out, out_before)) << "y written: " << Describe(s);
+          EXPECT_TRUE(SameBits(x, x_before)) << "x written: " << Describe(s);
+          EXPECT_TRUE(SameBits(mask, pb.mask())) << "mask written: " << Describe(s);
+          // The same call with the flag: accepted.
+          posenc_softmax_params q = p;
+          q.flags |= kKposNegHidden;
+          EXPECT_EQ(posenc_softmax(&q, s.heads, s.n_q, n_k, &xv, &yv), POSENC_OK) << Describe(s);
+        }
+        if (HasFailure()) return;
+      }
 }
 
 // ---------------------------------------------------------------------------- split

@@ -107,6 +107,8 @@ static inline vi vi_load_n(const int32_t *p, size_t n) {
 /* min(a, b); a NaN in b gives NaN (VMINPS returns its second operand if either is NaN). */
 static inline vf vf_min(vf a, vf b) { return _mm256_min_ps(a, b); }
 static inline vf vf_div(vf a, vf b) { return _mm256_div_ps(a, b); }
+/* The square root, correctly rounded. */
+static inline vf vf_sqrt(vf a) { return _mm256_sqrt_ps(a); }
 /* p * 2^n for integral n in [-126, 127]: 2^n built in the exponent field. A NaN p gives
  * NaN. */
 static inline vf vf_scale2(vf p, vf n) {

@@ -105,6 +105,8 @@ static inline vi vi_load_n(const int32_t *p, size_t n) {
 /* min(a, b); a NaN in either gives NaN (FMIN). */
 static inline vf vf_min(vf a, vf b) { return vminq_f32(a, b); }
 static inline vf vf_div(vf a, vf b) { return vdivq_f32(a, b); }
+/* The square root, correctly rounded. */
+static inline vf vf_sqrt(vf a) { return vsqrtq_f32(a); }
 /* p * 2^n for integral n in [-126, 127]: 2^n built in the exponent field. A NaN p gives
  * NaN. */
 static inline vf vf_scale2(vf p, vf n) {

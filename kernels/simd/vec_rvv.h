@@ -180,6 +180,8 @@ static inline vf vf_min(vf a, vf b) {
                                   __riscv_vmfne_vv_f32m1_b32(b, b, vl), vl);
 }
 static inline vf vf_div(vf a, vf b) { return __riscv_vfdiv_vv_f32m1(a, b, VF_W); }
+/* The square root, correctly rounded. */
+static inline vf vf_sqrt(vf a) { return __riscv_vfsqrt_v_f32m1(a, VF_W); }
 /* p * 2^n for integral n in [-126, 127]: 2^n built in the exponent field. A NaN p gives
  * NaN. */
 static inline vf vf_scale2(vf p, vf n) {

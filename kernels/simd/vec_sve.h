@@ -128,6 +128,8 @@ static inline vf vf_zero_where(vm m, vf v) { return svsel_f32(m, svdup_n_f32(0.0
 /* min(a, b); a NaN in either gives NaN (FMIN). */
 static inline vf vf_min(vf a, vf b) { return svmin_f32_x(vf_all_(), a, b); }
 static inline vf vf_div(vf a, vf b) { return svdiv_f32_x(vf_all_(), a, b); }
+/* The square root, correctly rounded. */
+static inline vf vf_sqrt(vf a) { return svsqrt_f32_x(vf_all_(), a); }
 /* p * 2^n for integral n in [-126, 127] (FSCALE: p * 2^n rounded once, the same value as
  * the product by 2^n built in the exponent field of the other layers). A NaN p gives NaN. */
 static inline vf vf_scale2(vf p, vf n) {

@@ -20,10 +20,12 @@ def _aligned_float32(nbytes, alignment=64):
     return raw[offset:offset + nbytes].view(np.float32)
 
 
-def _factor_storage(rotary_dim, n_rows, layout_flag, storage):
-    """(float32 array, its size in bytes) to hold n_rows rows of factors."""
+def _factor_storage(rotary_dim, n_rows, flags, storage):
+    """(float32 array, its size in bytes) to hold n_rows rows of factors made with `flags`,
+    the computation's own: the C library's one flag rule for the factor path takes the same
+    flags for the size (posenc_rope_factors_bytes), so they are passed as they are."""
     if storage is None:
-        need = lib.posenc_rope_factors_bytes(rotary_dim, n_rows, layout_flag)
+        need = lib.posenc_rope_factors_bytes(rotary_dim, n_rows, flags)
         if need == 0 and n_rows > 0:
             raise ValueError(f"{n_rows} rows of factors for rotary_dim {rotary_dim} overflow "
                              "size_t")
@@ -141,7 +143,7 @@ def rope_factors(plan, *, positions=None, start_pos=0, n_rows=None, layout=None,
     plan_used = _resolve(plan, pos, start_pos, n_rows)  # alive through the call
     handle = plan_used._ptr()
     flags = _rope_flags(layout, f32_angles=f32_angles, plan=plan, deterministic=deterministic)
-    storage, nbytes = _factor_storage(plan.rotary_dim, n_rows, flags & _lib.ROPE_GPTJ, storage)
+    storage, nbytes = _factor_storage(plan.rotary_dim, n_rows, flags, storage)
     struct = _lib.RopeFactors()
     _check(lib.posenc_rope_factors_compute(handle, n_rows, _pointer(pos), start_pos, flags,
                                            _address(storage), nbytes, ctypes.byref(struct)),
@@ -169,7 +171,7 @@ def mrope_factors(plan, sections, *, positions, layout=None, interleaved=False,
     sec_array = _sections(sections)
     flags = _rope_flags(layout, f32_angles=f32_angles, interleaved=interleaved, plan=plan,
                         deterministic=deterministic)
-    storage, nbytes = _factor_storage(plan.rotary_dim, n_rows, flags & _lib.ROPE_GPTJ, storage)
+    storage, nbytes = _factor_storage(plan.rotary_dim, n_rows, flags, storage)
     struct = _lib.RopeFactors()
     _check(lib.posenc_mrope_factors_compute(handle, sec_array, n_rows, _pointer(flat), flags,
                                             _address(storage), nbytes, ctypes.byref(struct)),

@@ -19,6 +19,7 @@ ROPE_INVERSE = C.POSENC_ROPE_INVERSE
 ROPE_F32_ANGLES = C.POSENC_ROPE_F32_ANGLES
 ROPE_MROPE_INTERLEAVED = C.POSENC_ROPE_MROPE_INTERLEAVED
 ROPE_DETERMINISTIC = C.POSENC_ROPE_DETERMINISTIC
+QK_NORM_GEMMA = C.POSENC_QK_NORM_GEMMA
 SINUSOID_SIN_COS = C.POSENC_SINUSOID_SIN_COS
 SINUSOID_COS_SIN = C.POSENC_SINUSOID_COS_SIN
 SINUSOID_F32_ANGLES = C.POSENC_SINUSOID_F32_ANGLES
@@ -29,6 +30,7 @@ SOFTMAX_WINDOW = C.POSENC_SOFTMAX_WINDOW
 SOFTMAX_SOFTCAP = C.POSENC_SOFTMAX_SOFTCAP
 SOFTMAX_ALIBI_SYMMETRIC = C.POSENC_SOFTMAX_ALIBI_SYMMETRIC
 SOFTMAX_MASK_SLOPE = C.POSENC_SOFTMAX_MASK_SLOPE
+SOFTMAX_KPOS_NEG_HIDDEN = C.POSENC_SOFTMAX_KPOS_NEG_HIDDEN
 # posenc_softmax's accuracy: |y - y*| <= REL * y* + ABS (include/posenc.h).
 SOFTMAX_REL_TOLERANCE = C.POSENC_SOFTMAX_REL_TOLERANCE
 SOFTMAX_ABS_TOLERANCE = C.POSENC_SOFTMAX_ABS_TOLERANCE
@@ -191,6 +193,25 @@ _declare("posenc_rope_plan_create_ggml", c_status, ctypes.POINTER(ctypes.c_void_
          ctypes.POINTER(RopeGgmlParams))
 _declare("posenc_rope_out", c_status, ctypes.c_void_p, c_size, c_size, c_size, c_int32_p,
          ctypes.c_int32, ctypes.POINTER(RopeView), ctypes.POINTER(RopeView), ctypes.c_uint)
+class Slots(ctypes.Structure):
+    """posenc_slots."""
+    _fields_ = [("index", ctypes.c_void_p), ("is_int64", ctypes.c_int), ("n_cells", c_size)]
+
+
+_declare("posenc_rope_out_slots", c_status, ctypes.c_void_p, c_size, c_size, c_int32_p,
+         ctypes.c_int32, ctypes.POINTER(RopeView), ctypes.POINTER(RopeView),
+         ctypes.POINTER(Slots), ctypes.c_uint)
+
+
+class QkNorm(ctypes.Structure):
+    """posenc_qk_norm."""
+    _fields_ = [("weight", ctypes.c_void_p), ("eps", ctypes.c_float), ("flags", ctypes.c_uint)]
+
+
+_declare("posenc_rope_qknorm", c_status, ctypes.c_void_p, c_size, c_size, c_size, c_int32_p,
+         ctypes.c_int32, ctypes.POINTER(RopeView), ctypes.POINTER(RopeView),
+         ctypes.POINTER(QkNorm), ctypes.POINTER(RopeView), ctypes.POINTER(RopeView),
+         ctypes.POINTER(QkNorm), ctypes.c_uint)
 _declare("posenc_mrope_out", c_status, ctypes.c_void_p, ctypes.POINTER(c_size), c_size, c_size,
          c_size, c_int32_p, ctypes.POINTER(RopeView), ctypes.POINTER(RopeView), ctypes.c_uint)
 _declare("posenc_rope_factors_bytes", c_size, c_size, c_size, ctypes.c_uint)

@@ -341,6 +341,126 @@ def rope_out(plan, src, *, dst=None, positions=None, start_pos=0, axes=None, lay
     return dst
 
 
+def rope_out_slots(plan, src, cache, slots, *, positions=None, start_pos=0, axes=None,
+                   cache_axes=None, layout=None, inverse=False, f32_angles=False,
+                   deterministic=False, src_dtype=None, cache_dtype=None):
+    """RoPE of src's tokens written into the cache cells `slots` chooses:
+    posenc_rope_out_slots. Token t goes to cell slots[t], or nowhere where slots[t] < 0
+    (vLLM's padding). Returns cache.
+
+    src: a 3-D array of one batch, [L, H, D] ("LHD", default) or [H, L, D] ("HLD"), as
+    rope_out's src. cache: a writeable 3-D array of cells whose axis order cache_axes names
+    with C (cells), H and D: "CHD" (default; vLLM's [num_blocks, block_size, H, D] reshaped to
+    [num_blocks * block_size, H, D], slots = vLLM's slot_mapping) or "HCD" (llama.cpp's K
+    cache [H, cells, D]); its type is the destination type (cache_dtype names a uint16
+    array's 16-bit type, "bfloat16" by default for uint16). slots: 1-D int32 or int64 of L
+    cells (other integer types are refused, not converted). Each written cell is bitwise
+    rope_out's row of its token; every other element of the cache is untouched. Cells out
+    of range or repeated are refused before anything is written (PosencError).
+    """
+    _plan_handle(plan, RopePlan)
+    if src.ndim != 3 or cache.ndim != 3:
+        raise ValueError(f"src and cache must be 3-D (one batch), got {src.ndim}-D and "
+                         f"{cache.ndim}-D")
+    index = np.asarray(slots)
+    if index.dtype not in (np.dtype(np.int32), np.dtype(np.int64)) or index.ndim != 1:
+        raise TypeError(f"slots must be a 1-D int32 or int64 array, got {index.dtype} "
+                        f"{index.shape}")
+    index = np.ascontiguousarray(index)
+    cache_axes = "CHD" if cache_axes is None else cache_axes
+    if cache_axes not in ("CHD", "HCD"):
+        raise ValueError(f'cache_axes must be "CHD" or "HCD", got {cache_axes!r}')
+    if not cache.flags.writeable:
+        raise ValueError("cache is read-only; posenc writes into it")
+    declared = None if src_dtype is None else _storage_type("src_dtype", src_dtype)
+    src_code = _array_type("src", src, declared)
+    axes = _axes(axes, src.shape, _tokens(positions))
+    src_view, (_, n_tokens, n_heads, head_dim) = _view("src", src, src_code, axes, source=True)
+    if index.shape[0] != n_tokens:
+        raise ValueError(f"slots has {index.shape[0]} entries for {n_tokens} tokens")
+    wanted = None if cache_dtype is None else _storage_type("cache_dtype", cache_dtype)
+    cache_code = _array_type("cache", cache, wanted, prefer=src_code)
+    cell_axes = cache_axes.replace("C", "L")
+    cache_view, (_, n_cells, cache_heads, cache_dim) = _view("cache", cache, cache_code,
+                                                             cell_axes, source=False)
+    if (cache_heads, cache_dim) != (n_heads, head_dim):
+        raise ValueError(f"cache has {cache_heads} heads of {cache_dim}; src {n_heads} of "
+                         f"{head_dim}")
+    positions, start_pos = _positions(positions, n_tokens, start_pos)
+    plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
+    flags = _rope_flags(layout, inverse, f32_angles, plan=plan, deterministic=deterministic)
+    cells = _lib.Slots(index.ctypes.data, 1 if index.dtype == np.int64 else 0, n_cells)
+    _check(lib.posenc_rope_out_slots(plan_used._ptr(), head_dim, n_tokens, _pointer(positions),
+                                     start_pos, ctypes.byref(src_view),
+                                     ctypes.byref(cache_view), ctypes.byref(cells), flags),
+           "posenc_rope_out_slots")
+    return cache
+
+
+def _qk_norm(name, weight, eps, gemma, head_dim):
+    """A posenc_qk_norm of weight (1-D, head_dim floating values, taken as float32) and the
+    float32 copy that must stay alive through the call."""
+    array = np.asarray(weight)
+    if array.dtype.kind != "f":
+        raise TypeError(f"{name} must hold floating values (float16, float32, float64), got "
+                        f"{array.dtype}; bfloat16 weights: convert them to float32 first")
+    if array.shape != (head_dim,):
+        raise ValueError(f"{name} must have shape ({head_dim},) (head_dim), got {array.shape}")
+    array = np.ascontiguousarray(array, dtype=np.float32)
+    flags = _lib.QK_NORM_GEMMA if gemma else 0
+    return _lib.QkNorm(array.ctypes.data, float(eps), flags), array
+
+
+def rope_qknorm(plan, q, q_weight, *, eps, k=None, k_weight=None, gemma=False, q_dst=None,
+                k_dst=None, positions=None, start_pos=0, axes=None, layout=None, inverse=False,
+                f32_angles=False, deterministic=False, src_dtype=None, dst_dtype=None):
+    """QK-norm and RoPE in one pass (Qwen3, Gemma 3, OLMo 2): every head vector x of q (and
+    k) becomes rope(x * inv * w), inv = 1 / sqrt(mean(x^2) + eps), w = q_weight (k_weight
+    for k; 1 + w with gemma=True): posenc_rope_qknorm. Returns q_dst, or (q_dst, k_dst)
+    when k is given.
+
+    q, k: arrays as rope_out's src (axes, storage types, broadcasting); k may have its own
+    head count (GQA). q_weight, k_weight: 1-D, head_dim floating values (taken as float32;
+    k_weight is required with k). eps: the norm's epsilon (required: models differ).
+    q_dst, k_dst: None for new arrays (dst_dtype, as rope_out), a writeable array of the
+    source's shape, or the source itself for in place. Both tensors take one type pair.
+    positions, start_pos, layout, inverse, f32_angles, deterministic: as rope_out.
+    The norm is computed in float (the sum of squares added in double) and not rounded to
+    a 16-bit type before the weight, where HF's 16-bit models round it: see posenc.h.
+    """
+    _plan_handle(plan, RopePlan)
+    if k is None and (k_weight is not None or k_dst is not None):
+        raise ValueError("k_weight and k_dst need k")
+    if k is not None and k_weight is None:
+        raise ValueError("k_weight is required with k (the norm's weights for k)")
+    tokens = _tokens(positions)
+    q_dst, q_src_view, q_dst_view, (n_batch, n_tokens, _, head_dim) = _src_dst(
+        q, q_dst, axes, src_dtype, dst_dtype, tokens)
+    q_norm, q_keep = _qk_norm("q_weight", q_weight, eps, gemma, head_dim)
+    k_args = (None, None, None)
+    if k is not None:
+        k_dst, k_src_view, k_dst_view, (k_batch, k_tokens, _, k_dim) = _src_dst(
+            k, k_dst, axes, src_dtype, dst_dtype, tokens)
+        if (k_batch, k_tokens, k_dim) != (n_batch, n_tokens, head_dim):
+            raise ValueError(f"k has {k_batch} batches of {k_tokens} tokens of head_dim {k_dim}; "
+                             f"q has {n_batch} of {n_tokens} of {head_dim}")
+        k_norm, k_keep = _qk_norm("k_weight", k_weight, eps, gemma, head_dim)
+        k_args = (ctypes.byref(k_src_view), ctypes.byref(k_dst_view), ctypes.byref(k_norm))
+    positions, start_pos = _batch_positions(positions, n_batch, n_tokens, start_pos)
+    plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
+    flags = _rope_flags(layout, inverse, f32_angles, plan=plan, deterministic=deterministic)
+    _check(lib.posenc_rope_qknorm(plan_used._ptr(), head_dim, n_batch, n_tokens,
+                                  _pointer(positions), start_pos, ctypes.byref(q_src_view),
+                                  ctypes.byref(q_dst_view), ctypes.byref(q_norm), *k_args,
+                                  flags),
+           "posenc_rope_qknorm")
+    del q_keep
+    if k is None:
+        return q_dst
+    del k_keep
+    return q_dst, k_dst
+
+
 def mrope_out(plan, sections, src, *, dst=None, positions=None, axes=None, layout=None,
               interleaved=False, inverse=False, f32_angles=False, deterministic=False,
               src_dtype=None,

@@ -117,7 +117,7 @@ def _batch_masks(mask, shape):
 
 def softmax(x, *, out=None, scale=1.0, mask=None, slopes=None, sinks=None, kpos=None,
             qpos=None, q_offset=0, causal=False, window=None, softcap=None, alibi="signed",
-            x_dtype=None, out_dtype=None):
+            kpos_neg_hidden=False, x_dtype=None, out_dtype=None):
     """The fused attention-score softmax of llama.cpp's ggml_soft_max_ext, PyTorch's SDPA
     with a mask and FlashAttention's masking: posenc_softmax. Returns out.
 
@@ -147,12 +147,15 @@ def softmax(x, *, out=None, scale=1.0, mask=None, slopes=None, sinks=None, kpos=
     alibi: "signed" (slope * (kpos - qpos), llama.cpp's and BLOOM's), "symmetric"
     (-(slope * |kpos - qpos|), posenc_alibi_add_f32's) or "mask_slope" (ggml's: the mask term
     is slope * mask, no position term; needs mask and slopes). sinks: H logits added to each
-    denominator (gpt-oss), or None. kpos: n_k key positions (default j); qpos: n_q query
-    positions, or None for q_offset + i. causal: hide kpos > qpos; window: hide
+    denominator (gpt-oss), or None. kpos: n_k key positions (default j); a negative one
+    marks an empty KV-cache cell (llama.cpp's -1) and is allowed only where the key is
+    hidden: by the mask (-inf in every row) or by kpos_neg_hidden=True
+    (POSENC_SOFTMAX_KPOS_NEG_HIDDEN: every key with kpos < 0 hidden, as if masked); qpos:
+    n_q query positions, or None for q_offset + i. causal: hide kpos > qpos; window: hide
     qpos - kpos >= window (a sliding window of that many keys, >= 1); softcap: c, with
     s(u) = c tanh(u / c) (Gemma 2). Errors of the C call (non-finite scale, slope or sink,
-    negative positions, window < 1, softcap <= 0, overlapping x and out, ...) raise
-    PosencError and write nothing.
+    negative positions (a kpos < 0 at a key left visible), window < 1, softcap <= 0,
+    overlapping x and out, ...) raise PosencError and write nothing.
     """
     declared = None if x_dtype is None else _storage_type("x_dtype", x_dtype)
     x_code = _array_type("x", x, declared)
@@ -180,6 +183,7 @@ def softmax(x, *, out=None, scale=1.0, mask=None, slopes=None, sinks=None, kpos=
                          f"{alibi!r}")
     flags = _ALIBI_FORMS[alibi]
     flags |= _lib.SOFTMAX_CAUSAL if causal else 0
+    flags |= _lib.SOFTMAX_KPOS_NEG_HIDDEN if kpos_neg_hidden else 0
     params = _lib.SoftmaxParams(scale=_float("scale", scale))
     if window is not None:
         flags |= _lib.SOFTMAX_WINDOW

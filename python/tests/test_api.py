@@ -340,6 +340,7 @@ def test_empty_calls_are_no_ops(isa):
 POSITIONAL = {
     "rope": ["plan", "q", "k"], "mrope": ["plan", "sections", "q", "k"],
     "rope_rerotate": ["from_plan", "to_plan", "k"], "rope_out": ["plan", "src"],
+    "rope_qknorm": ["plan", "q", "q_weight"], "rope_out_slots": ["plan", "src", "cache", "slots"],
     "mrope_out": ["plan", "sections", "src"], "rope_factors": ["plan"],
     "mrope_factors": ["plan", "sections"], "rope_apply": ["factors", "src"],
     "apply": ["factors", "src"], "plan_from_ggml": ["n_dims", "freq_base"],

@@ -51,7 +51,8 @@ def widen(array, kind):
 
 
 def reference(x, scale=1.0, mask=None, slopes=None, sinks=None, kpos=None, qpos=None,
-              q_offset=0, causal=False, window=None, softcap=None, alibi="signed"):
+              q_offset=0, causal=False, window=None, softcap=None, alibi="signed",
+              kpos_neg_hidden=False):
     """The header's softmax of float32 scores x [H, n_q, n_k] in float64."""
     x = np.asarray(x, np.float32)
     n_heads, n_q, n_k = x.shape
@@ -59,6 +60,8 @@ def reference(x, scale=1.0, mask=None, slopes=None, sinks=None, kpos=None, qpos=
     qp = q_offset + np.arange(n_q, dtype=np.int64) if qpos is None else np.asarray(qpos, np.int64)
     d = kp[None, :] - qp[:, None]
     hidden = np.zeros(x.shape, bool)
+    if kpos_neg_hidden:
+        hidden |= kp < 0
     if causal:
         hidden |= d > 0
     if window is not None:
@@ -382,6 +385,49 @@ def test_c_status_errors_write_nothing(isa, rng):
     with pytest.raises(posenc.PosencError, match=INVALID):
         posenc.softmax(x, out=out, mask=out[0])
     np.testing.assert_array_equal(out, 5.0)
+
+
+def test_negative_key_positions(isa, rng):
+    """Empty KV-cache cells (kpos < 0, llama.cpp's -1): allowed where the mask hides them
+    (the same bits as valid positions there) or with kpos_neg_hidden=True (hidden: +0, the
+    rest as the masked call's); a negative kpos at a key left visible is an error that
+    writes nothing."""
+    posenc.set_isa(isa)
+    h, n_q, n_k = 2, 3, 40
+    x = scores(rng, (h, n_q, n_k))
+    j = np.arange(n_k)
+    empty = (j % 4 == 1) | (j >= 30)
+    valid = j.astype(np.int32)
+    neg = np.where(empty, -1, valid).astype(np.int32)
+    neg[5] = np.iinfo(np.int32).min  # its kpos - qpos passes the int32 range
+    mask = np.broadcast_to(np.where(empty, -np.inf, 0.0).astype(np.float32), (n_q, n_k))
+    kw = dict(causal=True, window=20, slopes=[0.5, 0.25], qpos=[20, 35, 39], scale=0.5)
+    masked = posenc.softmax(x, mask=mask, kpos=neg, **kw)
+    np.testing.assert_array_equal(
+        masked.view(np.uint32), posenc.softmax(x, mask=mask, kpos=valid, **kw).view(np.uint32))
+    want, hidden = reference(x, mask=mask, kpos=neg, **kw)
+    assert_softmax(masked, "f32", want, hidden)
+    for kind in ("f32", "bf16"):
+        flagged = posenc.softmax(x, kpos=neg, kpos_neg_hidden=True, out_dtype=kind, **kw)
+        want, hidden = reference(x, kpos=neg, kpos_neg_hidden=True, **kw)
+        assert np.all(hidden[:, :, empty])
+        assert_softmax(flagged, kind, want, hidden)
+        as_masked = posenc.softmax(x, mask=mask, kpos=neg, out_dtype=kind, **kw)
+        np.testing.assert_array_equal(flagged, as_masked)
+    # left visible: no mask; the mask open at one empty cell in one row; causal does not hide
+    out = np.full_like(x, 5.0)
+    original = x.copy()
+    open_row = np.array(mask)
+    open_row[1, 1] = 0.0
+    for bad in (dict(kpos=neg), dict(kpos=neg, mask=open_row),
+                dict(kpos=np.where(j == 3, -1, valid), causal=True)):
+        with pytest.raises(posenc.PosencError, match=INVALID) as error:
+            posenc.softmax(x, out=out, **bad)
+        assert "kpos" in str(error.value)
+        np.testing.assert_array_equal(out, 5.0)
+        np.testing.assert_array_equal(x, original)
+        posenc.softmax(x, out=out, kpos_neg_hidden=True, **bad)  # accepted with the flag
+        out[...] = 5.0
 
 
 # --- what a mask means, by its type; HF's 4-D scores (issue 26, case 2) ---------------------

@@ -86,7 +86,7 @@ def parse_header(text):
 
 #: The groups written: name prefixes (POSENC_OK and the POSENC_ERR_ statuses too).
 GROUPS = ("POSENC_OK", "POSENC_ERR_", "POSENC_DTYPE_", "POSENC_ROPE_", "POSENC_SINUSOID_",
-          "POSENC_ALIBI_", "POSENC_SOFTMAX_")
+          "POSENC_ALIBI_", "POSENC_SOFTMAX_", "POSENC_QK_NORM_")
 
 
 def python_constants(text):

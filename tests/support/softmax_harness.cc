@@ -268,9 +268,12 @@ RefRow Reference(const Problem& pb, size_t h, size_t i) {
   const bool mask_slope = (s.flags & kMaskSlope) != 0;
   long double max = -INFINITY;
   for (size_t j = 0; j < s.n_k; ++j) {
-    const int32_t d = KeyPos(s, j) - QueryPos(s, i);  // positions >= 0: no overflow
+    if ((s.flags & kKposNegHidden) && KeyPos(s, j) < 0) continue;
+    // A negative key position (an empty cell) is hidden by the mask or the flag: its d may
+    // pass the int32 range, and whatever it hides here the mask hides too.
+    const int64_t d = int64_t{KeyPos(s, j)} - QueryPos(s, i);
     if ((s.flags & kCausal) && d > 0) continue;
-    if ((s.flags & kWindow) && -static_cast<int64_t>(d) >= s.window) continue;
+    if ((s.flags & kWindow) && -d >= s.window) continue;
     float m = 0.0f;
     if (s.mask.on) {
       m = pb.Mask(s.mask.per_head ? h : 0, i, j);

@@ -32,6 +32,7 @@ constexpr unsigned kWindow = POSENC_SOFTMAX_WINDOW;
 constexpr unsigned kSoftcap = POSENC_SOFTMAX_SOFTCAP;
 constexpr unsigned kSymmetric = POSENC_SOFTMAX_ALIBI_SYMMETRIC;
 constexpr unsigned kMaskSlope = POSENC_SOFTMAX_MASK_SLOPE;
+constexpr unsigned kKposNegHidden = POSENC_SOFTMAX_KPOS_NEG_HIDDEN;
 constexpr posenc_dtype kF32 = POSENC_DTYPE_F32;
 constexpr posenc_dtype kBf16 = POSENC_DTYPE_BF16;
 constexpr posenc_dtype kF16 = POSENC_DTYPE_F16;
@@ -220,7 +221,8 @@ float Sub(float a, float b);
 // One row as the header defines it: t_j = s(scale * x_j) (+ mask_j or + slope * mask_j)
 // (+ slope * d or - slope * |d|), each operation rounded to float; with soft-capping, s is
 // the exact c * tanh(u / c) and the terms after it are added exactly (long double). Hidden:
-// causal, window, or a -inf mask value. The softmax with the sink in long double.
+// causal, window, a -inf mask value, or kpos < 0 with POSENC_SOFTMAX_KPOS_NEG_HIDDEN. The
+// softmax with the sink in long double.
 struct RefRow {
   bool nan = false;
   std::vector<char> visible;

@@ -1,0 +1,104 @@
+// Slot-mapped RoPE into a paged f16 KV cache (posenc_rope_out_slots), at decode and prefill
+// sizes (tokens 1, 16, 512; 8 KV heads of 128, the K of a GQA layer; base 10000; token t at
+// position 1000 + t; accurate angles):
+//   rope_out_paged_f32_f16_neox: an f32 source [L, 8, 128] rotated into a vLLM-style cache
+//     [blocks, 16, 8, 128] of f16 holding 4x the call's tokens; the tokens fill blocks of 16
+//     consecutive cells, the blocks taken at random (a sequence's block table), int64
+//     slot_mapping as vLLM passes it;
+//   rope_out_f32_f16_neox (heads:8): the same source into a contiguous [L, 8, 128] f16
+//     destination (posenc_rope_out), the comparison: the same bytes with no slots.
+// Bytes: source and destination once each (s + d), compared with limit_copy/bytes:(s + d).
+// Items: the elements written. No naive rows.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench_buffer.h"
+#include "bench_rows.h"
+#include "posenc.h"
+#include "rope_common.h"
+
+namespace posenc_bench {
+namespace {
+
+using rope::RandomElements;
+using rope::Storage;
+
+constexpr size_t kHeads = 8, kDim = 128, kBlock = 16;
+const size_t kTokens[] = {1, 16, 512};
+
+struct PagedBuffers {
+  explicit PagedBuffers(size_t t)
+      : tokens(t),
+        blocks(4 * ((t + kBlock - 1) / kBlock)),
+        src(RandomElements(t * kHeads * kDim, 3, Storage::kF32)),
+        cache(AlignedFloatArray(blocks * kBlock * kHeads * kDim / 2 + 1)),
+        slots(t),
+        positions(t) {
+    std::memset(cache.get(), 0, blocks * kBlock * kHeads * kDim * 2);
+    std::vector<int64_t> table(blocks);
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), std::mt19937(11));
+    for (size_t i = 0; i < t; ++i) {
+      slots[i] =
+          table[i / kBlock] * static_cast<int64_t>(kBlock) + static_cast<int64_t>(i % kBlock);
+      positions[i] = 1000 + static_cast<int32_t>(i);
+    }
+  }
+  size_t tokens, blocks;
+  AlignedFloats src, cache;
+  std::vector<int64_t> slots;
+  std::vector<int32_t> positions;
+};
+
+Pass PagedPass(size_t tokens, bool paged) {
+  posenc_rope_plan* raw = nullptr;
+  const posenc_status status = posenc_rope_plan_create(&raw, kDim, 10000.0, 1.0);
+  const std::shared_ptr<posenc_rope_plan> plan(raw, posenc_rope_plan_destroy);
+  if (status != POSENC_OK) return FailedPass(status);
+  const auto buf = std::make_shared<PagedBuffers>(tokens);
+  const posenc_rope_view src = {buf->src.get(), POSENC_DTYPE_F32, kHeads, kHeads * kDim, kDim, 0};
+  const posenc_rope_view dst = {buf->cache.get(), POSENC_DTYPE_F16, kHeads, kHeads * kDim, kDim, 0};
+  if (!paged)
+    return [plan, buf, src, dst] {
+      return posenc_rope_out(plan.get(), kDim, 1, buf->tokens, buf->positions.data(), 0, &src, &dst,
+                             POSENC_ROPE_NEOX);
+    };
+  const posenc_slots slots = {buf->slots.data(), 1, buf->blocks * kBlock};
+  return [plan, buf, src, dst, slots] {
+    return posenc_rope_out_slots(plan.get(), kDim, buf->tokens, buf->positions.data(), 0, &src,
+                                 &dst, &slots, POSENC_ROPE_NEOX);
+  };
+}
+
+GroupRows PagedGroup(size_t tokens, bool paged) {
+  const size_t src_bytes = tokens * kHeads * kDim * 4, dst_bytes = tokens * kHeads * kDim * 2;
+  std::string shape = "tokens:" + std::to_string(tokens) + "/heads:" + std::to_string(kHeads) +
+                      "/dim:" + std::to_string(kDim);
+  if (paged) shape += "/block:" + std::to_string(kBlock);
+  const std::string about = std::to_string(src_bytes) + " + " + std::to_string(dst_bytes) +
+                            " bytes, f32 -> f16 " +
+                            (paged ? "cache cells by slot (4x the tokens' blocks)" : "rows");
+  return {{paged ? "rope_out_paged_f32_f16_neox" : "rope_out_f32_f16_neox", shape, LimitKind::kCopy,
+           src_bytes + dst_bytes, about, /*naive=*/false},
+          static_cast<int64_t>(src_bytes + dst_bytes),
+          static_cast<int64_t>(tokens * kHeads * kDim),
+          Factory(PagedPass, tokens, paged),
+          nullptr};
+}
+
+}  // namespace
+
+std::vector<GroupRows> RopePagedRows() {
+  std::vector<GroupRows> rows;
+  for (bool paged : {true, false})
+    for (size_t tokens : kTokens) rows.push_back(PagedGroup(tokens, paged));
+  return rows;
+}
+
+}  // namespace posenc_bench

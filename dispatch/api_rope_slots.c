@@ -1,0 +1,137 @@
+/* Slot-mapped destinations (posenc_rope_out_slots): paged KV caches written token by token
+ * at cells the caller chooses. Argument checks (the cells in range and distinct), then one
+ * call of the active ISA's RoPE kernel for the type pair, whose view carries the slots
+ * (kernels/rope_driver.h picks each token's destination row). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "checks.h"
+
+/* Slot t as int64. */
+static int64_t slot_at(const posenc_slots *s, size_t t) {
+  return s->is_int64 ? ((const int64_t *)s->index)[t] : ((const int32_t *)s->index)[t];
+}
+
+static int compare_cells(const void *a, const void *b) {
+  const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* POSENC_OK if every slot is < n_cells and no two non-negative slots are equal (*written:
+ * how many are non-negative); else the rejection of fn's argument "slots". */
+static posenc_status check_slots(const char *fn, const posenc_slots *s, size_t n_tokens,
+                                 size_t *written) {
+  size_t n = 0;
+  for (size_t t = 0; t < n_tokens; ++t) {
+    const int64_t c = slot_at(s, t);
+    if (c >= 0 && (uint64_t)c >= (uint64_t)s->n_cells)
+      return posenc_reject_field(fn, "slots", "index",
+                                 "[%zu] = %lld is not below n_cells %zu (the cells of dst)", t,
+                                 (long long)c, s->n_cells);
+    n += c >= 0;
+  }
+  *written = n;
+  if (n < 2) return POSENC_OK;
+  /* Distinct: by pairs for a few tokens, else a sorted copy. */
+  if (n_tokens <= 32) {
+    for (size_t t = 0; t < n_tokens; ++t)
+      for (size_t u = t + 1; u < n_tokens; ++u)
+        if (slot_at(s, t) >= 0 && slot_at(s, t) == slot_at(s, u))
+          return posenc_reject_field(fn, "slots", "index",
+                                     "[%zu] and [%zu] are both cell %lld: a cell is written "
+                                     "once",
+                                     t, u, (long long)slot_at(s, t));
+    return POSENC_OK;
+  }
+  int64_t *cells = malloc(n * sizeof *cells);
+  if (!cells) return posenc_out_of_memory(fn, "slots", n * sizeof *cells);
+  size_t k = 0;
+  for (size_t t = 0; t < n_tokens; ++t)
+    if (slot_at(s, t) >= 0) cells[k++] = slot_at(s, t);
+  qsort(cells, n, sizeof *cells, compare_cells);
+  int64_t dup = -1;
+  for (size_t i = 1; i < n && dup < 0; ++i)
+    if (cells[i] == cells[i - 1]) dup = cells[i];
+  free(cells);
+  if (dup >= 0)
+    return posenc_reject_field(fn, "slots", "index",
+                               "holds cell %lld twice: a cell is written once", (long long)dup);
+  return POSENC_OK;
+}
+
+posenc_status posenc_rope_out_slots(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
+                                    const int32_t *positions, int32_t start_pos,
+                                    const posenc_rope_view *src, const posenc_rope_view *dst,
+                                    const posenc_slots *slots, unsigned flags) {
+  const char *fn = __func__;
+  if (!plan) return posenc_reject(fn, "plan", "is NULL");
+  if (!src) return posenc_reject(fn, "src", "is NULL");
+  if (!dst) return posenc_reject(fn, "dst", "is NULL");
+  if (!slots) return posenc_reject(fn, "slots", "is NULL");
+  posenc_status st =
+      posenc_check_plain_rope(fn, plan, head_dim, positions, start_pos, n_tokens, flags);
+  if (st != POSENC_OK) return st;
+  if (slots->is_int64 != 0 && slots->is_int64 != 1)
+    return posenc_reject_field(fn, "slots", "is_int64", "%d is neither 0 nor 1", slots->is_int64);
+  if (!slots->index && n_tokens > 0)
+    return posenc_reject_field(fn, "slots", "index", "is NULL with n_tokens %zu > 0", n_tokens);
+  posenc_elem x, y;
+  if (!posenc_dtype_elem(src->dtype, &x))
+    return posenc_reject_field(fn, "src", "dtype", "%d is not a posenc_dtype", (int)src->dtype);
+  if (!posenc_dtype_elem(dst->dtype, &y))
+    return posenc_reject_field(fn, "dst", "dtype", "%d is not a posenc_dtype", (int)dst->dtype);
+  const rope_fn kernel = posenc_rope_pair_kernel(posenc_active_table(), x, y);
+  if (!kernel)
+    return posenc_reject_field(fn, "dst", "dtype",
+                               "%d from src->dtype %d is not a supported type pair (f32, bf16 "
+                               "and f16 to their own type; f32 to bf16 or f16)",
+                               (int)dst->dtype, (int)src->dtype);
+  if (src->n_heads != dst->n_heads)
+    return posenc_reject_field(fn, "dst", "n_heads", "%zu differs from src->n_heads %zu",
+                               dst->n_heads, src->n_heads);
+  size_t written = 0;
+  if (n_tokens > 0) {
+    st = check_slots(fn, slots, n_tokens, &written);
+    if (st != POSENC_OK) return st;
+  }
+  if (n_tokens == 0 || src->n_heads == 0 || slots->n_cells == 0) return POSENC_OK;
+  /* The source: n_tokens tokens, only read; the cache: n_cells cells, pairwise disjoint. */
+  const size_t xs = posenc_elem_size(x), ys = posenc_elem_size(y);
+  if (!posenc_elem_aligned(src->data, xs))
+    return posenc_reject_data(fn, "src", "data", src->data, xs);
+  if (!posenc_elem_aligned(dst->data, ys))
+    return posenc_reject_data(fn, "dst", "data", dst->data, ys);
+  const size_t src_count[3] = {1, n_tokens, src->n_heads};
+  const size_t dst_count[3] = {1, slots->n_cells, dst->n_heads};
+  const size_t src_stride[3] = {0, src->token_stride, src->head_stride};
+  const size_t dst_stride[3] = {0, dst->token_stride, dst->head_stride};
+  size_t src_extent, dst_extent;
+  if (!posenc_grid3_extent_elems(xs, src_count, src_stride, head_dim, 0, &src_extent))
+    return posenc_reject(fn, "src",
+                         "the extent of %zu x %zu head vectors of %zu elements (token, head "
+                         "strides %zu, %zu) overflows or passes PTRDIFF_MAX bytes",
+                         n_tokens, src->n_heads, head_dim, src->token_stride, src->head_stride);
+  if (!posenc_grid3_extent_elems(ys, dst_count, dst_stride, head_dim, 1, &dst_extent))
+    return posenc_reject(fn, "dst",
+                         "its %zu cells x %zu heads of %zu elements (token, head strides %zu, "
+                         "%zu) overlap, overflow or pass PTRDIFF_MAX bytes",
+                         slots->n_cells, dst->n_heads, head_dim, dst->token_stride,
+                         dst->head_stride);
+  if (!posenc_bytes_disjoint(src->data, src_extent * xs, dst->data, dst_extent * ys))
+    return posenc_reject(fn, "dst", "shares addresses with src (the cache is written apart)");
+  if (written == 0) return POSENC_OK;
+  rope_args args = posenc_rope_args(plan, n_tokens, positions, start_pos, flags);
+  args.views[0] = (rope_view){.src = src->data,
+                              .dst = dst->data,
+                              .n_heads = src->n_heads,
+                              .head_dim = head_dim,
+                              .src_token_stride = src->token_stride,
+                              .src_head_stride = src->head_stride,
+                              .dst_token_stride = dst->token_stride,
+                              .dst_head_stride = dst->head_stride,
+                              .slots = slots->index,
+                              .slots64 = slots->is_int64};
+  args.n_views = 1;
+  kernel(&args);
+  return POSENC_OK;
+}
