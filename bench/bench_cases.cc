@@ -101,6 +101,8 @@ int DispatchKernelOf(const std::string& kernel) {
       {"alibi_add_then_softmax", -1},
       {"rope_rerotate_two_pass", -1},
       {"rope_out_paged_f32_f16", POSENC_KERNEL_ROPE_F32_F16},
+      {"rope_out_then_q8_0", -1},
+      {"rope_out_q8_0", POSENC_KERNEL_ROPE_F32},
       {"rope_out_f32_bf16", POSENC_KERNEL_ROPE_F32_BF16},
       {"rope_out_f32_f16", POSENC_KERNEL_ROPE_F32_F16},
       {"rope_out_f32_f32", POSENC_KERNEL_ROPE_F32},
@@ -140,6 +142,9 @@ double FmaOpsPerItem(const std::string& kernel) {
       // (a few dozen operations per pair, shared by every head) are left out.
       {"copy_then_rope", 2},
       {"rope_rerotate_two_pass", 4},  // two rotations of every element
+      // q8_0: the rotation (2) and x * id (1); the max of |x| is not multiply-class.
+      {"rope_out_q8_0", 3},
+      {"rope_out_then_q8_0", 3},
       // QK-norm: x * x into the sum (1 FMA), (x * inv) * w (2 multiplies), then the rotation
       // (2), fused or in two passes alike.
       {"qknorm_", 5},

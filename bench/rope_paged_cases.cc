@@ -7,9 +7,15 @@
 //     slot_mapping as vLLM passes it;
 //   rope_out_f32_f16_neox (heads:8): the same source into a contiguous [L, 8, 128] f16
 //     destination (posenc_rope_out), the comparison: the same bytes with no slots.
-// Bytes: source and destination once each (s + d), compared with limit_copy/bytes:(s + d).
+//   rope_out_q8_0_neox: the same source rotated straight into ggml q8_0 blocks [L, 8, 4 x 34
+//     bytes] (posenc_rope_out_q8_0);
+//   rope_out_then_q8_0_neox: the two passes a runtime makes today: posenc_rope_out into an
+//     f32 buffer [L, 8, 128], then a plain C transcription of ggml's quantize_row_q8_0_ref.
+// Bytes: source and destination once each (s + d), compared with limit_copy/bytes:(s + d)
+// (the q8_0 rows: the f32 source and the blocks; the two-pass row's buffer is not counted).
 // Items: the elements written. No naive rows.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -25,6 +31,25 @@
 
 namespace posenc_bench {
 namespace {
+
+// IEEE binary16 bits of a finite f, to nearest even (F16C's _cvtss_sh, which ggml uses).
+uint16_t F16Bits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  x &= 0x7fffffffu;
+  if (x > 0x7f800000u) return 0x7e00u;
+  if (x >= 0x477ff000u) return sign | 0x7c00u;
+  if (x < 0x38800000u) {
+    float a;
+    std::memcpy(&a, &x, 4);
+    return sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f));
+  }
+  uint32_t h = ((x >> 23) - 112u) << 10 | ((x >> 13) & 0x3ffu);
+  const uint32_t rest = x & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return sign | static_cast<uint16_t>(h);
+}
 
 using rope::RandomElements;
 using rope::Storage;
@@ -56,6 +81,48 @@ struct PagedBuffers {
   std::vector<int32_t> positions;
 };
 
+// ggml's quantize_row_q8_0_ref, plain C, k floats (a multiple of 32) into k / 32 blocks.
+void QuantizeRowQ8_0(const float* x, uint8_t* y, size_t k) {
+  for (size_t i = 0; i < k / 32; ++i, y += 34) {
+    float amax = 0.0f;
+    for (size_t j = 0; j < 32; ++j) {
+      const float v = std::fabs(x[i * 32 + j]);
+      amax = amax > v ? amax : v;
+    }
+    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    const uint16_t h = F16Bits(d);
+    std::memcpy(y, &h, 2);
+    for (size_t j = 0; j < 32; ++j)
+      y[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[i * 32 + j] * id)));
+  }
+}
+
+Pass Q8Pass(size_t tokens, bool fused) {
+  posenc_rope_plan* raw = nullptr;
+  const posenc_status status = posenc_rope_plan_create(&raw, kDim, 10000.0, 1.0);
+  const std::shared_ptr<posenc_rope_plan> plan(raw, posenc_rope_plan_destroy);
+  if (status != POSENC_OK) return FailedPass(status);
+  const auto buf = std::make_shared<PagedBuffers>(tokens);
+  const size_t row = kDim / 32 * 34;
+  const auto blocks = std::make_shared<std::vector<uint8_t>>(tokens * kHeads * row);
+  const posenc_rope_view src = {buf->src.get(), POSENC_DTYPE_F32, kHeads, kHeads * kDim, kDim, 0};
+  if (fused) {
+    const posenc_q8_0_view dst = {blocks->data(), kHeads, kHeads * row, row};
+    return [plan, buf, blocks, src, dst] {
+      return posenc_rope_out_q8_0(plan.get(), kDim, buf->tokens, buf->positions.data(), 0, &src,
+                                  &dst, nullptr, POSENC_ROPE_NEOX);
+    };
+  }
+  const auto f32 = std::make_shared<AlignedFloats>(AlignedFloatArray(tokens * kHeads * kDim));
+  const posenc_rope_view mid = {f32->get(), POSENC_DTYPE_F32, kHeads, kHeads * kDim, kDim, 0};
+  return [plan, buf, blocks, f32, src, mid] {
+    const posenc_status st = posenc_rope_out(
+        plan.get(), kDim, 1, buf->tokens, buf->positions.data(), 0, &src, &mid, POSENC_ROPE_NEOX);
+    QuantizeRowQ8_0(f32->get(), blocks->data(), buf->tokens * kHeads * kDim);
+    return st;
+  };
+}
+
 Pass PagedPass(size_t tokens, bool paged) {
   posenc_rope_plan* raw = nullptr;
   const posenc_status status = posenc_rope_plan_create(&raw, kDim, 10000.0, 1.0);
@@ -74,6 +141,21 @@ Pass PagedPass(size_t tokens, bool paged) {
     return posenc_rope_out_slots(plan.get(), kDim, buf->tokens, buf->positions.data(), 0, &src,
                                  &dst, &slots, POSENC_ROPE_NEOX);
   };
+}
+
+GroupRows Q8Group(size_t tokens, bool fused) {
+  const size_t src_bytes = tokens * kHeads * kDim * 4, dst_bytes = tokens * kHeads * kDim / 32 * 34;
+  const std::string shape = "tokens:" + std::to_string(tokens) +
+                            "/heads:" + std::to_string(kHeads) + "/dim:" + std::to_string(kDim);
+  const std::string about =
+      std::to_string(src_bytes) + " + " + std::to_string(dst_bytes) + " bytes, f32 -> q8_0 " +
+      (fused ? "blocks in one pass" : "through an f32 buffer, then a C q8_0 quantizer");
+  return {{fused ? "rope_out_q8_0_neox" : "rope_out_then_q8_0_neox", shape, LimitKind::kCopy,
+           src_bytes + dst_bytes, about, /*naive=*/false},
+          static_cast<int64_t>(src_bytes + dst_bytes),
+          static_cast<int64_t>(tokens * kHeads * kDim),
+          Factory(Q8Pass, tokens, fused),
+          nullptr};
 }
 
 GroupRows PagedGroup(size_t tokens, bool paged) {
@@ -98,6 +180,8 @@ std::vector<GroupRows> RopePagedRows() {
   std::vector<GroupRows> rows;
   for (bool paged : {true, false})
     for (size_t tokens : kTokens) rows.push_back(PagedGroup(tokens, paged));
+  for (bool fused : {true, false})
+    for (size_t tokens : kTokens) rows.push_back(Q8Group(tokens, fused));
   return rows;
 }
 

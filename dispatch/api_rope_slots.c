@@ -17,10 +17,12 @@ static int compare_cells(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* POSENC_OK if every slot is < n_cells and no two non-negative slots are equal (*written:
- * how many are non-negative); else the rejection of fn's argument "slots". */
-static posenc_status check_slots(const char *fn, const posenc_slots *s, size_t n_tokens,
+posenc_status posenc_check_slots(const char *fn, const posenc_slots *s, size_t n_tokens,
                                  size_t *written) {
+  if (s->is_int64 != 0 && s->is_int64 != 1)
+    return posenc_reject_field(fn, "slots", "is_int64", "%d is neither 0 nor 1", s->is_int64);
+  if (!s->index && n_tokens > 0)
+    return posenc_reject_field(fn, "slots", "index", "is NULL with n_tokens %zu > 0", n_tokens);
   size_t n = 0;
   for (size_t t = 0; t < n_tokens; ++t) {
     const int64_t c = slot_at(s, t);
@@ -59,22 +61,56 @@ static posenc_status check_slots(const char *fn, const posenc_slots *s, size_t n
   return POSENC_OK;
 }
 
+posenc_status posenc_check_src_and_rows(const char *fn, const posenc_rope_view *src, size_t xs,
+                                        size_t n_tokens, size_t head_dim,
+                                        const posenc_dst_rows *d) {
+  if (!posenc_elem_aligned(src->data, xs))
+    return posenc_reject_data(fn, "src", "data", src->data, xs);
+  if (!posenc_elem_aligned(d->data, d->unit))
+    return posenc_reject_data(fn, "dst", "data", d->data, d->unit);
+  const size_t src_count[3] = {1, n_tokens, src->n_heads};
+  const size_t dst_count[3] = {1, d->n_rows, d->n_heads};
+  const size_t src_stride[3] = {0, src->token_stride, src->head_stride};
+  const size_t dst_stride[3] = {0, d->token_stride, d->head_stride};
+  size_t src_extent, dst_extent;
+  if (!posenc_grid3_extent_elems(xs, src_count, src_stride, head_dim, 0, &src_extent))
+    return posenc_reject(fn, "src",
+                         "the extent of %zu x %zu head vectors of %zu elements (token, head "
+                         "strides %zu, %zu) overflows or passes PTRDIFF_MAX bytes",
+                         n_tokens, src->n_heads, head_dim, src->token_stride, src->head_stride);
+  if (!posenc_grid3_extent_elems(d->unit, dst_count, dst_stride, d->width, 1, &dst_extent))
+    return posenc_reject(fn, "dst",
+                         "its %zu rows x %zu heads of %zu units of %zu bytes (token, head strides "
+                         "%zu, %zu units) overlap, overflow or pass PTRDIFF_MAX bytes",
+                         d->n_rows, d->n_heads, d->width, d->unit, d->token_stride, d->head_stride);
+  if (!posenc_bytes_disjoint(src->data, src_extent * xs, d->data, dst_extent * d->unit))
+    return posenc_reject(fn, "dst", "shares addresses with src (the cache is written apart)");
+  return POSENC_OK;
+}
+
+rope_view posenc_rows_view(const posenc_rope_view *src, void *dst, size_t dst_token_stride,
+                           size_t dst_head_stride, size_t head_dim, const posenc_slots *slots) {
+  return (rope_view){.src = src->data,
+                     .dst = dst,
+                     .n_heads = src->n_heads,
+                     .head_dim = head_dim,
+                     .src_token_stride = src->token_stride,
+                     .src_head_stride = src->head_stride,
+                     .dst_token_stride = dst_token_stride,
+                     .dst_head_stride = dst_head_stride,
+                     .slots = slots ? slots->index : NULL,
+                     .slots64 = slots ? slots->is_int64 : 0};
+}
+
 posenc_status posenc_rope_out_slots(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
                                     const int32_t *positions, int32_t start_pos,
                                     const posenc_rope_view *src, const posenc_rope_view *dst,
                                     const posenc_slots *slots, unsigned flags) {
   const char *fn = __func__;
-  if (!plan) return posenc_reject(fn, "plan", "is NULL");
-  if (!src) return posenc_reject(fn, "src", "is NULL");
-  if (!dst) return posenc_reject(fn, "dst", "is NULL");
-  if (!slots) return posenc_reject(fn, "slots", "is NULL");
   posenc_status st =
-      posenc_check_plain_rope(fn, plan, head_dim, positions, start_pos, n_tokens, flags);
+      posenc_check_rows_entry(fn, plan, src, dst, head_dim, positions, start_pos, n_tokens, flags);
   if (st != POSENC_OK) return st;
-  if (slots->is_int64 != 0 && slots->is_int64 != 1)
-    return posenc_reject_field(fn, "slots", "is_int64", "%d is neither 0 nor 1", slots->is_int64);
-  if (!slots->index && n_tokens > 0)
-    return posenc_reject_field(fn, "slots", "index", "is NULL with n_tokens %zu > 0", n_tokens);
+  if (!slots) return posenc_reject(fn, "slots", "is NULL");
   posenc_elem x, y;
   if (!posenc_dtype_elem(src->dtype, &x))
     return posenc_reject_field(fn, "src", "dtype", "%d is not a posenc_dtype", (int)src->dtype);
@@ -90,47 +126,19 @@ posenc_status posenc_rope_out_slots(const posenc_rope_plan *plan, size_t head_di
     return posenc_reject_field(fn, "dst", "n_heads", "%zu differs from src->n_heads %zu",
                                dst->n_heads, src->n_heads);
   size_t written = 0;
-  if (n_tokens > 0) {
-    st = check_slots(fn, slots, n_tokens, &written);
-    if (st != POSENC_OK) return st;
-  }
+  st = posenc_check_slots(fn, slots, n_tokens, &written);
+  if (st != POSENC_OK) return st;
   if (n_tokens == 0 || src->n_heads == 0 || slots->n_cells == 0) return POSENC_OK;
   /* The source: n_tokens tokens, only read; the cache: n_cells cells, pairwise disjoint. */
-  const size_t xs = posenc_elem_size(x), ys = posenc_elem_size(y);
-  if (!posenc_elem_aligned(src->data, xs))
-    return posenc_reject_data(fn, "src", "data", src->data, xs);
-  if (!posenc_elem_aligned(dst->data, ys))
-    return posenc_reject_data(fn, "dst", "data", dst->data, ys);
-  const size_t src_count[3] = {1, n_tokens, src->n_heads};
-  const size_t dst_count[3] = {1, slots->n_cells, dst->n_heads};
-  const size_t src_stride[3] = {0, src->token_stride, src->head_stride};
-  const size_t dst_stride[3] = {0, dst->token_stride, dst->head_stride};
-  size_t src_extent, dst_extent;
-  if (!posenc_grid3_extent_elems(xs, src_count, src_stride, head_dim, 0, &src_extent))
-    return posenc_reject(fn, "src",
-                         "the extent of %zu x %zu head vectors of %zu elements (token, head "
-                         "strides %zu, %zu) overflows or passes PTRDIFF_MAX bytes",
-                         n_tokens, src->n_heads, head_dim, src->token_stride, src->head_stride);
-  if (!posenc_grid3_extent_elems(ys, dst_count, dst_stride, head_dim, 1, &dst_extent))
-    return posenc_reject(fn, "dst",
-                         "its %zu cells x %zu heads of %zu elements (token, head strides %zu, "
-                         "%zu) overlap, overflow or pass PTRDIFF_MAX bytes",
-                         slots->n_cells, dst->n_heads, head_dim, dst->token_stride,
-                         dst->head_stride);
-  if (!posenc_bytes_disjoint(src->data, src_extent * xs, dst->data, dst_extent * ys))
-    return posenc_reject(fn, "dst", "shares addresses with src (the cache is written apart)");
+  const posenc_dst_rows rows = {dst->data,      posenc_elem_size(y), dst->n_heads,
+                                slots->n_cells, dst->token_stride,   dst->head_stride,
+                                head_dim};
+  st = posenc_check_src_and_rows(fn, src, posenc_elem_size(x), n_tokens, head_dim, &rows);
+  if (st != POSENC_OK) return st;
   if (written == 0) return POSENC_OK;
   rope_args args = posenc_rope_args(plan, n_tokens, positions, start_pos, flags);
-  args.views[0] = (rope_view){.src = src->data,
-                              .dst = dst->data,
-                              .n_heads = src->n_heads,
-                              .head_dim = head_dim,
-                              .src_token_stride = src->token_stride,
-                              .src_head_stride = src->head_stride,
-                              .dst_token_stride = dst->token_stride,
-                              .dst_head_stride = dst->head_stride,
-                              .slots = slots->index,
-                              .slots64 = slots->is_int64};
+  args.views[0] =
+      posenc_rows_view(src, dst->data, dst->token_stride, dst->head_stride, head_dim, slots);
   args.n_views = 1;
   kernel(&args);
   return POSENC_OK;

@@ -170,6 +170,44 @@ static inline posenc_status posenc_check_plain_rope(const char *fn, const posenc
   return st;
 }
 
+/* POSENC_OK if slots (not NULL; fn's argument "slots") holds an int32/int64 index of
+ * n_tokens cells, each negative (skipped) or below n_cells, no cell twice (*written: the
+ * non-negative ones); checked before anything is written (api_rope_slots.c). */
+posenc_status posenc_check_slots(const char *fn, const posenc_slots *s, size_t n_tokens,
+                                 size_t *written);
+
+/* The first checks of the row-writing forms (posenc_rope_out_slots, posenc_rope_out_q8_0):
+ * plan, src and dst given, then posenc_check_plain_rope. */
+static inline posenc_status posenc_check_rows_entry(const char *fn, const posenc_rope_plan *plan,
+                                                    const void *src, const void *dst,
+                                                    size_t head_dim, const int32_t *positions,
+                                                    int32_t start_pos, size_t n_tokens,
+                                                    unsigned flags) {
+  if (!plan) return posenc_reject(fn, "plan", "is NULL");
+  if (!src) return posenc_reject(fn, "src", "is NULL");
+  if (!dst) return posenc_reject(fn, "dst", "is NULL");
+  return posenc_check_plain_rope(fn, plan, head_dim, positions, start_pos, n_tokens, flags);
+}
+
+/* A destination of n_rows rows of n_heads head vectors of `width` units of `unit` bytes
+ * (elements, or 2-byte halves of q8_0 blocks), strides in units. */
+typedef struct posenc_dst_rows {
+  void *data;
+  size_t unit, n_heads, n_rows, token_stride, head_stride, width;
+} posenc_dst_rows;
+
+/* The checks of a one-batch source of n_tokens tokens (elements of xs bytes, only read) and
+ * a destination of rows written by row index (posenc_rope_out_slots, posenc_rope_out_q8_0):
+ * both aligned, their extents within PTRDIFF_MAX bytes, the destination's head vectors
+ * pairwise disjoint, the two apart (api_rope_slots.c). */
+posenc_status posenc_check_src_and_rows(const char *fn, const posenc_rope_view *src, size_t xs,
+                                        size_t n_tokens, size_t head_dim, const posenc_dst_rows *d);
+
+/* The kernel view of a row-writing form: src's token and head strides, dst's (slots may be
+ * NULL: token t to row t). */
+rope_view posenc_rows_view(const posenc_rope_view *src, void *dst, size_t dst_token_stride,
+                           size_t dst_head_stride, size_t head_dim, const posenc_slots *slots);
+
 /* The argument block of a plain rotation (posenc_rope_*, posenc_rope_out,
  * posenc_rope_factors_compute) from checked arguments: the plan's pairs and attention
  * factor, one batch, no views yet. */

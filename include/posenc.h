@@ -804,6 +804,39 @@ POSENC_API posenc_status posenc_rope_out_slots(const posenc_rope_plan *plan, siz
                                                const posenc_rope_view *dst,
                                                const posenc_slots *slots, unsigned flags);
 
+/** A destination of ggml q8_0 blocks (posenc_rope_out_q8_0): each head vector of D
+ * elements is D / 32 consecutive blocks of 34 bytes (ggml's block_q8_0: the scale d as IEEE
+ * f16 bits, then 32 int8 q; x ~ d * q), the head vector of head h of row r at
+ * data + r * token_stride + h * head_stride (strides in bytes, as ggml's nb[1], nb[2]). */
+typedef struct posenc_q8_0_view {
+  void *data; /**< 2-byte aligned */
+  size_t n_heads;
+  size_t token_stride; /**< bytes, even */
+  size_t head_stride;  /**< bytes, even */
+} posenc_q8_0_view;
+
+/** RoPE straight into a q8_0 K cache: each head vector of src (f32, one batch) is rotated
+ * exactly as posenc_rope_out rotates it into f32 (the same plan, flags and positions; bitwise
+ * the same floats, elements [R, head_dim) copied) and quantized as ggml's
+ * quantize_row_q8_0_ref quantizes that row, bit for bit: per block of 32, amax = max |x|,
+ * d = amax / 127 in float, stored as f16 (round to nearest even), q = roundf(x * (1 / d))
+ * with the unrounded d (0 when d is 0). One pass: a token's heads are rotated into a buffer
+ * in L1 and quantized from there, where rotating into an f32 tensor and quantizing it reads
+ * and writes that tensor once more. Token t goes to row t of dst, or with slots (may be NULL)
+ * to row slots->index[t] of slots->n_cells rows (skipped where negative; the rules of
+ * posenc_rope_out_slots). Inputs that make ggml's conversion of q undefined (a NaN or an
+ * infinity in a block) give that block ggml's d and q = 0 at the undefined elements.
+ * head_dim: a multiple of 32, at most 4096; rotary_dim at most 512.
+ * Errors (nothing written): those of posenc_rope_out for src, a NULL dst, a src dtype other
+ * than f32, head_dim not a multiple of 32 or above 4096, rotary_dim above 512, dst's head
+ * count other than src's, odd or misaligned dst, dst rows that overlap each other or src, and
+ * the slots' errors of posenc_rope_out_slots. */
+POSENC_API posenc_status posenc_rope_out_q8_0(const posenc_rope_plan *plan, size_t head_dim,
+                                              size_t n_tokens, const int32_t *positions,
+                                              int32_t start_pos, const posenc_rope_view *src,
+                                              const posenc_q8_0_view *dst,
+                                              const posenc_slots *slots, unsigned flags);
+
 /** The per-head RMSNorm that Qwen3, Gemma 3 and OLMo 2 apply to q and k right before RoPE
  * (posenc_rope_qknorm): n = x * inv * w over each head vector's head_dim elements, with
  * inv = 1 / sqrt(mean(x^2) + eps). */

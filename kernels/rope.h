@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common.h"
 #include "half.h"
@@ -77,7 +78,43 @@ typedef struct rope_view {
    * (dst_token_stride steps over cells), or not at all where slot[t] < 0. */
   const void *slots;
   int slots64;
+  /* q8_0 destination (posenc_rope_out_q8_0; f32 source, one chunk of pairs): dst holds ggml
+   * q8_0 blocks, dst_token_stride and dst_head_stride count bytes, and each head vector is
+   * rotated into a float buffer and quantized from there (rope_driver.h). */
+  int q8;
 } rope_view;
+
+/* ggml's q8_0 block: an f16 scale d, then 32 int8 q, 34 bytes. */
+#define ROPE_Q8_0_BLOCK 32
+#define ROPE_Q8_0_BYTES 34
+
+/* The block's scale and its f16 bits, as ggml's quantize_row_q8_0_ref forms them from amax:
+ * d = amax / 127 in float, id = 1 / d (0 when d is 0), the unrounded d dividing. */
+static inline float rope_q8_0_scale(float amax, float *id, unsigned char *out) {
+  const float d = amax / 127.0f;
+  *id = d != 0.0f ? 1.0f / d : 0.0f;
+  const uint16_t bits = posenc_f32_to_f16(d);
+  memcpy(out, &bits, sizeof bits);
+  return d;
+}
+
+/* ggml's quantize_row_q8_0_ref on one block of 32 floats, operation for operation: amax as
+ * its MAX(amax, |x|) runs (a NaN is kept only where no later element follows it), then
+ * q = roundf(x * id). Where that conversion is undefined in C (a NaN or infinite q: from
+ * NaN or infinite inputs only) q is 0, what ggml's code gives on x86. */
+static inline void rope_q8_0_block_ref(const float *x, unsigned char *out) {
+  float amax = 0.0f;
+  for (int j = 0; j < ROPE_Q8_0_BLOCK; ++j) {
+    const float v = fabsf(x[j]);
+    amax = amax > v ? amax : v;
+  }
+  float id;
+  rope_q8_0_scale(amax, &id, out);
+  for (int j = 0; j < ROPE_Q8_0_BLOCK; ++j) {
+    const float r = roundf(x[j] * id);
+    out[2 + j] = (unsigned char)(int8_t)(fabsf(r) <= 127.0f ? (int)r : 0);
+  }
+}
 
 /* The scalar reference's float buffer of normalised head vectors (QK-norm): heads are
  * normalised and rotated this many floats at a time; head_dim may not exceed it. */

@@ -154,13 +154,41 @@ POSENC_INLINE void rope_prepare_mrope(const rope_args *a, const rope_token *k,
 
 /* Token (b, t)'s use of the cos/sin c, s of pairs [p0, p0 + n): written to its factor row
  * (compute), or applied to every view. */
-/* The functions a variant may supply for QK-norm views (the scalar reference): norm for the
- * source type, rotate from f32 to the destination type. Without them (NULL: the SIMD
- * variants) rotate() itself normalises the views with norm_w. */
+/* q8_0: one head vector of dim floats (dim a multiple of 32) into dim / 32 ggml q8_0 blocks
+ * at out, bit for bit rope_q8_0_block_ref's. */
+typedef void (*rope_quant_fn)(const float *x, size_t dim, unsigned char *out);
+
+/* The functions a variant may supply beyond rotate: for QK-norm views (the scalar
+ * reference) norm for the source type and rotate from f32 to the destination type (without
+ * them, NULL: the SIMD variants, rotate() itself normalises the views with norm_w); for q8_0
+ * views (the f32 kernels) quant, after rotate into a float buffer. */
 typedef struct rope_norm_ops {
   rope_norm_fn norm;
   rope_rotate_fn rotate;
+  rope_quant_fn quant;
 } rope_norm_ops;
+
+/* A q8_0 view's token row: its heads rotated (f32 to f32, out of place, so elements
+ * [R, head_dim) are copied) into a float buffer as many at a time as it holds, then each
+ * quantized into its blocks (dst strides in bytes). Not inlined, as rope_emit_normed. */
+static __attribute__((noinline, unused)) void rope_emit_q8(
+    const rope_args *a, const rope_view *view, const char *src_row, char *dst_row, size_t p0,
+    size_t n, const float *c, const float *s, rope_rotate_fn rotate, rope_quant_fn quant) {
+  _Alignas(64) float buf[POSENC_ROPE_NORM_FLOATS];
+  const size_t dim = view->head_dim, per = POSENC_ROPE_NORM_FLOATS / dim;
+  for (size_t h0 = 0; h0 < view->n_heads; h0 += per) {
+    const size_t nh = view->n_heads - h0 < per ? view->n_heads - h0 : per;
+    rope_view group = *view;
+    group.dst = buf;
+    group.n_heads = nh;
+    group.dst_head_stride = dim;
+    group.q8 = 0;
+    const char *src = src_row + h0 * view->src_head_stride * sizeof(float);
+    rotate(&group, src, buf, a->n_pairs, p0, n, c, s, a->flags);
+    for (size_t h = 0; h < nh; ++h)
+      quant(buf + h * dim, dim, (unsigned char *)dst_row + (h0 + h) * view->dst_head_stride);
+  }
+}
 
 /* A QK-norm view's token row: its heads normalised into a float buffer as many at a time as
  * it holds, each group rotated from there into dst (the buffer is never dst: out of place
@@ -204,8 +232,13 @@ POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, s
     }
     const char *src_row = (const char *)view->src +
                           (b * view->src_batch_stride + t * view->src_token_stride) * src_size;
+    const size_t ds = view->q8 ? 1 : dst_size; /* q8_0: strides in bytes */
     char *dst_row =
-        (char *)view->dst + (b * view->dst_batch_stride + cell * view->dst_token_stride) * dst_size;
+        (char *)view->dst + (b * view->dst_batch_stride + cell * view->dst_token_stride) * ds;
+    if (view->q8) {
+      rope_emit_q8(a, view, src_row, dst_row, p0, n, c, s, rotate, norm->quant);
+      continue;
+    }
     if (view->norm_w && norm->norm)
       rope_emit_normed(a, view, src_row, dst_row, p0, n, c, s, dst_size, norm);
     else
@@ -215,14 +248,16 @@ POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, s
 
 /* src, dst: the storage types of the views (read, written), which `rotate` is written for. */
 /* norm_fn, rotate_normed: the variant's rope_norm_ops functions for these types (used only
- * for views with norm_w), or NULL when rotate() normalises such views itself. */
+ * for views with norm_w), or NULL when rotate() normalises such views itself; quant: the
+ * q8_0 quantizer of the f32 kernels (used only for q8 views), else NULL. */
 POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem dst,
                               rope_prepare_fn prepare, int anchored,
                               rope_prepare_delta_fn prepare_delta, rope_rotate_fn rotate,
-                              rope_norm_fn norm_fn, rope_rotate_fn rotate_normed) {
+                              rope_norm_fn norm_fn, rope_rotate_fn rotate_normed,
+                              rope_quant_fn quant) {
   _Alignas(64) float c[2 * POSENC_ROPE_CHUNK];
   _Alignas(64) float s[2 * POSENC_ROPE_CHUNK];
-  const rope_norm_ops norm_ops = {norm_fn, rotate_normed};
+  const rope_norm_ops norm_ops = {norm_fn, rotate_normed, quant};
   const rope_norm_ops *const norm = &norm_ops;
   const size_t src_size = posenc_elem_size(src), dst_size = posenc_elem_size(dst);
   const size_t n_pairs = a->n_pairs, n_all = a->n_batch * a->n_tokens;

@@ -153,6 +153,12 @@ static void norm_f16(const rope_view *view, const void *src_row, size_t h0, size
   norm_heads(view, src_row, h0, nh, out, POSENC_ELEM_F16);
 }
 
+/* q8_0: ggml's reference, block by block. */
+static void quant_q8_0(const float *x, size_t dim, unsigned char *out) {
+  for (size_t b = 0; b < dim; b += ROPE_Q8_0_BLOCK)
+    rope_q8_0_block_ref(x + b, out + b / ROPE_Q8_0_BLOCK * ROPE_Q8_0_BYTES);
+}
+
 static void rotate_f32(const rope_view *view, const void *src_row, void *dst_row, size_t half,
                        size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
   rotate_heads(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F32);
@@ -177,21 +183,21 @@ static void rotate_f32_f16(const rope_view *view, const void *src_row, void *dst
 
 void posenc_rope_f32_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F32, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_f32, norm_f32, rotate_f32);
+             rotate_f32, norm_f32, rotate_f32, quant_q8_0);
 }
 void posenc_rope_bf16_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_BF16, POSENC_ELEM_BF16, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_bf16, norm_bf16, rotate_f32_bf16);
+             rotate_bf16, norm_bf16, rotate_f32_bf16, NULL);
 }
 void posenc_rope_f16_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F16, POSENC_ELEM_F16, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_f16, norm_f16, rotate_f32_f16);
+             rotate_f16, norm_f16, rotate_f32_f16, NULL);
 }
 void posenc_rope_f32_bf16_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_BF16, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_f32_bf16, norm_f32, rotate_f32_bf16);
+             rotate_f32_bf16, norm_f32, rotate_f32_bf16, NULL);
 }
 void posenc_rope_f32_f16_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F16, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_f32_f16, norm_f32, rotate_f32_f16);
+             rotate_f32_f16, norm_f32, rotate_f32_f16, NULL);
 }

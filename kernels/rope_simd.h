@@ -401,6 +401,43 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
   }
 }
 
+/* q8_0 (rope_driver.h): ggml's quantize_row_q8_0_ref on each block of 32 floats, bit for
+ * bit: amax by vector max (exact for finite values), d and id in scalars
+ * (rope_q8_0_scale), q = roundf(x * id) as trunc(x * id +- 0.49999997f) (equal to roundf for
+ * every float below 2^23 in magnitude; checked over all of them) truncated by the integer
+ * conversion. A block whose values are not all below 128 after that (NaN or infinite
+ * inputs) takes rope_q8_0_block_ref, ggml's sequential code. */
+static void VFN(quant_q8_0_)(const float *x, size_t dim, unsigned char *out) {
+  const vf half = vf_set1(0.49999997f), zero = vf_set1(0.0f);
+  for (size_t b = 0; b < dim; b += ROPE_Q8_0_BLOCK, out += ROPE_Q8_0_BYTES) {
+    const float *xb = x + b;
+    vf m = zero;
+    size_t j = 0;
+    for (; j + VF_W <= ROPE_Q8_0_BLOCK; j += VF_W) m = vf_max(m, vf_abs(vf_load(xb + j)));
+    if (j < ROPE_Q8_0_BLOCK) m = vf_max(m, vf_abs(vf_load_n(xb + j, ROPE_Q8_0_BLOCK - j)));
+    float id;
+    rope_q8_0_scale(vf_hmax(m), &id, out);
+    const vf vid = vf_set1(id);
+    _Alignas(64) float w[ROPE_Q8_0_BLOCK];
+    for (j = 0; j < ROPE_Q8_0_BLOCK; j += VF_W) {
+      const size_t k = ROPE_Q8_0_BLOCK - j < VF_W ? ROPE_Q8_0_BLOCK - j : VF_W;
+      const vf v = vf_mul(k == VF_W ? vf_load(xb + j) : vf_load_n(xb + j, k), vid);
+      const vf r = vf_add(v, vf_select(vf_lt_m(v, zero), vf_neg(half), half));
+      if (k == VF_W)
+        vf_store(w + j, r);
+      else
+        vf_store_n(w + j, r, k);
+    }
+    int ok = 1;
+    for (int i = 0; i < ROPE_Q8_0_BLOCK; ++i) ok &= fabsf(w[i]) < 128.0f;
+    if (!ok) {
+      rope_q8_0_block_ref(xb, out);
+      continue;
+    }
+    for (int i = 0; i < ROPE_Q8_0_BLOCK; ++i) out[2 + i] = (unsigned char)(int8_t)(int32_t)w[i];
+  }
+}
+
 /* One rotate per storage pair, and the bodies of the exported variants (QK-norm views are
  * normalised inside rotate: no norm function, no f32 rotate for them). */
 static void VFN(rotate_f32_)(const rope_view *view, const void *src_row, void *dst_row, size_t half,
@@ -409,7 +446,7 @@ static void VFN(rotate_f32_)(const rope_view *view, const void *src_row, void *d
 }
 POSENC_INLINE void rope_run_f32(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F32, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_f32_), NULL, NULL);
+             VFN(rotate_f32_), NULL, NULL, VFN(quant_q8_0_));
 }
 static void VFN(rotate_bf16_)(const rope_view *view, const void *src_row, void *dst_row,
                               size_t half, size_t p0, size_t n, const float *c, const float *s,
@@ -419,7 +456,7 @@ static void VFN(rotate_bf16_)(const rope_view *view, const void *src_row, void *
 }
 POSENC_INLINE void rope_run_bf16(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_BF16, POSENC_ELEM_BF16, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_bf16_), NULL, NULL);
+             VFN(rotate_bf16_), NULL, NULL, NULL);
 }
 static void VFN(rotate_f16_)(const rope_view *view, const void *src_row, void *dst_row, size_t half,
                              size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
@@ -427,7 +464,7 @@ static void VFN(rotate_f16_)(const rope_view *view, const void *src_row, void *d
 }
 POSENC_INLINE void rope_run_f16(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F16, POSENC_ELEM_F16, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_f16_), NULL, NULL);
+             VFN(rotate_f16_), NULL, NULL, NULL);
 }
 static void VFN(rotate_f32_bf16_)(const rope_view *view, const void *src_row, void *dst_row,
                                   size_t half, size_t p0, size_t n, const float *c, const float *s,
@@ -436,7 +473,7 @@ static void VFN(rotate_f32_bf16_)(const rope_view *view, const void *src_row, vo
 }
 POSENC_INLINE void rope_run_f32_bf16(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_BF16, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_f32_bf16_), NULL, NULL);
+             VFN(rotate_f32_bf16_), NULL, NULL, NULL);
 }
 static void VFN(rotate_f32_f16_)(const rope_view *view, const void *src_row, void *dst_row,
                                  size_t half, size_t p0, size_t n, const float *c, const float *s,
@@ -445,5 +482,5 @@ static void VFN(rotate_f32_f16_)(const rope_view *view, const void *src_row, voi
 }
 POSENC_INLINE void rope_run_f32_f16(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F16, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_f32_f16_), NULL, NULL);
+             VFN(rotate_f32_f16_), NULL, NULL, NULL);
 }

@@ -203,6 +203,17 @@ _declare("posenc_rope_out_slots", c_status, ctypes.c_void_p, c_size, c_size, c_i
          ctypes.POINTER(Slots), ctypes.c_uint)
 
 
+class Q8View(ctypes.Structure):
+    """posenc_q8_0_view (strides in bytes)."""
+    _fields_ = [("data", ctypes.c_void_p), ("n_heads", c_size), ("token_stride", c_size),
+                ("head_stride", c_size)]
+
+
+_declare("posenc_rope_out_q8_0", c_status, ctypes.c_void_p, c_size, c_size, c_int32_p,
+         ctypes.c_int32, ctypes.POINTER(RopeView), ctypes.POINTER(Q8View),
+         ctypes.POINTER(Slots), ctypes.c_uint)
+
+
 class QkNorm(ctypes.Structure):
     """posenc_qk_norm."""
     _fields_ = [("weight", ctypes.c_void_p), ("eps", ctypes.c_float), ("flags", ctypes.c_uint)]

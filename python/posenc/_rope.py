@@ -362,11 +362,6 @@ def rope_out_slots(plan, src, cache, slots, *, positions=None, start_pos=0, axes
     if src.ndim != 3 or cache.ndim != 3:
         raise ValueError(f"src and cache must be 3-D (one batch), got {src.ndim}-D and "
                          f"{cache.ndim}-D")
-    index = np.asarray(slots)
-    if index.dtype not in (np.dtype(np.int32), np.dtype(np.int64)) or index.ndim != 1:
-        raise TypeError(f"slots must be a 1-D int32 or int64 array, got {index.dtype} "
-                        f"{index.shape}")
-    index = np.ascontiguousarray(index)
     cache_axes = "CHD" if cache_axes is None else cache_axes
     if cache_axes not in ("CHD", "HCD"):
         raise ValueError(f'cache_axes must be "CHD" or "HCD", got {cache_axes!r}')
@@ -376,8 +371,6 @@ def rope_out_slots(plan, src, cache, slots, *, positions=None, start_pos=0, axes
     src_code = _array_type("src", src, declared)
     axes = _axes(axes, src.shape, _tokens(positions))
     src_view, (_, n_tokens, n_heads, head_dim) = _view("src", src, src_code, axes, source=True)
-    if index.shape[0] != n_tokens:
-        raise ValueError(f"slots has {index.shape[0]} entries for {n_tokens} tokens")
     wanted = None if cache_dtype is None else _storage_type("cache_dtype", cache_dtype)
     cache_code = _array_type("cache", cache, wanted, prefer=src_code)
     cell_axes = cache_axes.replace("C", "L")
@@ -389,12 +382,72 @@ def rope_out_slots(plan, src, cache, slots, *, positions=None, start_pos=0, axes
     positions, start_pos = _positions(positions, n_tokens, start_pos)
     plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
     flags = _rope_flags(layout, inverse, f32_angles, plan=plan, deterministic=deterministic)
-    cells = _lib.Slots(index.ctypes.data, 1 if index.dtype == np.int64 else 0, n_cells)
+    cells, index = _slots_of(slots, n_tokens, n_cells)
     _check(lib.posenc_rope_out_slots(plan_used._ptr(), head_dim, n_tokens, _pointer(positions),
                                      start_pos, ctypes.byref(src_view),
                                      ctypes.byref(cache_view), ctypes.byref(cells), flags),
            "posenc_rope_out_slots")
+    del index
     return cache
+
+
+def _slots_of(slots, n_tokens, n_cells):
+    """A posenc_slots of a 1-D int32/int64 array of n_tokens cells, and the array."""
+    index = np.asarray(slots)
+    if index.dtype not in (np.dtype(np.int32), np.dtype(np.int64)) or index.ndim != 1:
+        raise TypeError(f"slots must be a 1-D int32 or int64 array, got {index.dtype} "
+                        f"{index.shape}")
+    if index.shape[0] != n_tokens:
+        raise ValueError(f"slots has {index.shape[0]} entries for {n_tokens} tokens")
+    index = np.ascontiguousarray(index)
+    return _lib.Slots(index.ctypes.data, 1 if index.dtype == np.int64 else 0, n_cells), index
+
+
+def rope_out_q8_0(plan, src, dst=None, *, slots=None, positions=None, start_pos=0, axes=None,
+                  layout=None, inverse=False, f32_angles=False, deterministic=False):
+    """RoPE of an f32 source written as ggml q8_0 blocks, bit for bit ggml's
+    quantize_row_q8_0_ref on rope_out's f32 result: posenc_rope_out_q8_0. Returns dst.
+
+    src: float32, 3-D, one batch ([L, H, D] "LHD" by default, or axes="HLD"); D a multiple
+    of 32. dst: None for a new uint8 array [L, H, D // 32 * 34] (each head vector D // 32
+    blocks of 34 bytes: f16 scale, 32 int8), or a writeable uint8 array [rows, H, D // 32 *
+    34] whose last axis is contiguous (its byte strides are the cache's). slots: None (token
+    t into row t) or a 1-D int32/int64 array of rows (negative: skipped; rows < dst's first
+    axis, none twice).
+    """
+    _plan_handle(plan, RopePlan)
+    if np.asarray(src).dtype != np.float32 or src.ndim != 3:
+        raise TypeError(f"src must be a 3-D float32 array, got {np.asarray(src).dtype} "
+                        f"{np.asarray(src).ndim}-D")
+    axes = _axes(axes, src.shape, _tokens(positions))
+    src_view, (_, n_tokens, n_heads, head_dim) = _view("src", src, _lib.DTYPE_F32, axes,
+                                                       source=True)
+    row = head_dim // 32 * 34
+    if dst is None:
+        if slots is not None:
+            raise ValueError("slots need a dst (the cache they index)")
+        dst = np.zeros((n_tokens, n_heads, row), np.uint8)
+    if dst.dtype != np.uint8 or dst.ndim != 3 or dst.shape[1:] != (n_heads, row):
+        raise ValueError(f"dst must be a uint8 array [rows, {n_heads}, {row}], got {dst.dtype} "
+                         f"{dst.shape}")
+    if not dst.flags.writeable:
+        raise ValueError("dst is read-only; posenc writes into it")
+    if dst.strides[2] != 1 or dst.strides[0] < 0 or dst.strides[1] < 0:
+        raise ValueError(f"dst's last axis must be contiguous bytes (strides {dst.strides})")
+    if slots is None and dst.shape[0] != n_tokens:
+        raise ValueError(f"dst has {dst.shape[0]} rows for {n_tokens} tokens (pass slots to "
+                         f"choose rows)")
+    view = _lib.Q8View(_address(dst), n_heads, dst.strides[0], dst.strides[1])
+    cells, keep = (None, None) if slots is None else _slots_of(slots, n_tokens, dst.shape[0])
+    positions, start_pos = _positions(positions, n_tokens, start_pos)
+    plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
+    flags = _rope_flags(layout, inverse, f32_angles, plan=plan, deterministic=deterministic)
+    _check(lib.posenc_rope_out_q8_0(plan_used._ptr(), head_dim, n_tokens, _pointer(positions),
+                                    start_pos, ctypes.byref(src_view), ctypes.byref(view),
+                                    None if cells is None else ctypes.byref(cells), flags),
+           "posenc_rope_out_q8_0")
+    del keep
+    return dst
 
 
 def _qk_norm(name, weight, eps, gemma, head_dim):

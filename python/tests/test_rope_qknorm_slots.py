@@ -144,3 +144,47 @@ def test_rope_out_slots_refusals():
         posenc.rope_out_slots(plan, src, cache, [1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="entries for 3 tokens"):
         posenc.rope_out_slots(plan, src, cache, np.array([1, 2], np.int32))
+
+
+# --- q8_0 blocks (posenc.rope_out_q8_0) -----------------------------------------------------
+
+def ggml_q8_0(x):
+    """ggml's quantize_row_q8_0_ref in float32 NumPy (tests/data/q8_0_golden.py's rule): the
+    bytes of the blocks of x (a multiple of 32 floats)."""
+    f = np.float32
+    out = bytearray()
+    for block in np.asarray(x, f).reshape(-1, 32):
+        amax = f(0)
+        for v in block:
+            a = f(abs(v))
+            amax = amax if amax > a else a
+        d = f(amax / f(127))
+        inv = f(f(1) / d) if d != 0 else f(0)
+        out += np.array([d], f).astype(np.float16).tobytes()
+        for v in block:
+            x0 = float(f(v * inv))
+            out += int(np.floor(abs(x0) + 0.5) * (1 if x0 >= 0 else -1)).to_bytes(1, "little",
+                                                                                 signed=True)
+    return bytes(out)
+
+
+def test_rope_out_q8_0_is_ggmls_quantizer_on_rope_out(isa):
+    posenc.set_isa(isa)
+    rng = np.random.default_rng(10)
+    L, H, D = 3, 2, 64
+    plan = posenc.RopePlan(D, 10000.0)
+    src = rng.normal(0.0, 2.0, (L, H, D)).astype(np.float32)
+    blocks = posenc.rope_out_q8_0(plan, src, start_pos=9)
+    assert blocks.dtype == np.uint8 and blocks.shape == (L, H, D // 32 * 34)
+    rotated = posenc.rope_out(plan, src, start_pos=9)
+    for t in range(L):
+        for h in range(H):
+            assert blocks[t, h].tobytes() == ggml_q8_0(rotated[t, h])
+    cache = np.zeros((5, H, D // 32 * 34), np.uint8)
+    posenc.rope_out_q8_0(plan, src, cache, slots=np.array([4, -1, 0], np.int64), start_pos=9)
+    assert cache[4].tobytes() == blocks[0].tobytes() and cache[0].tobytes() == blocks[2].tobytes()
+    assert not cache[1:4].any()
+    with pytest.raises(TypeError, match="float32"):
+        posenc.rope_out_q8_0(plan, src.astype(np.float16))
+    with pytest.raises(posenc.PosencError, match=INVALID):
+        posenc.rope_out_q8_0(plan, src[:, :, :48].copy(), np.zeros((3, 2, 34), np.uint8))
