@@ -152,8 +152,6 @@ POSENC_INLINE void rope_prepare_mrope(const rope_args *a, const rope_token *k,
   }
 }
 
-/* Token (b, t)'s use of the cos/sin c, s of pairs [p0, p0 + n): written to its factor row
- * (compute), or applied to every view. */
 /* q8_0: one head vector of dim floats (dim a multiple of 32) into dim / 32 ggml q8_0 blocks
  * at out, bit for bit rope_q8_0_block_ref's. */
 typedef void (*rope_quant_fn)(const float *x, size_t dim, unsigned char *out);
@@ -162,11 +160,11 @@ typedef void (*rope_quant_fn)(const float *x, size_t dim, unsigned char *out);
  * reference) norm for the source type and rotate from f32 to the destination type (without
  * them, NULL: the SIMD variants, rotate() itself normalises the views with norm_w); for q8_0
  * views (the f32 kernels) quant, after rotate into a float buffer. */
-typedef struct rope_norm_ops {
+typedef struct rope_extra_ops {
   rope_norm_fn norm;
   rope_rotate_fn rotate;
   rope_quant_fn quant;
-} rope_norm_ops;
+} rope_extra_ops;
 
 /* A q8_0 view's token row: its heads rotated (f32 to f32, out of place, so elements
  * [R, head_dim) are copied) into a float buffer as many at a time as it holds, then each
@@ -196,7 +194,7 @@ static __attribute__((noinline, unused)) void rope_emit_q8(
  * buffer's stack is only taken by the calls that normalise. */
 static __attribute__((noinline, unused)) void rope_emit_normed(
     const rope_args *a, const rope_view *view, const char *src_row, char *dst_row, size_t p0,
-    size_t n, const float *c, const float *s, size_t dst_size, const rope_norm_ops *ops) {
+    size_t n, const float *c, const float *s, size_t dst_size, const rope_extra_ops *ops) {
   _Alignas(64) float buf[POSENC_ROPE_NORM_FLOATS];
   const size_t per = POSENC_ROPE_NORM_FLOATS / view->head_dim;
   for (size_t h0 = 0; h0 < view->n_heads; h0 += per) {
@@ -211,9 +209,11 @@ static __attribute__((noinline, unused)) void rope_emit_normed(
   }
 }
 
+/* Token (b, t)'s use of the cos/sin c, s of pairs [p0, p0 + n): written to its factor row
+ * (compute), or applied to every view. */
 POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, size_t p0, size_t n,
                              const float *c, const float *s, size_t src_size, size_t dst_size,
-                             rope_rotate_fn rotate, const rope_norm_ops *norm) {
+                             rope_rotate_fn rotate, const rope_extra_ops *extra) {
   if (a->factors_out) {
     const size_t per = (a->flags & POSENC_ROPE_GPTJ) ? 2 : 1, half = a->factor_half;
     float *row = a->factors_out + g * 2 * half;
@@ -236,20 +236,20 @@ POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, s
     char *dst_row =
         (char *)view->dst + (b * view->dst_batch_stride + cell * view->dst_token_stride) * ds;
     if (view->q8) {
-      rope_emit_q8(a, view, src_row, dst_row, p0, n, c, s, rotate, norm->quant);
+      rope_emit_q8(a, view, src_row, dst_row, p0, n, c, s, rotate, extra->quant);
       continue;
     }
-    if (view->norm_w && norm->norm)
-      rope_emit_normed(a, view, src_row, dst_row, p0, n, c, s, dst_size, norm);
+    if (view->norm_w && extra->norm)
+      rope_emit_normed(a, view, src_row, dst_row, p0, n, c, s, dst_size, extra);
     else
       rotate(view, src_row, dst_row, a->n_pairs, p0, n, c, s, a->flags);
   }
 }
 
-/* src, dst: the storage types of the views (read, written), which `rotate` is written for. */
-/* norm_fn, rotate_normed: the variant's rope_norm_ops functions for these types (used only
- * for views with norm_w), or NULL when rotate() normalises such views itself; quant: the
- * q8_0 quantizer of the f32 kernels (used only for q8 views), else NULL. */
+/* src, dst: the storage types of the views (read, written), which `rotate` is written for.
+ * norm_fn, rotate_normed: the variant's QK-norm functions for these types (used only for
+ * views with norm_w), or NULL when rotate() normalises such views itself; quant: the q8_0
+ * quantizer of the f32 kernels (used only for q8 views), else NULL (rope_extra_ops). */
 POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem dst,
                               rope_prepare_fn prepare, int anchored,
                               rope_prepare_delta_fn prepare_delta, rope_rotate_fn rotate,
@@ -257,8 +257,8 @@ POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem d
                               rope_quant_fn quant) {
   _Alignas(64) float c[2 * POSENC_ROPE_CHUNK];
   _Alignas(64) float s[2 * POSENC_ROPE_CHUNK];
-  const rope_norm_ops norm_ops = {norm_fn, rotate_normed, quant};
-  const rope_norm_ops *const norm = &norm_ops;
+  const rope_extra_ops extra_ops = {norm_fn, rotate_normed, quant};
+  const rope_extra_ops *const extra = &extra_ops;
   const size_t src_size = posenc_elem_size(src), dst_size = posenc_elem_size(dst);
   const size_t n_pairs = a->n_pairs, n_all = a->n_batch * a->n_tokens;
   if (a->factors) { /* apply: every token's cos/sin are its factor row */
@@ -270,7 +270,7 @@ POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem d
       for (size_t p0 = 0; p0 < n_pairs; p0 += POSENC_ROPE_CHUNK) {
         const size_t n = n_pairs - p0 < POSENC_ROPE_CHUNK ? n_pairs - p0 : POSENC_ROPE_CHUNK;
         rope_emit(a, g, b, t, p0, n, row + per * p0, row + half + per * p0, src_size, dst_size,
-                  rotate, norm);
+                  rotate, extra);
       }
     }
     return;
@@ -292,7 +292,7 @@ POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem d
     const size_t b = g / a->n_tokens, t = g - b * a->n_tokens;
     const rope_token k = rope_token_of(a, g, t);
     if (single && g > 0 && rope_token_equal(&k, &prev)) {
-      rope_emit(a, g, b, t, 0, n_pairs, c, s, src_size, dst_size, rotate, norm);
+      rope_emit(a, g, b, t, 0, n_pairs, c, s, src_size, dst_size, rotate, extra);
       continue;
     }
     for (size_t p0 = 0; p0 < n_pairs; p0 += POSENC_ROPE_CHUNK) {
@@ -305,7 +305,7 @@ POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem d
                       c, s);
       else
         prepare(a->plan, (int32_t)k.p[0], a->flags, att, p0, n, c, s, anchor);
-      rope_emit(a, g, b, t, p0, n, c, s, src_size, dst_size, rotate, norm);
+      rope_emit(a, g, b, t, p0, n, c, s, src_size, dst_size, rotate, extra);
     }
     prev = k;
   }
