@@ -26,30 +26,12 @@
 
 #include "bench_buffer.h"
 #include "bench_rows.h"
+#include "naive_half.h"
 #include "posenc.h"
 #include "rope_common.h"
 
 namespace posenc_bench {
 namespace {
-
-// IEEE binary16 bits of a finite f, to nearest even (F16C's _cvtss_sh, which ggml uses).
-uint16_t F16Bits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  x &= 0x7fffffffu;
-  if (x > 0x7f800000u) return 0x7e00u;
-  if (x >= 0x477ff000u) return sign | 0x7c00u;
-  if (x < 0x38800000u) {
-    float a;
-    std::memcpy(&a, &x, 4);
-    return sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f));
-  }
-  uint32_t h = ((x >> 23) - 112u) << 10 | ((x >> 13) & 0x3ffu);
-  const uint32_t rest = x & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
-  return sign | static_cast<uint16_t>(h);
-}
 
 using rope::RandomElements;
 using rope::Storage;
@@ -81,7 +63,8 @@ struct PagedBuffers {
   std::vector<int32_t> positions;
 };
 
-// ggml's quantize_row_q8_0_ref, plain C, k floats (a multiple of 32) into k / 32 blocks.
+// ggml's quantize_row_q8_0_ref, plain C (the f16 scale as an integrator converts it,
+// naive_half.h), k floats (a multiple of 32) into k / 32 blocks.
 void QuantizeRowQ8_0(const float* x, uint8_t* y, size_t k) {
   for (size_t i = 0; i < k / 32; ++i, y += 34) {
     float amax = 0.0f;
@@ -90,7 +73,7 @@ void QuantizeRowQ8_0(const float* x, uint8_t* y, size_t k) {
       amax = amax > v ? amax : v;
     }
     const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-    const uint16_t h = F16Bits(d);
+    const uint16_t h = float_to_f16(d);
     std::memcpy(y, &h, 2);
     for (size_t j = 0; j < 32; ++j)
       y[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[i * 32 + j] * id)));

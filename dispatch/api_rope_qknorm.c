@@ -19,12 +19,6 @@ static posenc_status check_norm(const char *fn, const char *name, const posenc_q
   return POSENC_OK;
 }
 
-/* 1 if the byte ranges [a, a + a_bytes) and [b, b + b_bytes) meet. */
-static int ranges_meet(const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
-  const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-  return x < y + b_bytes && y < x + a_bytes;
-}
-
 /* A call with a Gemma norm: the kernels take the weights as given, so (1 + w) is formed here
  * in float, once per call, on the stack of this function alone. */
 static __attribute__((noinline)) void run_gemma(rope_fn kernel, rope_args *args,
@@ -107,9 +101,9 @@ posenc_status posenc_rope_qknorm(const posenc_rope_plan *plan, size_t head_dim, 
     const int packed = in_place && n_batch == 1 &&
                        posenc_rope_tensors_disjoint(&qt, dst_bytes[0], &kt, dst_bytes[1], n_tokens,
                                                     head_dim, posenc_elem_size(y[0]));
-    if (!packed && (ranges_meet(q_dst->data, dst_bytes[0], k_dst->data, dst_bytes[1]) ||
-                    ranges_meet(q_dst->data, dst_bytes[0], k_src->data, src_bytes[1]) ||
-                    ranges_meet(k_dst->data, dst_bytes[1], q_src->data, src_bytes[0])))
+    if (!packed && (!posenc_bytes_disjoint(q_dst->data, dst_bytes[0], k_dst->data, dst_bytes[1]) ||
+                    !posenc_bytes_disjoint(q_dst->data, dst_bytes[0], k_src->data, src_bytes[1]) ||
+                    !posenc_bytes_disjoint(k_dst->data, dst_bytes[1], q_src->data, src_bytes[0])))
       return posenc_reject(fn, "k_dst",
                            "shares addresses with q_src or q_dst (or k_src with q_dst) other "
                            "than as in-place packed QKV rows");

@@ -90,12 +90,11 @@ typedef struct rope_view {
 
 /* The block's scale and its f16 bits, as ggml's quantize_row_q8_0_ref forms them from amax:
  * d = amax / 127 in float, id = 1 / d (0 when d is 0), the unrounded d dividing. */
-static inline float rope_q8_0_scale(float amax, float *id, unsigned char *out) {
+static inline void rope_q8_0_scale(float amax, float *id, unsigned char *out) {
   const float d = amax / 127.0f;
   *id = d != 0.0f ? 1.0f / d : 0.0f;
   const uint16_t bits = posenc_f32_to_f16(d);
   memcpy(out, &bits, sizeof bits);
-  return d;
 }
 
 /* ggml's quantize_row_q8_0_ref on one block of 32 floats, operation for operation: amax as
