@@ -124,7 +124,7 @@ Pass PosencPass(const SoftmaxShape& shape) {
         posenc_softmax_params p = POSENC_SOFTMAX_PARAMS_INIT;
         p.q_offset = static_cast<int32_t>(s.q_offset);
         if (s.causal) p.flags = POSENC_SOFTMAX_CAUSAL;
-        const posenc_scores_view v = {buf->scores.get(), POSENC_DTYPE_F32, hs, rs};
+        const posenc_scores_view v = {buf->scores.get(), POSENC_DTYPE_F32, hs, rs, 0};
         return posenc_softmax(&p, s.heads, s.n_q, s.n_k, &v, &v);
       }
     }

@@ -103,6 +103,8 @@ int DispatchKernelOf(const std::string& kernel) {
       {"rope_out_paged_f32_f16", POSENC_KERNEL_ROPE_F32_F16},
       {"rope_out_then_q8_0", -1},
       {"rope_out_q8_0", POSENC_KERNEL_ROPE_F32},
+      {"rope_out_then_fp8", -1},
+      {"rope_out_fp8", POSENC_KERNEL_ROPE_F32},
       {"rope_out_f32_bf16", POSENC_KERNEL_ROPE_F32_BF16},
       {"rope_out_f32_f16", POSENC_KERNEL_ROPE_F32_F16},
       {"rope_out_f32_f32", POSENC_KERNEL_ROPE_F32},
@@ -145,6 +147,10 @@ double FmaOpsPerItem(const std::string& kernel) {
       // q8_0: the rotation (2) and x * id (1); the max of |x| is not multiply-class.
       {"rope_out_q8_0", 3},
       {"rope_out_then_q8_0", 3},
+      // fp8: the rotation (2) and v / scale (1); the rounding's products by powers of two
+      // (exact) are not counted.
+      {"rope_out_fp8", 3},
+      {"rope_out_then_fp8", 3},
       // QK-norm: x * x into the sum (1 FMA), (x * inv) * w (2 multiplies), then the rotation
       // (2), fused or in two passes alike.
       {"qknorm_", 5},

@@ -11,8 +11,13 @@
 //     bytes] (posenc_rope_out_q8_0);
 //   rope_out_then_q8_0_neox: the two passes a runtime makes today: posenc_rope_out into an
 //     f32 buffer [L, 8, 128], then a plain C transcription of ggml's quantize_row_q8_0_ref.
+//   rope_out_fp8_neox: the same source rotated straight into FP8 E4M3 bytes [L, 8, 128]
+//     (posenc_rope_out_fp8, scale 0.05: vLLM's fp8 K cache write, x / k_scale);
+//   rope_out_then_fp8_neox: posenc_rope_out into an f32 buffer, then a plain C loop of the
+//     same conversion (integer logic, written here, not the library's).
 // Bytes: source and destination once each (s + d), compared with limit_copy/bytes:(s + d)
-// (the q8_0 rows: the f32 source and the blocks; the two-pass row's buffer is not counted).
+// (the q8_0 and fp8 rows: the f32 source and the blocks or bytes; the two-pass rows' buffer is
+// not counted).
 // Items: the elements written. No naive rows.
 #include <algorithm>
 #include <cmath>
@@ -106,6 +111,54 @@ Pass Q8Pass(size_t tokens, bool fused) {
   };
 }
 
+// float -> OCP FP8 E4M3 (nearest even, saturating to 448, NaN kept), plain C on the bits.
+uint8_t Fp8E4m3(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80u);
+  u &= 0x7fffffffu;
+  if (u > 0x7f800000u) return sign | 0x7f;
+  if (u >= 0x43e00000u) return sign | 0x7e;
+  if (u < 0x3c800000u) {  // below 2^-6: a multiple of 2^-9
+    float a;
+    std::memcpy(&a, &u, 4);
+    return sign | static_cast<uint8_t>(std::nearbyint(a * 512.0f));
+  }
+  u -= 120u << 23;
+  u += 0x7ffffu + ((u >> 20) & 1u);
+  return sign | static_cast<uint8_t>(u >> 20);
+}
+
+constexpr float kFp8Scale = 0.05f;
+
+Pass Fp8Pass(size_t tokens, bool fused) {
+  posenc_rope_plan* raw = nullptr;
+  const posenc_status status = posenc_rope_plan_create(&raw, kDim, 10000.0, 1.0);
+  const std::shared_ptr<posenc_rope_plan> plan(raw, posenc_rope_plan_destroy);
+  if (status != POSENC_OK) return FailedPass(status);
+  const auto buf = std::make_shared<PagedBuffers>(tokens);
+  const auto bytes = std::make_shared<std::vector<uint8_t>>(tokens * kHeads * kDim);
+  const posenc_rope_view src = {buf->src.get(), POSENC_DTYPE_F32, kHeads, kHeads * kDim, kDim, 0};
+  if (fused) {
+    const posenc_fp8_view dst = {bytes->data(), kHeads, kHeads * kDim, kDim};
+    return [plan, buf, bytes, src, dst] {
+      return posenc_rope_out_fp8(plan.get(), kDim, buf->tokens, buf->positions.data(), 0, &src,
+                                 &dst, kFp8Scale, nullptr, POSENC_ROPE_NEOX);
+    };
+  }
+  const auto f32 = std::make_shared<AlignedFloats>(AlignedFloatArray(tokens * kHeads * kDim));
+  const posenc_rope_view mid = {f32->get(), POSENC_DTYPE_F32, kHeads, kHeads * kDim, kDim, 0};
+  return [plan, buf, bytes, f32, src, mid] {
+    const posenc_status st = posenc_rope_out(
+        plan.get(), kDim, 1, buf->tokens, buf->positions.data(), 0, &src, &mid, POSENC_ROPE_NEOX);
+    const float* x = f32->get();
+    uint8_t* y = bytes->data();
+    for (size_t i = 0, n = buf->tokens * kHeads * kDim; i < n; ++i)
+      y[i] = Fp8E4m3(x[i] / kFp8Scale);
+    return st;
+  };
+}
+
 Pass PagedPass(size_t tokens, bool paged) {
   posenc_rope_plan* raw = nullptr;
   const posenc_status status = posenc_rope_plan_create(&raw, kDim, 10000.0, 1.0);
@@ -141,6 +194,21 @@ GroupRows Q8Group(size_t tokens, bool fused) {
           nullptr};
 }
 
+GroupRows Fp8Group(size_t tokens, bool fused) {
+  const size_t src_bytes = tokens * kHeads * kDim * 4, dst_bytes = tokens * kHeads * kDim;
+  const std::string shape = "tokens:" + std::to_string(tokens) +
+                            "/heads:" + std::to_string(kHeads) + "/dim:" + std::to_string(kDim);
+  const std::string about =
+      std::to_string(src_bytes) + " + " + std::to_string(dst_bytes) + " bytes, f32 -> fp8 e4m3 " +
+      (fused ? "in one pass" : "through an f32 buffer, then a C conversion loop");
+  return {{fused ? "rope_out_fp8_neox" : "rope_out_then_fp8_neox", shape, LimitKind::kCopy,
+           src_bytes + dst_bytes, about, /*naive=*/false},
+          static_cast<int64_t>(src_bytes + dst_bytes),
+          static_cast<int64_t>(tokens * kHeads * kDim),
+          Factory(Fp8Pass, tokens, fused),
+          nullptr};
+}
+
 GroupRows PagedGroup(size_t tokens, bool paged) {
   const size_t src_bytes = tokens * kHeads * kDim * 4, dst_bytes = tokens * kHeads * kDim * 2;
   std::string shape = "tokens:" + std::to_string(tokens) + "/heads:" + std::to_string(kHeads) +
@@ -165,6 +233,8 @@ std::vector<GroupRows> RopePagedRows() {
     for (size_t tokens : kTokens) rows.push_back(PagedGroup(tokens, paged));
   for (bool fused : {true, false})
     for (size_t tokens : kTokens) rows.push_back(Q8Group(tokens, fused));
+  for (bool fused : {true, false})
+    for (size_t tokens : kTokens) rows.push_back(Fp8Group(tokens, fused));
   return rows;
 }
 

@@ -171,8 +171,8 @@ Pass PosencPass(const SoftmaxShape& shape) {
     p.mask_dtype = s.mask == Mask::kKvCache16 ? POSENC_DTYPE_F16 : POSENC_DTYPE_F32;
   }
   const posenc_dtype dtype = s.storage == Storage::kF32 ? POSENC_DTYPE_F32 : POSENC_DTYPE_BF16;
-  const posenc_scores_view x = {buf->Scores(), dtype, s.n_q * s.n_k, s.n_k};
-  const posenc_scores_view y = {buf->Output(), dtype, s.n_q * s.n_k, s.n_k};
+  const posenc_scores_view x = {buf->Scores(), dtype, s.n_q * s.n_k, s.n_k, 0};
+  const posenc_scores_view y = {buf->Output(), dtype, s.n_q * s.n_k, s.n_k, 0};
   return [buf, p, x, y] { return posenc_softmax(&p, kHeads, buf->s.n_q, buf->s.n_k, &x, &y); };
 }
 

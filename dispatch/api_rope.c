@@ -241,25 +241,24 @@ static posenc_status rope_plain(const char *fn, const posenc_rope_plan *plan, si
   return rope_run(fn, "q", "k", &args, head_dim, q, k, elem);
 }
 
-static posenc_status mrope(const char *fn, const posenc_rope_plan *plan, const size_t sections[3],
+static posenc_status mrope(const char *fn, const posenc_rope_plan *plan, const size_t *sections,
                            size_t head_dim, size_t n_tokens, const int32_t *positions,
                            const posenc_rope_tensor *q, const posenc_rope_tensor *k, unsigned flags,
                            posenc_elem elem) {
-  const int interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0;
   if (!plan) return posenc_reject(fn, "plan", "is NULL");
   if (!q) return posenc_reject(fn, "q", "is NULL");
-  posenc_status st =
-      posenc_check_flags(fn, "flags", flags, POSENC_ROPE_FLAGS | POSENC_ROPE_MROPE_INTERLEAVED);
+  posenc_status st = posenc_check_flags(fn, "flags", flags, POSENC_MROPE_FLAGS);
   if (st == POSENC_OK)
     st = posenc_check_head_dim(fn, head_dim, plan->rotary_dim, "the plan's rotary_dim");
-  if (st == POSENC_OK) st = posenc_mrope_check_sections(fn, sections, plan->n_pairs, interleaved);
+  if (st == POSENC_OK) st = posenc_mrope_check_sections(fn, sections, plan, flags);
   if (st != POSENC_OK) return st;
   if (!positions && n_tokens > 0)
     return posenc_reject(fn, "positions", "is NULL with n_tokens %zu > 0", n_tokens);
-  /* 3 * n_tokens positions must be addressable. */
-  if (n_tokens > SIZE_MAX / 3 / sizeof(int32_t))
-    return posenc_reject(fn, "n_tokens", "%zu: 3 rows of that many positions are not addressable",
-                         n_tokens);
+  /* The rows of n_tokens positions must be addressable. */
+  const size_t rows = posenc_mrope_rows(flags);
+  if (n_tokens > SIZE_MAX / rows / sizeof(int32_t))
+    return posenc_reject(fn, "n_tokens", "%zu: %zu rows of that many positions are not addressable",
+                         n_tokens, rows);
   rope_args args = posenc_mrope_args(plan, sections, n_tokens, positions, flags);
   return rope_run(fn, "q", "k", &args, head_dim, q, k, elem);
 }
@@ -280,6 +279,8 @@ static posenc_status rerotate(const char *fn, const posenc_rope_plan *from,
                          "POSENC_ROPE_INVERSE is refused here (swap the plans and positions)");
   posenc_status st = posenc_check_flags(
       fn, "flags", flags, POSENC_ROPE_GPTJ | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC);
+  if (st == POSENC_OK) st = posenc_check_one_position_plan(fn, "from", from);
+  if (st == POSENC_OK) st = posenc_check_one_position_plan(fn, "to", to);
   if (st == POSENC_OK)
     st = posenc_check_head_dim(fn, head_dim, to->rotary_dim, "the plans' rotary_dim");
   if (st != POSENC_OK) return st;

@@ -63,6 +63,7 @@ posenc_status posenc_rope_out(const posenc_rope_plan *plan, size_t head_dim, siz
   size_t n_all;
   if (!plan) return posenc_reject(fn, "plan", "is NULL");
   posenc_status st = posenc_check_flags(fn, "flags", flags, POSENC_ROPE_FLAGS);
+  if (st == POSENC_OK) st = posenc_check_one_position_plan(fn, "plan", plan);
   if (st == POSENC_OK)
     st = posenc_check_head_dim(fn, head_dim, plan->rotary_dim, "the plan's rotary_dim");
   if (st != POSENC_OK) return st;
@@ -80,22 +81,21 @@ posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const size_t sectio
                                const int32_t *positions, const posenc_rope_view *src,
                                const posenc_rope_view *dst, unsigned flags) {
   const char *fn = __func__;
-  const int interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0;
   size_t n_all;
   if (!plan) return posenc_reject(fn, "plan", "is NULL");
-  posenc_status st =
-      posenc_check_flags(fn, "flags", flags, POSENC_ROPE_FLAGS | POSENC_ROPE_MROPE_INTERLEAVED);
+  posenc_status st = posenc_check_flags(fn, "flags", flags, POSENC_MROPE_FLAGS);
   if (st == POSENC_OK)
     st = posenc_check_head_dim(fn, head_dim, plan->rotary_dim, "the plan's rotary_dim");
-  if (st == POSENC_OK) st = posenc_mrope_check_sections(fn, sections, plan->n_pairs, interleaved);
+  if (st == POSENC_OK) st = posenc_mrope_check_sections(fn, sections, plan, flags);
   if (st != POSENC_OK) return st;
+  const size_t rows = posenc_mrope_rows(flags);
   if (__builtin_mul_overflow(n_batch, n_tokens, &n_all))
     return batch_overflow(fn, n_batch, n_tokens);
-  if (n_all > SIZE_MAX / 3 / sizeof(int32_t))
+  if (n_all > SIZE_MAX / rows / sizeof(int32_t))
     return posenc_reject(fn, "n_tokens",
-                         "n_batch %zu x n_tokens %zu: 3 rows of that many positions are not "
+                         "n_batch %zu x n_tokens %zu: %zu rows of that many positions are not "
                          "addressable",
-                         n_batch, n_tokens);
+                         n_batch, n_tokens, rows);
   if (!positions && n_all > 0)
     return posenc_reject(fn, "positions", "is NULL with %zu tokens", n_all);
   rope_args args = posenc_mrope_args(plan, sections, n_tokens, positions, flags);
@@ -110,13 +110,13 @@ posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const size_t sectio
 
 /* The one flag rule of the factor path (posenc.h): it takes the flags of the plan form it
  * stands for, each with its plan-path meaning where it has one and as a no-op elsewhere
- * (INVERSE in a computation, F32_ANGLES and MROPE_INTERLEAVED in posenc_rope_apply and
+ * (INVERSE in a computation, F32_ANGLES and the M-RoPE flags in posenc_rope_apply and
  * posenc_rope_factors_bytes), and refuses every other bit alike. The forms:
  * FACTORS_PLAIN, posenc_rope_factors_compute: posenc_rope_f32's flags; FACTORS_ANY,
  * posenc_mrope_factors_compute (posenc_mrope_f32's) and the two functions that serve both
  * computations, posenc_rope_factors_bytes and posenc_rope_apply. */
 #define FACTORS_PLAIN ((unsigned)POSENC_ROPE_FLAGS)
-#define FACTORS_ANY ((unsigned)(POSENC_ROPE_FLAGS | POSENC_ROPE_MROPE_INTERLEAVED))
+#define FACTORS_ANY POSENC_MROPE_FLAGS
 
 static int factor_flags_valid(unsigned flags, unsigned form) { return !(flags & ~form); }
 
@@ -173,6 +173,7 @@ posenc_status posenc_rope_factors_compute(const posenc_rope_plan *plan, size_t n
   if (!plan) return posenc_reject(fn, "plan", "is NULL");
   if (!factors) return posenc_reject(fn, "factors", "is NULL");
   posenc_status st = check_factor_flags(fn, flags, FACTORS_PLAIN);
+  if (st == POSENC_OK) st = posenc_check_one_position_plan(fn, "plan", plan);
   if (st == POSENC_OK)
     st = posenc_check_run(fn, "start_pos", "n_rows", positions, start_pos, n_rows);
   if (st != POSENC_OK) return st;
@@ -185,15 +186,15 @@ posenc_status posenc_mrope_factors_compute(const posenc_rope_plan *plan, const s
                                            void *storage, size_t storage_bytes,
                                            posenc_rope_factors *factors) {
   const char *fn = __func__;
-  const int interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0;
   if (!plan) return posenc_reject(fn, "plan", "is NULL");
   if (!factors) return posenc_reject(fn, "factors", "is NULL");
   posenc_status st = check_factor_flags(fn, flags, FACTORS_ANY);
-  if (st == POSENC_OK) st = posenc_mrope_check_sections(fn, sections, plan->n_pairs, interleaved);
+  if (st == POSENC_OK) st = posenc_mrope_check_sections(fn, sections, plan, flags);
   if (st != POSENC_OK) return st;
-  if (n_rows > SIZE_MAX / 3 / sizeof(int32_t))
-    return posenc_reject(fn, "n_rows", "%zu: 3 rows of that many positions are not addressable",
-                         n_rows);
+  const size_t rows = posenc_mrope_rows(flags);
+  if (n_rows > SIZE_MAX / rows / sizeof(int32_t))
+    return posenc_reject(fn, "n_rows", "%zu: %zu rows of that many positions are not addressable",
+                         n_rows, rows);
   if (!positions && n_rows > 0)
     return posenc_reject(fn, "positions", "is NULL with n_rows %zu > 0", n_rows);
   rope_args args = posenc_mrope_args(plan, sections, n_rows, positions, flags);
@@ -233,7 +234,7 @@ posenc_status posenc_rope_apply(const posenc_rope_factors *factors, size_t first
   rope_args args = {.n_pairs = n_pairs,
                     .n_batch = n_batch,
                     .n_tokens = n_tokens,
-                    /* the rotation's: F32_ANGLES and MROPE_INTERLEAVED are in the rows */
+                    /* the rotation's: F32_ANGLES and the M-RoPE flags are in the rows */
                     .flags = flags & (FACTOR_FLAGS | POSENC_ROPE_INVERSE),
                     .kind = ROPE_PLAIN,
                     .factors = factors->data,

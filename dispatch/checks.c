@@ -104,9 +104,43 @@ double *posenc_default_freqs(double base, size_t n, size_t d) {
   return w;
 }
 
-posenc_status posenc_mrope_check_sections(const char *fn, const size_t *sections, size_t n,
-                                          int interleaved) {
+/* ggml's rule (POSENC_ROPE_MROPE_GGML): four sections, each at most 2^20, the first three
+ * not all 0; a plan of a ggml M-RoPE mode takes exactly its own. */
+static posenc_status check_ggml_sections(const char *fn, const size_t *s,
+                                         const posenc_rope_plan *plan, int interleaved) {
+  for (int r = 0; r < 4; ++r)
+    if (s[r] > POSENC_MROPE_SECTION_MAX)
+      return posenc_reject(fn, "sections", "[%d] = %zu is above 2^20", r, s[r]);
+  if (s[0] + s[1] + s[2] == 0)
+    return posenc_reject(fn, "sections",
+                         "{%zu, %zu, %zu, %zu}: the first three are 0 (ggml asserts one is not)",
+                         s[0], s[1], s[2], s[3]);
+  if (!plan->ggml_mode) return POSENC_OK;
+  const size_t *own = plan->ggml_sections;
+  if (s[0] != own[0] || s[1] != own[1] || s[2] != own[2] || s[3] != own[3])
+    return posenc_reject(fn, "sections",
+                         "{%zu, %zu, %zu, %zu} are not the {%zu, %zu, %zu, %zu} the plan was made "
+                         "with (ggml mode %d)",
+                         s[0], s[1], s[2], s[3], own[0], own[1], own[2], own[3], plan->ggml_mode);
+  if (interleaved != (plan->ggml_mode == 40))
+    return posenc_reject(fn, "flags",
+                         "%s POSENC_ROPE_MROPE_INTERLEAVED with a plan of ggml mode %d (IMROPE, "
+                         "40, is the interleaved one)",
+                         interleaved ? "has" : "lacks", plan->ggml_mode);
+  return POSENC_OK;
+}
+
+posenc_status posenc_mrope_check_sections(const char *fn, const size_t *sections,
+                                          const posenc_rope_plan *plan, unsigned flags) {
+  const int interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0;
+  const size_t n = plan->n_pairs;
   if (!sections) return posenc_reject(fn, "sections", "is NULL");
+  if (flags & POSENC_ROPE_MROPE_GGML) return check_ggml_sections(fn, sections, plan, interleaved);
+  if (plan->ggml_mode)
+    return posenc_reject(fn, "flags",
+                         "lack POSENC_ROPE_MROPE_GGML: the plan was made for ggml's mode %d, "
+                         "which rotates with four sections and four position rows",
+                         plan->ggml_mode);
   if (sections[0] > n || sections[1] > n || sections[2] > n ||
       sections[0] + sections[1] + sections[2] != n)
     return posenc_reject(fn, "sections", "{%zu, %zu, %zu} do not sum to the plan's R/2 = %zu",
@@ -123,6 +157,15 @@ posenc_status posenc_mrope_check_sections(const char *fn, const size_t *sections
                          "below R/2 = %zu",
                          sections[0], sections[1], sections[2], sections[2], n);
   return POSENC_OK;
+}
+
+posenc_status posenc_check_one_position_plan(const char *fn, const char *arg,
+                                             const posenc_rope_plan *plan) {
+  if (!plan->ggml_mode) return POSENC_OK;
+  return posenc_reject(fn, arg,
+                       "was made for ggml's M-RoPE mode %d, which rotates with four position "
+                       "rows: use posenc_mrope_* with POSENC_ROPE_MROPE_GGML",
+                       plan->ggml_mode);
 }
 
 posenc_status posenc_reject_data(const char *fn, const char *arg, const char *field, const void *p,
@@ -352,16 +395,24 @@ int posenc_rope_check_nested(const void *data, size_t n_heads, size_t token_stri
   return 1;
 }
 
-rope_args posenc_mrope_args(const posenc_rope_plan *plan, const size_t sections[3], size_t n_tokens,
+rope_args posenc_mrope_args(const posenc_rope_plan *plan, const size_t *sections, size_t n_tokens,
                             const int32_t *positions, unsigned flags) {
-  return (rope_args){.plan = plan,
-                     .n_pairs = plan->n_pairs,
-                     .n_batch = 1,
-                     .n_tokens = n_tokens,
-                     .positions = positions,
-                     .flags = flags & ~POSENC_ROPE_MROPE_INTERLEAVED,
-                     .att = plan->attention_factor,
-                     .kind = ROPE_MROPE,
-                     .sections = {sections[0], sections[1], sections[2]},
-                     .interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0};
+  const int ggml = (flags & POSENC_ROPE_MROPE_GGML) != 0;
+  rope_args a = {
+      .plan = plan,
+      .n_pairs = plan->n_pairs,
+      .n_batch = 1,
+      .n_tokens = n_tokens,
+      .positions = positions,
+      .flags = flags & ~(unsigned)(POSENC_ROPE_MROPE_INTERLEAVED | POSENC_ROPE_MROPE_GGML),
+      .att = plan->attention_factor,
+      .kind = ROPE_MROPE,
+      .sections = {sections[0], sections[1], sections[2], ggml ? sections[3] : 0},
+      .interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0,
+      .ggml = ggml};
+  a.sect_sum = a.sections[0] + a.sections[1] + a.sections[2] + a.sections[3];
+  /* The rows some pair takes (the assignment repeats every sect_sum pairs under ggml's rule). */
+  const size_t span = ggml && a.sect_sum < a.n_pairs ? a.sect_sum : a.n_pairs;
+  for (size_t i = 0; i < span; ++i) a.rows_used |= 1u << rope_mrope_row(&a, i);
+  return a;
 }

@@ -144,6 +144,10 @@ posenc_status posenc_alibi_check(const char *fn, const char *scores_name, const 
 #define POSENC_ROPE_FLAGS \
   (POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC)
 
+/* The flags of posenc_mrope_f32 (and the other M-RoPE forms). */
+#define POSENC_MROPE_FLAGS \
+  ((unsigned)(POSENC_ROPE_FLAGS | POSENC_ROPE_MROPE_INTERLEAVED | POSENC_ROPE_MROPE_GGML))
+
 /* The active kernel table's RoPE kernel for a (source, destination) storage type pair; NULL
  * for an unsupported pair (dispatch/api_rope_views.c). */
 rope_fn posenc_rope_pair_kernel(const posenc_kernel_table *t, posenc_elem x, posenc_elem y);
@@ -155,6 +159,11 @@ int posenc_rope_tensors_disjoint(const posenc_rope_tensor *q, size_t q_bytes,
                                  const posenc_rope_tensor *k, size_t k_bytes, size_t n_tokens,
                                  size_t head_dim, size_t elem);
 
+/* POSENC_OK unless plan (fn's argument arg) was made for one of ggml's M-RoPE modes, which
+ * the one-position forms refuse. */
+posenc_status posenc_check_one_position_plan(const char *fn, const char *arg,
+                                             const posenc_rope_plan *plan);
+
 /* The checks every plain rotation (posenc_rope_f32 and its out-of-place, QK-norm and slot
  * forms) makes of its own arguments: flags (POSENC_ROPE_FLAGS), head_dim against the plan's
  * rotary_dim (plan not NULL), and the run of positions. */
@@ -163,6 +172,7 @@ static inline posenc_status posenc_check_plain_rope(const char *fn, const posenc
                                                     int32_t start_pos, size_t n_tokens,
                                                     unsigned flags) {
   posenc_status st = posenc_check_flags(fn, "flags", flags, POSENC_ROPE_FLAGS);
+  if (st == POSENC_OK) st = posenc_check_one_position_plan(fn, "plan", plan);
   if (st == POSENC_OK)
     st = posenc_check_head_dim(fn, head_dim, plan->rotary_dim, "the plan's rotary_dim");
   if (st == POSENC_OK)
@@ -176,7 +186,7 @@ static inline posenc_status posenc_check_plain_rope(const char *fn, const posenc
 posenc_status posenc_check_slots(const char *fn, const posenc_slots *s, size_t n_tokens,
                                  size_t *written);
 
-/* The first checks of the row-writing forms (posenc_rope_out_slots, posenc_rope_out_q8_0):
+/* The first checks of the row-writing forms (posenc_rope_out_slots, _q8_0, _fp8):
  * plan, src and dst given, then posenc_check_plain_rope. */
 static inline posenc_status posenc_check_rows_entry(const char *fn, const posenc_rope_plan *plan,
                                                     const void *src, const void *dst,
@@ -197,7 +207,7 @@ typedef struct posenc_dst_rows {
 } posenc_dst_rows;
 
 /* The checks of a one-batch source of n_tokens tokens (elements of xs bytes, only read) and
- * a destination of rows written by row index (posenc_rope_out_slots, posenc_rope_out_q8_0):
+ * a destination of rows written by row index (posenc_rope_out_slots, _q8_0, _fp8):
  * both aligned, their extents within PTRDIFF_MAX bytes, the destination's head vectors
  * pairwise disjoint, the two apart (api_rope_slots.c). */
 posenc_status posenc_check_src_and_rows(const char *fn, const posenc_rope_view *src, size_t xs,
@@ -240,14 +250,24 @@ int posenc_rope_check_nested(const void *data, size_t n_heads, size_t token_stri
                              rope_view *view, size_t *bytes);
 
 /* The argument block of an M-RoPE call over n_tokens tokens (one batch) whose arguments
- * are checked: flags without POSENC_ROPE_MROPE_INTERLEAVED, which `interleaved` carries. */
-rope_args posenc_mrope_args(const posenc_rope_plan *plan, const size_t sections[3], size_t n_tokens,
+ * are checked: flags without POSENC_ROPE_MROPE_INTERLEAVED and POSENC_ROPE_MROPE_GGML, which
+ * `interleaved` and `ggml` carry (sections: 4 with POSENC_ROPE_MROPE_GGML, else 3). */
+rope_args posenc_mrope_args(const posenc_rope_plan *plan, const size_t *sections, size_t n_tokens,
                             const int32_t *positions, unsigned flags);
 
-/* POSENC_OK if sections[3] assign a plan's n pairs as posenc_mrope_f32 requires; else the
- * rejection of fn's argument `sections`. */
-posenc_status posenc_mrope_check_sections(const char *fn, const size_t *sections, size_t n,
-                                          int interleaved);
+/* The largest ggml M-RoPE section (pairs). */
+#define POSENC_MROPE_SECTION_MAX ((size_t)1 << 20)
+
+/* POSENC_OK if sections (3, or 4 with POSENC_ROPE_MROPE_GGML in flags) assign the plan's
+ * pairs as posenc_mrope_f32 requires (a plan of a ggml M-RoPE mode: its own sections, with
+ * POSENC_ROPE_MROPE_GGML and its mode's interleaving); else the rejection of fn's argument. */
+posenc_status posenc_mrope_check_sections(const char *fn, const size_t *sections,
+                                          const posenc_rope_plan *plan, unsigned flags);
+
+/* The rows of positions of an M-RoPE call with these flags: 4 (ggml's rule) or 3. */
+static inline size_t posenc_mrope_rows(unsigned flags) {
+  return (flags & POSENC_ROPE_MROPE_GGML) ? 4 : 3;
+}
 
 /* 1 if a grid of rows of `width` elements at sum_d i_d * stride[d] (i_d < count[d], every
  * count >= 1) spans at most PTRDIFF_MAX bytes of elements of elem_size bytes (*extent: the

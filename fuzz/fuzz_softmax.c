@@ -65,8 +65,8 @@ static posenc_status call_softmax(const softmax_call *c, unsigned char *arena, s
   unsigned char *y = c->base.null_data && c->null_y ? NULL : arena + c->y_byte;
   if (x) x += (h0 * c->x_hs + i0 * c->x_rse) * c->xsz;
   if (y) y += (h0 * c->y_hs + i0 * c->y_rse) * c->ysz;
-  const posenc_scores_view xv = {x, c->xdt, c->x_hs, c->x_rs};
-  const posenc_scores_view yv = {y, c->ydt, c->y_hs, c->y_rs};
+  const posenc_scores_view xv = {x, c->xdt, c->x_hs, c->x_rs, 0};
+  const posenc_scores_view yv = {y, c->ydt, c->y_hs, c->y_rs, 0};
   return posenc_softmax(c->null_struct == 1 ? NULL : &p, n_heads, n_q, c->n_k,
                         c->null_struct == 2 ? NULL : &xv, c->null_struct == 3 ? NULL : &yv);
 }

@@ -307,7 +307,9 @@ enum {
   POSENC_ROPE_ACCURATE = 0u,          /**< accurate angles (default) */
   POSENC_ROPE_F32_ANGLES = 4u,        /**< float32-compatible angles */
   POSENC_ROPE_MROPE_INTERLEAVED = 8u, /**< posenc_mrope_*: Qwen3-VL's interleaved sections */
-  POSENC_ROPE_DETERMINISTIC = 16u     /**< bitwise identical results on every ISA and CPU */
+  POSENC_ROPE_DETERMINISTIC = 16u,    /**< bitwise identical results on every ISA and CPU */
+  /** posenc_mrope_*: ggml's M-RoPE, four sections and four position rows (see posenc_mrope_f32) */
+  POSENC_ROPE_MROPE_GGML = 32u
 };
 
 /** A frequency plan: R/2 frequencies (double) and an attention factor. Immutable once
@@ -465,8 +467,22 @@ POSENC_API posenc_status posenc_rope_plan_create_scaled(posenc_rope_plan **plan,
  * Zero-initialise and set: n_dims (R), freq_base, freq_scale (0 -> 1), attn_factor
  * (0 -> 1); ext_factor, beta_fast, beta_slow and n_ctx_orig are read only when ext_factor
  * != 0 (llama.cpp passes 0 unless the model uses YaRN). The plan's pair layout is the
- * caller's flag: ggml's GGML_ROPE_TYPE_NEOX is POSENC_ROPE_NEOX, its normal mode
- * POSENC_ROPE_GPTJ (adjacent pairs). */
+ * caller's flag (posenc_rope_ggml_flags, or posenc_rope_plan_create_ggml_mode, which gives
+ * both): ggml's GGML_ROPE_TYPE_NEOX is POSENC_ROPE_NEOX, its normal mode POSENC_ROPE_GPTJ.
+ *
+ * mode is ggml's (GGML_ROPE_TYPE_*, compared whole as ggml does): 0 NORMAL, 2 NEOX, 8 MROPE,
+ * 40 IMROPE and 24 VISION; sections are ggml's four M-RoPE sections (pairs per position row:
+ * t, h, w, e; GGUF's rope.dimension_sections), read for the three M-RoPE modes and 0 in the
+ * others. The M-RoPE modes record mode and sections in the plan: posenc_mrope_* then require
+ * POSENC_ROPE_MROPE_GGML, the same sections and the mode's pair assignment, and the
+ * one-position forms (posenc_rope_f32, posenc_rope_out, ...) refuse the plan (ggml rotates
+ * with four position rows, and llama.cpp's text tokens have a fourth row of 0, so one position
+ * does not give ggml's rotation). VISION (ggml's vision encoders, ggml_rope_multi with
+ * n_dims = head_dim / 2): the plan rotates R = 2 n_dims dimensions, pairs (i, i + n_dims) for
+ * i in [0, n_dims) with POSENC_ROPE_NEOX, and each section's frequencies start again from
+ * freq_base^0 (ggml's independent sections: pair i's w_i is theta_scale^(i - start) for the
+ * start of its section, ggml's sequence of section restarts reproduced, and YaRN's ramp at i),
+ * so freq_factors, if any, holds n_dims values there. */
 typedef struct posenc_rope_ggml_params {
   size_t n_dims;             /**< rotated dimensions R (even, as posenc_rope_plan_create) */
   double freq_base;          /**< rope.freq_base (10000, 500000, ...) */
@@ -476,17 +492,29 @@ typedef struct posenc_rope_ggml_params {
   double beta_fast;          /**< YaRN, read when ext_factor != 0 (llama.cpp: 32) */
   double beta_slow;          /**< YaRN, read when ext_factor != 0 (llama.cpp: 1) */
   size_t n_ctx_orig;         /**< YaRN, read when ext_factor != 0: original context */
-  const float *freq_factors; /**< optional, n_dims / 2 divisors (> 0), ggml's rope_freqs */
+  const float *freq_factors; /**< optional, n_dims / 2 divisors (> 0), ggml's rope_freqs
+                                  (n_dims with VISION) */
+  int mode;                  /**< ggml's rope mode: 0, 2, 8, 24 or 40 (above) */
+  int sections[4];           /**< ggml's M-RoPE sections (modes 8, 24, 40), else 0 */
 } posenc_rope_ggml_params;
 
 /** A plan from ggml rope parameters (above). Errors (*plan = NULL): POSENC_ERR_INVALID_ARGUMENT
- * for a NULL params, what posenc_rope_plan_create refuses for n_dims and freq_base, a NaN,
- * infinite or negative parameter, freq_scale or attn_factor not > 0 after the defaults,
- * ext_factor != 0 with n_ctx_orig 0 or beta_fast or beta_slow <= 0, a freq_factor that is
- * not finite and > 0, or resulting frequencies / attention factor a plan cannot hold;
- * POSENC_ERR_OUT_OF_MEMORY. */
+ * for a NULL params, what posenc_rope_plan_create refuses for n_dims (with VISION for
+ * 2 n_dims) and freq_base, a NaN, infinite or negative parameter, freq_scale or attn_factor
+ * not > 0 after the defaults, ext_factor != 0 with n_ctx_orig 0 or beta_fast or beta_slow
+ * <= 0, a freq_factor that is not finite and > 0, a mode ggml does not define, sections not
+ * 0 in the modes 0 and 2, M-RoPE sections that are negative or above 2^20 or whose first
+ * three are all 0 (ggml asserts), or resulting frequencies / attention factor a plan cannot
+ * hold; POSENC_ERR_OUT_OF_MEMORY. */
 POSENC_API posenc_status posenc_rope_plan_create_ggml(posenc_rope_plan **plan,
                                                       const posenc_rope_ggml_params *params);
+
+/** posenc_rope_plan_create_ggml, and in *flags the posenc flags that rotate as params->mode
+ * does (posenc_rope_ggml_flags): the two steps a llama.cpp port needs, in one call. Errors:
+ * those of posenc_rope_plan_create_ggml and a NULL flags (*plan = NULL, *flags unchanged). */
+POSENC_API posenc_status posenc_rope_plan_create_ggml_mode(posenc_rope_plan **plan,
+                                                           const posenc_rope_ggml_params *params,
+                                                           unsigned *flags);
 
 /** The posenc flags that rotate as ggml's rope `mode` (ggml_rope_ext's mode argument,
  * llama.cpp's rope type) does: the two are different numbers (ggml's NEOX, 2, is
@@ -494,13 +522,14 @@ POSENC_API posenc_status posenc_rope_plan_create_ggml(posenc_rope_plan **plan,
  * whole mode with its GGML_ROPE_TYPE_* values, as this does:
  *  - GGML_ROPE_TYPE_NORMAL (0): POSENC_ROPE_GPTJ (adjacent pairs);
  *  - GGML_ROPE_TYPE_NEOX (2): POSENC_ROPE_NEOX (rotate-half pairs);
- *  - GGML_ROPE_TYPE_MROPE (8): POSENC_ROPE_NEOX, for posenc_mrope_* (ggml's sections t, h, w
- *    as posenc's three; ggml's fourth section must be 0);
- *  - GGML_ROPE_TYPE_IMROPE (40): POSENC_ROPE_NEOX | POSENC_ROPE_MROPE_INTERLEAVED, for
- *    posenc_mrope_* (the same sections).
+ *  - GGML_ROPE_TYPE_MROPE (8): POSENC_ROPE_NEOX | POSENC_ROPE_MROPE_GGML, for posenc_mrope_*
+ *    with ggml's four sections and four position rows;
+ *  - GGML_ROPE_TYPE_VISION (24): POSENC_ROPE_NEOX | POSENC_ROPE_MROPE_GGML, the same, with a
+ *    plan of that mode (posenc_rope_plan_create_ggml: its frequencies and R = 2 n_dims);
+ *  - GGML_ROPE_TYPE_IMROPE (40): POSENC_ROPE_NEOX | POSENC_ROPE_MROPE_INTERLEAVED |
+ *    POSENC_ROPE_MROPE_GGML, the same.
  * Errors (*flags unchanged): POSENC_ERR_INVALID_ARGUMENT for a NULL flags and for a mode
- * ggml does not define (ggml aborts on those); POSENC_ERR_UNSUPPORTED for
- * GGML_ROPE_TYPE_VISION (24: ggml's vision rope, whose pair layout posenc does not have). */
+ * ggml does not define (ggml aborts on those). */
 POSENC_API posenc_status posenc_rope_ggml_flags(int mode, unsigned *flags);
 
 /**@{*/
@@ -636,9 +665,24 @@ POSENC_API posenc_status posenc_rope_f16(const posenc_rope_plan *plan, size_t he
  * types, accuracy and variant bounds); a token whose three positions are equal costs what
  * a posenc_rope token costs, one with distinct positions computes cos/sin for each position
  * that differs from the previous token's in the same row.
- * flags: those of posenc_rope_f32 | POSENC_ROPE_MROPE_INTERLEAVED.
+ * flags: those of posenc_rope_f32 | POSENC_ROPE_MROPE_INTERLEAVED | POSENC_ROPE_MROPE_GGML.
+ *
+ * POSENC_ROPE_MROPE_GGML: ggml's M-RoPE (ggml_rope_multi; llama.cpp's Qwen2-VL, Qwen3-VL and
+ * their vision encoders), which HF's differs from: sections then has FOUR entries s0..s3 and
+ * positions FOUR rows (t, h, w, e: ggml's layout; llama.cpp gives text tokens t = h = w = p
+ * and e = 0), and pair i takes the row of its sector c = i mod (s0 + s1 + s2 + s3) as
+ * ggml_mrope_cache_init does:
+ *  - contiguous: t for c < s0, h below s0 + s1, w below s0 + s1 + s2, else e;
+ *  - POSENC_ROPE_MROPE_INTERLEAVED (ggml's IMROPE): h if c % 3 == 1 and c < 3 s1, w if
+ *    c % 3 == 2 and c < 3 s2, t if c % 3 == 0 and c < 3 s0, else e (so with Qwen3-VL's
+ *    {24, 20, 20, 0} pairs 61 and 62 take e, where HF's rule gives them t).
+ * The sections need not sum to R/2 (each at most 2^20; s0 + s1 + s2 > 0). A plan made by
+ * posenc_rope_plan_create_ggml with an M-RoPE mode requires this flag, its own sections and
+ * the interleaving of its mode.
  * Errors (nothing written): those of posenc_rope_f32, plus NULL sections, NULL positions
- * with n_tokens > 0, sections that do not sum to R/2 or (interleaved) do not fit. */
+ * with n_tokens > 0, sections that do not sum to R/2 or (interleaved) do not fit (ggml's
+ * rule: sections as above), a plan of a ggml M-RoPE mode without POSENC_ROPE_MROPE_GGML,
+ * with other sections or another interleaving. */
 POSENC_API posenc_status posenc_mrope_f32(const posenc_rope_plan *plan, const size_t sections[3],
                                           size_t head_dim, size_t n_tokens,
                                           const int32_t *positions, const posenc_rope_tensor *q,
@@ -766,7 +810,8 @@ POSENC_API posenc_status posenc_rope_out(const posenc_rope_plan *plan, size_t he
 
 /** posenc_rope_out for M-RoPE (see posenc_mrope_f32): positions holds 3 rows (temporal,
  * height, width) of n_batch * n_tokens positions each, HF's position_ids (3, B, L)
- * row-major; flags may add POSENC_ROPE_MROPE_INTERLEAVED. Errors: those of posenc_rope_out
+ * row-major (4 rows and 4 sections with POSENC_ROPE_MROPE_GGML); flags may add
+ * POSENC_ROPE_MROPE_INTERLEAVED and POSENC_ROPE_MROPE_GGML. Errors: those of posenc_rope_out
  * and posenc_mrope_f32. */
 POSENC_API posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const size_t sections[3],
                                           size_t head_dim, size_t n_batch, size_t n_tokens,
@@ -836,6 +881,49 @@ POSENC_API posenc_status posenc_rope_out_q8_0(const posenc_rope_plan *plan, size
                                               int32_t start_pos, const posenc_rope_view *src,
                                               const posenc_q8_0_view *dst,
                                               const posenc_slots *slots, unsigned flags);
+
+/** A destination of OCP FP8 E4M3 bytes (posenc_rope_out_fp8): one byte per element, the
+ * head vector of head h of row r at data + r * token_stride + h * head_stride (strides in
+ * bytes, which are elements). As vLLM's fp8 KV cache ("fp8" / "fp8_e4m3",
+ * torch.float8_e4m3fn or uint8 storage): [num_blocks, block_size, kv_heads, D] gives
+ * token_stride = kv_heads * D, head_stride = D, with slots (vLLM's slot_mapping). */
+typedef struct posenc_fp8_view {
+  void *data;
+  size_t n_heads;
+  size_t token_stride; /**< bytes */
+  size_t head_stride;  /**< bytes */
+} posenc_fp8_view;
+
+/** RoPE straight into an FP8 E4M3 K cache: each head vector of src (f32, one batch) is
+ * rotated exactly as posenc_rope_out rotates it into f32 (the same plan, flags and
+ * positions; bitwise the same floats, elements [R, head_dim) copied), and each float v is
+ * stored as the OCP FP8 E4M3 byte (float8_e4m3fn: sign, 4 exponent bits of bias 7, 3
+ * mantissa bits; no infinities, NaN S.1111.111, largest finite 448, subnormals k * 2^-9) of
+ * y = v / scale, y computed in float (one IEEE division, as vLLM writes its fp8 cache: its
+ * CUDA reshape_and_cache / reshape_and_cache_flash convert each element with
+ * __nv_cvt_float_to_fp8(x / k_scale, __NV_SATFINITE, __NV_E4M3),
+ * csrc/quantization/fp8/nvidia/quant_utils.cuh scaled_vec_conversion; a 16-bit key is
+ * widened to float first). y is rounded once, to nearest with ties to even, from its exact
+ * value (no double rounding); saturating: finite values and infinities beyond 448 in
+ * magnitude become +-448 (0x7E / 0xFE); a NaN stays NaN with its sign bit (0x7F / 0xFF;
+ * CUDA's conversion writes 0x7F for every NaN); -0 and values of at most 2^-10 in magnitude
+ * keep their sign (0x80 for negative ones). Every ISA writes the same bytes: the scalar
+ * reference is integer logic on y's bits, the SIMD converters reach the same bytes in float
+ * operations that each round once. One pass: a token's heads are rotated into a buffer in
+ * L1 and converted from there. Token t goes to row t of dst, or with slots (may be NULL) to
+ * row slots->index[t] of slots->n_cells rows (skipped where negative; the rules of
+ * posenc_rope_out_slots); nothing else of dst is touched. head_dim: at most 4096 (any
+ * size); rotary_dim at most 512. scale: finite and > 0 (vLLM's k_scale, 1.0 when it has
+ * none). Not vLLM's ROCm fp8 path (e4m3fnuz on MI300, bias 8).
+ * Errors (nothing written): those of posenc_rope_out for src, a NULL dst, a src dtype other
+ * than f32, a scale that is not finite or not > 0, head_dim above 4096, rotary_dim above
+ * 512, dst's head count other than src's, dst rows that overlap each other or src, and the
+ * slots' errors of posenc_rope_out_slots. */
+POSENC_API posenc_status posenc_rope_out_fp8(const posenc_rope_plan *plan, size_t head_dim,
+                                             size_t n_tokens, const int32_t *positions,
+                                             int32_t start_pos, const posenc_rope_view *src,
+                                             const posenc_fp8_view *dst, float scale,
+                                             const posenc_slots *slots, unsigned flags);
 
 /** The per-head RMSNorm that Qwen3, Gemma 3 and OLMo 2 apply to q and k right before RoPE
  * (posenc_rope_qknorm): n = x * inv * w over each head vector's head_dim elements, with
@@ -922,8 +1010,9 @@ typedef struct posenc_rope_factors {
  *    are in the rows).
  *  - POSENC_ROPE_INVERSE: the direction (apply); a no-op for bytes and compute (the rows
  *    hold the forward cos/sin, for either direction).
- *  - POSENC_ROPE_MROPE_INTERLEAVED: the sections (posenc_mrope_factors_compute); a no-op
- *    for bytes and apply; refused by posenc_rope_factors_compute, as by posenc_rope_f32.
+ *  - POSENC_ROPE_MROPE_INTERLEAVED, POSENC_ROPE_MROPE_GGML: the sections
+ *    (posenc_mrope_factors_compute); no-ops for bytes and apply; refused by
+ *    posenc_rope_factors_compute, as by posenc_rope_f32.
  * Any other bit is refused by all three alike: POSENC_ERR_INVALID_ARGUMENT and nothing
  * written (here: 0). posenc_rope_apply also requires its flags' recorded bits (GPTJ,
  * DETERMINISTIC) to be factors->flags. */
@@ -939,7 +1028,8 @@ POSENC_API size_t posenc_rope_factors_bytes(size_t rotary_dim, size_t n_rows, un
  * applying them with the same flags gives bitwise posenc_rope_f32's result for those flags.
  * Errors (nothing written): POSENC_ERR_INVALID_ARGUMENT for a NULL plan, factors or storage
  * (with n_rows > 0), misaligned storage, storage_bytes too small, flags posenc_rope_f32
- * refuses (POSENC_ROPE_MROPE_INTERLEAVED included), a run passing INT32_MAX. */
+ * refuses (the M-RoPE flags included), a plan made for a ggml M-RoPE mode, a run passing
+ * INT32_MAX. */
 POSENC_API posenc_status posenc_rope_factors_compute(const posenc_rope_plan *plan, size_t n_rows,
                                                      const int32_t *positions, int32_t start_pos,
                                                      unsigned flags, void *storage,
@@ -947,7 +1037,8 @@ POSENC_API posenc_status posenc_rope_factors_compute(const posenc_rope_plan *pla
                                                      posenc_rope_factors *factors);
 
 /** The same for M-RoPE: positions holds 3 rows of n_rows positions (temporal, height,
- * width); flags may add POSENC_ROPE_MROPE_INTERLEAVED. Errors also as posenc_mrope_f32. */
+ * width; 4 rows and 4 sections with POSENC_ROPE_MROPE_GGML); flags may add
+ * POSENC_ROPE_MROPE_INTERLEAVED and POSENC_ROPE_MROPE_GGML. Errors also as posenc_mrope_f32. */
 POSENC_API posenc_status posenc_mrope_factors_compute(const posenc_rope_plan *plan,
                                                       const size_t sections[3], size_t n_rows,
                                                       const int32_t *positions, unsigned flags,
@@ -961,12 +1052,11 @@ POSENC_API posenc_status posenc_mrope_factors_compute(const posenc_rope_plan *pl
  * rotary_dim is factors->rotary_dim. flags, by the factor path's rule
  * (posenc_rope_factors_bytes): those the factors were computed with, or any flags whose
  * GPTJ and DETERMINISTIC bits are factors->flags; POSENC_ROPE_INVERSE rotates by -angle,
- * POSENC_ROPE_F32_ANGLES and POSENC_ROPE_MROPE_INTERLEAVED are no-ops (the rows hold the
- * angles). The factor rows must not lie in the destination.
- * Errors (nothing written): those of posenc_rope_out for the views, plus a NULL factors or
- * data, a factors->flags with other bits, flags the factor path refuses, GPTJ or
- * DETERMINISTIC bits other than factors->flags', factor rows the destination overlaps,
- * rotary_dim invalid or > head_dim, row_floats not the one posenc_rope_factors_compute
+ * POSENC_ROPE_F32_ANGLES and the M-RoPE flags are no-ops (the rows hold the angles). The factor
+ * rows must not lie in the destination. Errors (nothing written): those of posenc_rope_out for the
+ * views, plus a NULL factors or data, a factors->flags with other bits, flags the factor path
+ * refuses, GPTJ or DETERMINISTIC bits other than factors->flags', factor rows the destination
+ * overlaps, rotary_dim invalid or > head_dim, row_floats not the one posenc_rope_factors_compute
  * writes, and rows beyond n_rows (factors too small for the shape). */
 POSENC_API posenc_status posenc_rope_apply(const posenc_rope_factors *factors, size_t first_row,
                                            size_t row_batch_stride, size_t head_dim, size_t n_batch,
@@ -1249,7 +1339,10 @@ POSENC_API posenc_status posenc_alibi_softmax_bf16(const float *slopes, size_t n
  *     y_ij = exp(t_ij - M_i) / (sum_k exp(t_ik - M_i) + exp(sink_h - M_i)),
  *     M_i  = max(max_k t_ik, sink_h)
  * over the row's visible keys (hidden keys: y = +0, their x never used), where
- *  - mask (optional): f32 or f16 values [n_q, n_k], shared by the heads or one per head;
+ *  - mask (optional): f32 or f16 values [n_q, n_k], shared by the heads or one per head,
+ *    or broadcast by ggml's rule (ggml_soft_max_ext's mask [n_k, n_q, Hm, Bm]: head h of
+ *    batch b reads mask head h % Hm of mask batch b % Bm; params.mask_n_heads = Hm and
+ *    params.mask_n_batch = Bm, n_heads and n_batch multiples of them, as ggml asserts);
  *    a key whose mask value is -inf is hidden (its score is not used, even if NaN);
  *  - bias (optional, with slopes): ALiBi, slope_h * (kpos_j - qpos_i) as a float product
  *    of the int32 difference converted to float (llama.cpp and HF's BLOOM/MPT form: for
@@ -1257,12 +1350,14 @@ POSENC_API posenc_status posenc_alibi_softmax_bf16(const float *slopes, size_t n
  *    POSENC_SOFTMAX_ALIBI_SYMMETRIC -(slope_h * |kpos_j - qpos_i|) (posenc_alibi_add_f32's);
  *    with POSENC_SOFTMAX_MASK_SLOPE ggml's form instead: no position term and the mask
  *    term is slope_h * mask_ij (ggml passes -|qpos - kpos| in its mask for ALiBi models);
- *  - key positions kpos_j = kpos[j] (or j) and query positions qpos_i = qpos[i] (or
- *    q_offset + i) give POSENC_SOFTMAX_CAUSAL (kpos_j > qpos_i hidden) and
- *    POSENC_SOFTMAX_WINDOW (qpos_i - kpos_j >= window hidden: a sliding window of `window`
- *    keys ending at the query, Mistral's and Gemma's, ggml's SWA "standard");
+ *  - key positions kpos_j = kpos[j] (or kpos64[j], int64 within the int32 range: the same
+ *    result; or j) and query positions qpos_i = qpos[i] (or qpos64[i]; or q_offset + i)
+ *    give POSENC_SOFTMAX_CAUSAL (kpos_j > qpos_i hidden) and POSENC_SOFTMAX_WINDOW (qpos_i -
+ *    kpos_j >= window hidden: a sliding window of `window` keys ending at the query,
+ *    Mistral's and Gemma's, ggml's SWA "standard");
  *  - a key position below 0 marks an empty KV-cache cell (llama.cpp's -1): allowed only
- *    where the key is hidden, by a -inf mask value in every row of every head or by
+ *    where the key is hidden, by a -inf mask value in every row of every head (of every
+ *    mask slice the call uses, with a broadcast mask and batches) or by
  *    POSENC_SOFTMAX_KPOS_NEG_HIDDEN (which hides every such key); causal and window do not
  *    count (such a key is never hidden by its position). Without the flag, a call with a
  *    negative kpos reads the mask at those keys once more, before anything is written;
@@ -1342,7 +1437,8 @@ typedef struct posenc_softmax_params {
   const float *slopes;     /**< n_heads finite ALiBi slopes, or NULL: no bias */
   const float *sinks;      /**< n_heads finite sink logits, or NULL: none */
   const void *mask;        /**< NULL, or mask_dtype values: row i of head h at
-                                mask + h * mask_head_stride + i * mask_row_stride */
+                                mask + h * mask_head_stride + i * mask_row_stride (with
+                                mask_n_heads / mask_n_batch: ggml's broadcast, below) */
   posenc_dtype mask_dtype; /**< POSENC_DTYPE_F32 or POSENC_DTYPE_F16 */
   size_t mask_row_stride;  /**< elements; 0 means n_k, else >= n_k */
   size_t mask_head_stride; /**< elements; 0: one mask for every head */
@@ -1353,11 +1449,27 @@ typedef struct posenc_softmax_params {
   int32_t q_offset;        /**< >= 0, q_offset + n_q - 1 <= INT32_MAX; unused with qpos */
   int32_t window;          /**< with POSENC_SOFTMAX_WINDOW: >= 1 */
   unsigned flags;          /**< POSENC_SOFTMAX_* */
+  /* Appended in 0.2.0 (zero in POSENC_SOFTMAX_PARAMS_INIT: the rules above). */
+  size_t mask_n_heads;      /**< 0: mask_head_stride's rule above; else the mask holds this
+                                 many heads, mask_head_stride apart, and head h uses mask
+                                 head h % mask_n_heads (ggml's rule: n_heads must be a
+                                 multiple of it) */
+  size_t mask_batch_stride; /**< elements between the masks of two batches (see next) */
+  size_t mask_n_batch;      /**< 0 or 1: one mask for every batch; else batch b uses mask
+                                 batch b % mask_n_batch, at (b % mask_n_batch) *
+                                 mask_batch_stride (n_batch must be a multiple of it) */
+  const int64_t *kpos64;    /**< kpos as int64 (vLLM's, FlashInfer's), or NULL; at most one
+                                 of kpos and kpos64; every value within int32 */
+  const int64_t *qpos64;    /**< qpos as int64, or NULL; at most one of qpos and qpos64;
+                                 every value within int32 */
 } posenc_softmax_params;
 
 /** scale 1, no soft-capping, slopes, sinks, mask or positions, flags 0: a plain softmax. */
-#define POSENC_SOFTMAX_PARAMS_INIT \
-  { 1.0f, 0.0f, NULL, NULL, NULL, POSENC_DTYPE_F32, 0, 0, NULL, NULL, 0, 0, 0u }
+#define POSENC_SOFTMAX_PARAMS_INIT                                                             \
+  {                                                                                            \
+    1.0f, 0.0f, NULL, NULL, NULL, POSENC_DTYPE_F32, 0, 0, NULL, NULL, 0, 0, 0u, 0, 0, 0, NULL, \
+        NULL                                                                                   \
+  }
 
 /** Scores of n_heads heads of n_q rows of n_k keys: element j of row i of head h at
  * data[h * head_stride + i * row_stride + j] (strides in elements of dtype, the row
@@ -1368,6 +1480,9 @@ typedef struct posenc_scores_view {
   posenc_dtype dtype; /**< f32, bf16 or f16 */
   size_t head_stride;
   size_t row_stride;
+  size_t batch_stride; /**< posenc_softmax_batched only (posenc_softmax ignores it): batch b
+                            at data + b * batch_stride; 0 with n_batch > 1 repeats x (not
+                            allowed for y) */
 } posenc_scores_view;
 
 /** y = the softmax above of the scores x, n_heads x n_q x n_k. x and y may be the same view
@@ -1386,11 +1501,34 @@ typedef struct posenc_scores_view {
  * 2^31 keys without kpos, an x row stride below n_k (x is only read: its heads may
  * repeat, head stride 0), a y whose rows overlap, a view whose extent overflows (or
  * exceeds PTRDIFF_MAX bytes), x and y overlapping other than in place, the mask, slopes,
- * sinks or positions within y's extent, misaligned data. Any count 0 is a valid no-op that reads
- * nothing (the flags and the parameters' values that need no array are still checked). */
+ * sinks or positions within y's extent, misaligned data, a mask that does not broadcast
+ * (n_heads not a multiple of mask_n_heads; mask_n_batch > 1 here: one batch), both kpos and
+ * kpos64 (or qpos and qpos64) set, a kpos64 or qpos64 value outside the int32 range. Any
+ * count 0 is a valid no-op that reads nothing (the flags and the parameters' values that
+ * need no array are still checked). The views' batch_stride is not read.
+ * POSENC_ERR_OUT_OF_MEMORY (nothing written) if int64 positions of more than 1024 keys or
+ * queries cannot be converted to int32 in a heap buffer. */
 POSENC_API posenc_status posenc_softmax(const posenc_softmax_params *params, size_t n_heads,
                                         size_t n_q, size_t n_k, const posenc_scores_view *x,
                                         const posenc_scores_view *y);
+
+/** posenc_softmax over n_batch batches of n_heads x n_q x n_k scores, as ggml_soft_max_ext
+ * takes a 4-D tensor [n_k, n_q, n_heads, n_batch] and as a runtime holds [B, H, q, k]:
+ * element j of row i of head h of batch b at data[b * batch_stride + h * head_stride + i *
+ * row_stride + j] (the views' batch_stride, in elements). Batch b's result is bit for bit
+ * posenc_softmax on that batch's x and y with the mask of that batch (mask batch b %
+ * mask_n_batch, mask_batch_stride apart, when mask_n_batch > 1); the slopes, sinks and
+ * positions are per head and shared by every batch. x's batch_stride may be 0 (x is read
+ * only: every batch reads the same scores); y's rows must not overlap across batches either
+ * (batch_stride 0 with n_batch > 1 is an error for y). Every check of every batch is made
+ * before anything is written. Errors: posenc_softmax's (for the 4-D extents) and a mask that
+ * does not broadcast (n_batch not a multiple of mask_n_batch, n_heads not a multiple of
+ * mask_n_heads), y batches that overlap each other, a 4-D extent that overflows. n_batch 0
+ * is a valid no-op; n_batch 1 is posenc_softmax. */
+POSENC_API posenc_status posenc_softmax_batched(const posenc_softmax_params *params, size_t n_batch,
+                                                size_t n_heads, size_t n_q, size_t n_k,
+                                                const posenc_scores_view *x,
+                                                const posenc_scores_view *y);
 
 /** @} */
 

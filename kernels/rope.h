@@ -47,6 +47,10 @@ struct posenc_rope_plan {
   const double *step_c;
   const double *step_s;
   size_t n_pad; /* n_pairs rounded up to POSENC_PLAN_PAD: the length of each plan array */
+  /* Plans of ggml's M-RoPE modes (posenc_rope_plan_create_ggml): the mode (8, 24 or 40; 0
+   * for every other plan) and its four sections, which M-RoPE calls must repeat. */
+  int ggml_mode;
+  size_t ggml_sections[4];
 };
 
 /* The spacing of anchor positions: multiples of it. A power of two. */
@@ -78,11 +82,16 @@ typedef struct rope_view {
    * (dst_token_stride steps over cells), or not at all where slot[t] < 0. */
   const void *slots;
   int slots64;
-  /* q8_0 destination (posenc_rope_out_q8_0; f32 source, one chunk of pairs): dst holds ggml
-   * q8_0 blocks, dst_token_stride and dst_head_stride count bytes, and each head vector is
-   * rotated into a float buffer and quantized from there (rope_driver.h). */
-  int q8;
+  /* Quantized destination (f32 source, one chunk of pairs): ROPE_QUANT_NONE, or
+   * ROPE_QUANT_Q8_0 (posenc_rope_out_q8_0: ggml q8_0 blocks) or ROPE_QUANT_FP8
+   * (posenc_rope_out_fp8: one FP8 E4M3 byte per element, of v / fp8_scale). dst_token_stride
+   * and dst_head_stride then count bytes, and each head vector is rotated into a float
+   * buffer and quantized from there (rope_driver.h). */
+  int quant;
+  float fp8_scale;
 } rope_view;
+
+enum { ROPE_QUANT_NONE = 0, ROPE_QUANT_Q8_0 = 1, ROPE_QUANT_FP8 = 2 };
 
 /* ggml's q8_0 block: an f16 scale d, then 32 int8 q, 34 bytes. */
 #define ROPE_Q8_0_BLOCK 32
@@ -115,6 +124,35 @@ static inline void rope_q8_0_block_ref(const float *x, unsigned char *out) {
   }
 }
 
+/* OCP FP8 E4M3 (float8_e4m3fn: bias 7, no infinities, NaN S.1111.111, largest finite 448,
+ * subnormals k * 2^-9) of the float x, integer logic only: round to nearest, ties to even,
+ * on x's exact value; magnitudes above 448 (infinities too) saturate to +-448 (0x7E, 0xFE);
+ * a NaN gives 0x7F / 0xFF (its sign kept); -0 gives 0x80. The reference of every variant's
+ * converter (posenc_rope_out_fp8 stores rope_fp8_e4m3_ref(v / scale)). */
+static inline uint8_t rope_fp8_e4m3_ref(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  const uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
+  const uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (uint8_t)(sign | 0x7fu);  /* NaN */
+  if (a >= 0x43e00000u) return (uint8_t)(sign | 0x7eu); /* >= 448, infinity: saturate */
+  if (a >= 0x3c800000u) {                               /* >= 2^-6: normal */
+    /* Rebias the exponent (127 -> 7) and round the 23-bit mantissa to 3 bits: a carry
+     * into the exponent is the next binade's code, and below 448 none reaches 0x7F. */
+    const uint32_t b = a - (120u << 23);
+    const uint32_t r = b + 0x7ffffu + ((b >> 20) & 1u);
+    return (uint8_t)(sign | (r >> 20));
+  }
+  if (a <= 0x3a800000u) return sign; /* <= 2^-10: half of 2^-9 or less, to 0 (tie to even) */
+  /* 2^-10 < |x| < 2^-6: a multiple of 2^-9 (code 8 is 2^-6, the smallest normal). |x| is
+   * m * 2^(e - 23) with the implicit bit in m, e = (a >> 23) - 127 in [-10, -7]; |x| * 2^9
+   * is m * 2^(e - 14): m shifted right by 14 - e = 141 - (a >> 23), 21 to 24 bits. */
+  const uint32_t m = (a & 0x7fffffu) | 0x800000u;
+  const unsigned sh = 141u - (a >> 23);
+  const uint32_t q = m >> sh, rest = m & ((1u << sh) - 1u), half = 1u << (sh - 1u);
+  return (uint8_t)(sign | (q + (rest > half || (rest == half && (q & 1u)))));
+}
+
 /* The scalar reference's float buffer of normalised head vectors (QK-norm): heads are
  * normalised and rotated this many floats at a time; head_dim may not exceed it. */
 #define POSENC_ROPE_NORM_FLOATS 4096
@@ -138,7 +176,7 @@ typedef struct rope_args {
   size_t n_tokens;                     /* per batch */
   /* Token t of batch b is token g = b * n_tokens + t of the call. PLAIN, REROTATE (the
    * positions rotated to): positions[g], or start_pos + t when NULL. MROPE: 3 rows of
-   * n_batch * n_tokens (temporal, height, width), never NULL. */
+   * n_batch * n_tokens (temporal, height, width; 4 with ggml's rule: e), never NULL. */
   const int32_t *positions;
   int32_t start_pos;
   size_t n_views; /* 1 (q) or 2 (q, k); views with no heads are dropped */
@@ -147,9 +185,14 @@ typedef struct rope_args {
   double att; /* cos/sin are multiplied by (float)att: the plan's attention factor, or for
                  REROTATE the ratio of the two plans' */
   rope_kind kind;
-  /* MROPE: pairs per section (sum n_pairs); interleaved: the Qwen3-VL assignment. */
-  size_t sections[3];
+  /* MROPE: pairs per section (sum n_pairs; sections[3] 0), interleaved: the Qwen3-VL
+   * assignment; ggml: ggml's rule (POSENC_ROPE_MROPE_GGML: four rows, sectors modulo
+   * sect_sum); rows_used: bit r set if a pair takes row r. */
+  size_t sections[4];
   int interleaved;
+  int ggml;
+  size_t sect_sum;
+  unsigned rows_used;
   /* REROTATE: the plan and positions rotated from (NULL: from_start + t); same_freqs: the
    * two plans' frequencies are identical. */
   const struct posenc_rope_plan *from_plan;
@@ -174,8 +217,23 @@ static inline size_t rope_factor_half(size_t n_pairs, unsigned flags) {
   return per * n_pairs;
 }
 
-/* MROPE: the row of positions (0 temporal, 1 height, 2 width) that pair i takes. */
+/* The most rows of positions an M-RoPE call has (ggml's t, h, w, e). */
+#define ROPE_MROPE_ROWS 4
+
+/* MROPE: the row of positions (0 temporal, 1 height, 2 width, 3 ggml's e) that pair i
+ * takes. */
 static inline int rope_mrope_row(const rope_args *a, size_t i) {
+  const size_t *s = a->sections;
+  if (a->ggml) { /* ggml_mrope_cache_init */
+    const size_t c = i % a->sect_sum;
+    if (a->interleaved) {
+      if (c % 3 == 1 && c < 3 * s[1]) return 1;
+      if (c % 3 == 2 && c < 3 * s[2]) return 2;
+      if (c % 3 == 0 && c < 3 * s[0]) return 0;
+      return 3;
+    }
+    return c < s[0] ? 0 : c < s[0] + s[1] ? 1 : c < s[0] + s[1] + s[2] ? 2 : 3;
+  }
   if (a->interleaved) {
     if (i % 3 == 1 && i < 3 * a->sections[1]) return 1;
     if (i % 3 == 2 && i < 3 * a->sections[2]) return 2;

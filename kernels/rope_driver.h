@@ -77,18 +77,27 @@ static inline int32_t rope_anchor_of(int32_t pos, size_t *k) {
  * p' - p), an M-RoPE triple, or a re-rotation's (p, p'). */
 typedef struct rope_token {
   enum { TOKEN_POSITION, TOKEN_MROPE, TOKEN_DELTA } kind;
-  int64_t p[3];
+  int64_t p[ROPE_MROPE_ROWS];
 } rope_token;
 
-/* Token g = b * n_tokens + t of the call. */
+/* Token g = b * n_tokens + t of the call. An M-RoPE token whose rows used by some pair
+ * (rows_used) hold one position is a plain one at that position. */
 static inline rope_token rope_token_of(const rope_args *a, size_t g, size_t t) {
-  rope_token k = {TOKEN_POSITION, {rope_position(a, g, t), 0, 0}};
+  rope_token k = {TOKEN_POSITION, {rope_position(a, g, t), 0, 0, 0}};
   if (a->kind == ROPE_MROPE) {
     const int32_t *p = a->positions;
     const size_t n = a->n_batch * a->n_tokens;
-    k.p[1] = p[n + g];
-    k.p[2] = p[2 * n + g];
-    if (k.p[1] != k.p[0] || k.p[2] != k.p[0]) k.kind = TOKEN_MROPE;
+    const int rows = a->ggml ? 4 : 3;
+    int first = -1;
+    for (int r = 1; r < rows; ++r) k.p[r] = p[(size_t)r * n + g];
+    for (int r = 0; r < rows; ++r) {
+      if (!(a->rows_used >> r & 1u)) continue;
+      if (first < 0)
+        first = r;
+      else if (k.p[r] != k.p[first])
+        k.kind = TOKEN_MROPE;
+    }
+    if (k.kind == TOKEN_POSITION) k.p[0] = k.p[first];
   } else if (a->kind == ROPE_REROTATE) {
     const int64_t from = rope_from_position(a, g, t), d = k.p[0] - from;
     /* Same frequencies: the angle of p' - p is the difference, formed exactly. */
@@ -104,7 +113,8 @@ static inline rope_token rope_token_of(const rope_args *a, size_t g, size_t t) {
 }
 
 static inline int rope_token_equal(const rope_token *x, const rope_token *y) {
-  return x->kind == y->kind && x->p[0] == y->p[0] && x->p[1] == y->p[1] && x->p[2] == y->p[2];
+  return x->kind == y->kind && x->p[0] == y->p[0] && x->p[1] == y->p[1] && x->p[2] == y->p[2] &&
+         x->p[3] == y->p[3];
 }
 
 /* MROPE, a token with distinct positions: cos/sin of chunk [p0, p0 + n) of each row's
@@ -113,21 +123,22 @@ static inline int rope_token_equal(const rope_token *x, const rope_token *y) {
  * buffer; with a one-chunk plan (`keep`) a buffer still holding its row's position from an
  * earlier token is kept (an image's temporal and height positions repeat along a row). */
 typedef struct rope_mrope_rows {
-  _Alignas(64) float c[3][2 * POSENC_ROPE_CHUNK];
-  _Alignas(64) float s[3][2 * POSENC_ROPE_CHUNK];
-  int64_t pos[3];
-  int valid[3];
+  _Alignas(64) float c[ROPE_MROPE_ROWS][2 * POSENC_ROPE_CHUNK];
+  _Alignas(64) float s[ROPE_MROPE_ROWS][2 * POSENC_ROPE_CHUNK];
+  int64_t pos[ROPE_MROPE_ROWS];
+  int valid[ROPE_MROPE_ROWS];
 } rope_mrope_rows;
 
 POSENC_INLINE void rope_prepare_mrope(const rope_args *a, const rope_token *k,
                                       rope_prepare_fn prepare, float att, size_t p0, size_t n,
                                       float *c, float *s, rope_mrope_rows *rows, int keep,
                                       rope_anchor *anchors) {
-  int src[3];
-  for (int r = 0; r < 3; ++r) {
+  int src[ROPE_MROPE_ROWS];
+  for (int r = 0; r < ROPE_MROPE_ROWS; ++r) {
+    if (!(a->rows_used >> r & 1u)) continue; /* no pair takes row r */
     src[r] = r;
     for (int e = 0; e < r; ++e)
-      if (k->p[e] == k->p[r]) src[r] = src[e];
+      if ((a->rows_used >> e & 1u) && k->p[e] == k->p[r]) src[r] = src[e];
     if (src[r] != r || (keep && rows->valid[r] && rows->pos[r] == k->p[r])) continue;
     prepare(a->plan, (int32_t)k->p[r], a->flags, att, p0, n, rows->c[r], rows->s[r],
             anchors ? &anchors[r] : NULL);
@@ -143,33 +154,36 @@ POSENC_INLINE void rope_prepare_mrope(const rope_args *a, const rope_token *k,
   /* One copy per run of pairs from the same buffer (a section: three runs for
    * Qwen2-VL's layout; single pairs for the interleaved one). */
   for (size_t i = 0; i < filled;) {
-    const int b = src[rope_mrope_row(a, p0 + i)];
+    /* The padding's entries (beyond the chunk's n pairs) from the last pair's buffer: with
+     * ggml's rule pair indices past R/2 may name a row no pair takes. */
+    const int b = src[rope_mrope_row(a, p0 + (i < n ? i : n - 1))];
     size_t e = i + 1;
-    while (e < filled && src[rope_mrope_row(a, p0 + e)] == b) ++e;
+    while (e < filled && src[rope_mrope_row(a, p0 + (e < n ? e : n - 1))] == b) ++e;
     memcpy(c + per * i, rows->c[b] + per * i, per * (e - i) * sizeof *c);
     memcpy(s + per * i, rows->s[b] + per * i, per * (e - i) * sizeof *s);
     i = e;
   }
 }
 
-/* q8_0: one head vector of dim floats (dim a multiple of 32) into dim / 32 ggml q8_0 blocks
- * at out, bit for bit rope_q8_0_block_ref's. */
-typedef void (*rope_quant_fn)(const float *x, size_t dim, unsigned char *out);
+/* A quantized view's (view->quant) head vector of dim floats x into its bytes at out: q8_0
+ * (dim a multiple of 32) into dim / 32 ggml q8_0 blocks, bit for bit rope_q8_0_block_ref's;
+ * FP8 into dim bytes, bit for bit rope_fp8_e4m3_ref(x[i] / view->fp8_scale). */
+typedef void (*rope_quant_fn)(const rope_view *view, const float *x, unsigned char *out);
 
 /* The functions a variant may supply beyond rotate: for QK-norm views (the scalar
  * reference) norm for the source type and rotate from f32 to the destination type (without
- * them, NULL: the SIMD variants, rotate() itself normalises the views with norm_w); for q8_0
- * views (the f32 kernels) quant, after rotate into a float buffer. */
+ * them, NULL: the SIMD variants, rotate() itself normalises the views with norm_w); for
+ * quantized views (the f32 kernels: q8_0, FP8) quant, after rotate into a float buffer. */
 typedef struct rope_extra_ops {
   rope_norm_fn norm;
   rope_rotate_fn rotate;
   rope_quant_fn quant;
 } rope_extra_ops;
 
-/* A q8_0 view's token row: its heads rotated (f32 to f32, out of place, so elements
- * [R, head_dim) are copied) into a float buffer as many at a time as it holds, then each
- * quantized into its blocks (dst strides in bytes). Not inlined, as rope_emit_normed. */
-static __attribute__((noinline, unused)) void rope_emit_q8(
+/* A quantized view's token row (q8_0, FP8): its heads rotated (f32 to f32, out of place, so
+ * elements [R, head_dim) are copied) into a float buffer as many at a time as it holds, then
+ * each quantized into its bytes (dst strides in bytes). Not inlined, as rope_emit_normed. */
+static __attribute__((noinline, unused)) void rope_emit_quant(
     const rope_args *a, const rope_view *view, const char *src_row, char *dst_row, size_t p0,
     size_t n, const float *c, const float *s, rope_rotate_fn rotate, rope_quant_fn quant) {
   _Alignas(64) float buf[POSENC_ROPE_NORM_FLOATS];
@@ -180,11 +194,11 @@ static __attribute__((noinline, unused)) void rope_emit_q8(
     group.dst = buf;
     group.n_heads = nh;
     group.dst_head_stride = dim;
-    group.q8 = 0;
+    group.quant = ROPE_QUANT_NONE;
     const char *src = src_row + h0 * view->src_head_stride * sizeof(float);
     rotate(&group, src, buf, a->n_pairs, p0, n, c, s, a->flags);
     for (size_t h = 0; h < nh; ++h)
-      quant(buf + h * dim, dim, (unsigned char *)dst_row + (h0 + h) * view->dst_head_stride);
+      quant(view, buf + h * dim, (unsigned char *)dst_row + (h0 + h) * view->dst_head_stride);
   }
 }
 
@@ -232,11 +246,11 @@ POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, s
     }
     const char *src_row = (const char *)view->src +
                           (b * view->src_batch_stride + t * view->src_token_stride) * src_size;
-    const size_t ds = view->q8 ? 1 : dst_size; /* q8_0: strides in bytes */
+    const size_t ds = view->quant ? 1 : dst_size; /* q8_0, FP8: strides in bytes */
     char *dst_row =
         (char *)view->dst + (b * view->dst_batch_stride + cell * view->dst_token_stride) * ds;
-    if (view->q8) {
-      rope_emit_q8(a, view, src_row, dst_row, p0, n, c, s, rotate, extra->quant);
+    if (view->quant) {
+      rope_emit_quant(a, view, src_row, dst_row, p0, n, c, s, rotate, extra->quant);
       continue;
     }
     if (view->norm_w && extra->norm)
@@ -248,8 +262,9 @@ POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, s
 
 /* src, dst: the storage types of the views (read, written), which `rotate` is written for.
  * norm_fn, rotate_normed: the variant's QK-norm functions for these types (used only for
- * views with norm_w), or NULL when rotate() normalises such views itself; quant: the q8_0
- * quantizer of the f32 kernels (used only for q8 views), else NULL (rope_extra_ops). */
+ * views with norm_w), or NULL when rotate() normalises such views itself; quant: the
+ * quantizer of the f32 kernels (used only for q8_0 and FP8 views), else NULL
+ * (rope_extra_ops). */
 POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem dst,
                               rope_prepare_fn prepare, int anchored,
                               rope_prepare_delta_fn prepare_delta, rope_rotate_fn rotate,
@@ -276,7 +291,7 @@ POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem d
     return;
   }
   rope_mrope_rows mrope_rows;
-  for (int r = 0; r < 3; ++r) mrope_rows.valid[r] = 0;
+  for (int r = 0; r < ROPE_MROPE_ROWS; ++r) mrope_rows.valid[r] = 0;
   const float att = (float)a->att;
   /* One chunk: a token whose inputs equal the previous token's reuses its cos/sin. */
   const int single = n_pairs <= POSENC_ROPE_CHUNK;
@@ -284,10 +299,10 @@ POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem d
    * (whose values must not depend on the step table's libm cos/sin) are computed directly. */
   const int use_anchor = anchored && a->plan->step_c &&
                          !(a->flags & (POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC));
-  rope_anchor anchors[3];
-  for (int r = 0; r < 3; ++r) anchors[r].valid = 0;
+  rope_anchor anchors[ROPE_MROPE_ROWS];
+  for (int r = 0; r < ROPE_MROPE_ROWS; ++r) anchors[r].valid = 0;
   rope_anchor *const anchor = use_anchor ? &anchors[0] : NULL;
-  rope_token prev = {TOKEN_POSITION, {0, 0, 0}};
+  rope_token prev = {TOKEN_POSITION, {0, 0, 0, 0}};
   for (size_t g = 0; g < n_all; ++g) {
     const size_t b = g / a->n_tokens, t = g - b * a->n_tokens;
     const rope_token k = rope_token_of(a, g, t);

@@ -153,8 +153,13 @@ static void norm_f16(const rope_view *view, const void *src_row, size_t h0, size
   norm_heads(view, src_row, h0, nh, out, POSENC_ELEM_F16);
 }
 
-/* q8_0: ggml's reference, block by block. */
-static void quant_q8_0(const float *x, size_t dim, unsigned char *out) {
+/* q8_0: ggml's reference, block by block; FP8: rope_fp8_e4m3_ref of each v / scale. */
+static void quant_ref(const rope_view *view, const float *x, unsigned char *out) {
+  const size_t dim = view->head_dim;
+  if (view->quant == ROPE_QUANT_FP8) {
+    for (size_t i = 0; i < dim; ++i) out[i] = rope_fp8_e4m3_ref(x[i] / view->fp8_scale);
+    return;
+  }
   for (size_t b = 0; b < dim; b += ROPE_Q8_0_BLOCK)
     rope_q8_0_block_ref(x + b, out + b / ROPE_Q8_0_BLOCK * ROPE_Q8_0_BYTES);
 }
@@ -183,7 +188,7 @@ static void rotate_f32_f16(const rope_view *view, const void *src_row, void *dst
 
 void posenc_rope_f32_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F32, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_f32, norm_f32, rotate_f32, quant_q8_0);
+             rotate_f32, norm_f32, rotate_f32, quant_ref);
 }
 void posenc_rope_bf16_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_BF16, POSENC_ELEM_BF16, prepare_scalar, 0, prepare_delta_scalar,

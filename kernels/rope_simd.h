@@ -438,6 +438,66 @@ static void VFN(quant_q8_0_)(const float *x, size_t dim, unsigned char *out) {
   }
 }
 
+/* FP8 E4M3 (rope_driver.h): each x[i] / scale (vf_div: the scalar division's float; for a
+ * normal power-of-two scale the product by its reciprocal, exact, so the same float: vLLM's
+ * default k_scale 1.0, 16-24% of the call's time saved on avx512 / avx2) as
+ * rope_fp8_e4m3_ref codes it, bit for bit, in float operations that each round once:
+ * a = |y| clamped to 448 (larger values and infinities saturate); p = 2^floor(log2) of
+ * c = max(a, 2^-6), from P = 2^ceil(log2 c) = -((q - c) - q) with q = c * 2^24 (Rump, Ogita
+ * and Oishi's NextPowerTwo; q - c rounds to q - ulp(q) = q - 2 p, or is exact when c = p),
+ * halved where c < P; then
+ * r = (a + p 2^20) - p 2^20 rounds a to a multiple of p / 8 (the sum's ulp), nearest even,
+ * once: the E4M3 value of a (below 2^-6, p = 2^-6 gives the subnormals' 2^-9). Its code is
+ * bits(r) / 2^20 - 960 (the exponent rebiased, 3 mantissa bits), or r * 2^9 below 2^-6;
+ * 127 for NaN, + 128 where y's sign bit is set. The codes, exact small floats, are stored
+ * to a buffer and narrowed to bytes by a plain loop. */
+static void VFN(quant_fp8_)(const float *x, size_t dim, float scale, unsigned char *out) {
+  const vf vscale = vf_set1(scale), vmax = vf_set1(448.0f), vmin_normal = vf_set1(0x1p-6f);
+  const vf two24 = vf_set1(0x1p24f), two20 = vf_set1(0x1p20f), half = vf_set1(0.5f);
+  const vf two_m20 = vf_set1(0x1p-20f), rebias = vf_set1(960.0f), two9 = vf_set1(512.0f);
+  const vf nan_code = vf_set1(127.0f), sign_code = vf_set1(128.0f);
+  const vi izero = vi_set1(0);
+  uint32_t sb;
+  memcpy(&sb, &scale, sizeof sb);
+  /* 2^k, k in [-126, 127]: 1 / scale = 2^-k is a float (2^-127 a subnormal), and v * 2^-k
+   * and v / 2^k round the same real number. */
+  const int by_reciprocal = (sb & 0x7fffffu) == 0 && (sb >> 23) != 0 && (sb >> 23) < 255;
+  const vf vinv = vf_set1(1.0f / scale);
+  _Alignas(64) float w[POSENC_MAX_LANES];
+  for (size_t i0 = 0; i0 < dim; i0 += POSENC_MAX_LANES) {
+    const size_t nb = dim - i0 < POSENC_MAX_LANES ? dim - i0 : POSENC_MAX_LANES;
+    for (size_t j = 0; j < nb; j += VF_W) {
+      const size_t k = nb - j < VF_W ? nb - j : VF_W;
+      const vf v = k == VF_W ? vf_load(x + i0 + j) : vf_load_n(x + i0 + j, k);
+      const vf y = by_reciprocal ? vf_mul(v, vinv) : vf_div(v, vscale);
+      const vf a = vf_min(vf_abs(y), vmax);
+      const vf c = vf_max(a, vmin_normal);
+      const vf q = vf_mul(c, two24);
+      const vf up = vf_neg(vf_sub(vf_sub(q, c), q));
+      const vf p = vf_select(vf_lt_m(c, up), vf_mul(up, half), up);
+      const vf m = vf_mul(p, two20);
+      const vf r = vf_sub(vf_add(a, m), m);
+      const vf normal = vf_sub(vf_mul(vf_from_vi(vi_bits(r)), two_m20), rebias);
+      vf code = vf_select(vf_lt_m(r, vmin_normal), vf_mul(r, two9), normal);
+      code = vf_select(vf_eq_m(y, y), code, nan_code);
+      code = vf_select(vi_gt_m(izero, vi_bits(y)), vf_add(code, sign_code), code);
+      if (k == VF_W)
+        vf_store(w + j, code);
+      else
+        vf_store_n(w + j, code, k);
+    }
+    for (size_t i = 0; i < nb; ++i) out[i0 + i] = (unsigned char)(int32_t)w[i];
+  }
+}
+
+/* The f32 kernels' quantizer: the view's q8_0 blocks or FP8 bytes. */
+static void VFN(quant_)(const rope_view *view, const float *x, unsigned char *out) {
+  if (view->quant == ROPE_QUANT_FP8)
+    VFN(quant_fp8_)(x, view->head_dim, view->fp8_scale, out);
+  else
+    VFN(quant_q8_0_)(x, view->head_dim, out);
+}
+
 /* One rotate per storage pair, and the bodies of the exported variants (QK-norm views are
  * normalised inside rotate: no norm function, no f32 rotate for them). */
 static void VFN(rotate_f32_)(const rope_view *view, const void *src_row, void *dst_row, size_t half,
@@ -446,7 +506,7 @@ static void VFN(rotate_f32_)(const rope_view *view, const void *src_row, void *d
 }
 POSENC_INLINE void rope_run_f32(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F32, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_f32_), NULL, NULL, VFN(quant_q8_0_));
+             VFN(rotate_f32_), NULL, NULL, VFN(quant_));
 }
 static void VFN(rotate_bf16_)(const rope_view *view, const void *src_row, void *dst_row,
                               size_t half, size_t p0, size_t n, const float *c, const float *s,

@@ -391,7 +391,23 @@ TEST(LastError, GgmlPlans) {
   ExpectRefusals({
       {kModeFn, "flags", [] { return posenc_rope_ggml_flags(2, nullptr); }},
       {kModeFn, "mode", [&] { return posenc_rope_ggml_flags(10, &flags); }},
-      {kModeFn, "mode", [&] { return posenc_rope_ggml_flags(24, &flags); }, POSENC_ERR_UNSUPPORTED},
+      {kModeFn, "mode", [&] { return posenc_rope_ggml_flags(26, &flags); }},
+  });
+  const char* const kPlanModeFn = "posenc_rope_plan_create_ggml_mode";
+  ExpectRefusals({
+      {kFn, "params->mode", with([](auto& g) { g.mode = 10; })},
+      {kFn, "params->sections[1]", with([](auto& g) { g.sections[1] = 4; })},
+      {kFn, "params->sections[2]", with([](auto& g) {
+         g.mode = 8;
+         g.sections[0] = 2;
+         g.sections[2] = -1;
+       })},
+      {kFn, "params->sections", with([](auto& g) {
+         g.mode = 40;
+         g.sections[3] = 2;
+       })},
+      {kPlanModeFn, "flags",
+       [&] { return posenc_rope_plan_create_ggml_mode(&p, &valid, nullptr); }},
   });
 }
 

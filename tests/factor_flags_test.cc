@@ -26,7 +26,8 @@ namespace posenc_test {
 namespace {
 
 constexpr unsigned kKnown = POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES |
-                            POSENC_ROPE_MROPE_INTERLEAVED | POSENC_ROPE_DETERMINISTIC;
+                            POSENC_ROPE_MROPE_INTERLEAVED | POSENC_ROPE_DETERMINISTIC |
+                            POSENC_ROPE_MROPE_GGML;
 constexpr unsigned kRecorded = POSENC_ROPE_GPTJ | POSENC_ROPE_DETERMINISTIC;
 
 // Every combination of the known flag bits; then each unknown bit alone and with all the known
@@ -55,7 +56,7 @@ std::string Hex(unsigned flags) {
 // text tokens with equal positions, then an image block).
 struct Problem {
   size_t R, D, H, L;
-  size_t sections[3];
+  size_t sections[4];  // the fourth (ggml's rule, POSENC_ROPE_MROPE_GGML) 0
   PlanPtr plan;
   std::vector<int32_t> pos, pos3;
   std::vector<float> x;  // [L, H, D]
@@ -67,15 +68,17 @@ struct Problem {
     sections[1] = n / 4;
     sections[2] = n / 4;
     sections[0] = n - sections[1] - sections[2];  // valid contiguous and interleaved
+    sections[3] = 0;
     std::mt19937 rng(seed);
     pos = RandomPositions(rng, L);
-    pos3.resize(3 * L);
+    pos3.resize(4 * L);  // ggml's fourth row equal to the first: the same rotation
     for (size_t t = 0; t < L; ++t) {
       const bool image = t >= 2 && t + 1 < L;
       const int32_t p = static_cast<int32_t>(t) - 3;
       pos3[t] = image ? 7 : p;
       pos3[L + t] = image ? 7 + static_cast<int32_t>(t) / 3 : p;
       pos3[2 * L + t] = image ? 7 + static_cast<int32_t>(t) % 3 : p;
+      pos3[3 * L + t] = pos3[t];
     }
     x = RandomFloats(L * H * D, seed + 1, -2.0f, 2.0f);
   }
@@ -125,7 +128,8 @@ void CheckFlags(const Problem& p, bool mrope, unsigned flags) {
   const posenc_status plan_st = PlanPath(p, mrope, flags, &want);
   const posenc_status wide_st = PlanPath(p, true, flags, &want_wide);
   // The flags the plan path takes are the known ones: this form's, or M-RoPE's.
-  const unsigned form = mrope ? kKnown : kKnown & ~unsigned{POSENC_ROPE_MROPE_INTERLEAVED};
+  const unsigned form =
+      mrope ? kKnown : kKnown & ~unsigned{POSENC_ROPE_MROPE_INTERLEAVED | POSENC_ROPE_MROPE_GGML};
   ASSERT_EQ(plan_st, (flags & ~form) ? POSENC_ERR_INVALID_ARGUMENT : POSENC_OK) << what;
   ASSERT_EQ(wide_st, (flags & ~kKnown) ? POSENC_ERR_INVALID_ARGUMENT : POSENC_OK) << what;
 

@@ -86,8 +86,8 @@ class SoftmaxArgumentsTest : public testing::TestWithParam<std::tuple<posenc_dty
     c.n_heads = kHeads;
     c.n_q = kRows;
     c.n_k = kKeys;
-    c.x = {Bytes(kX), xt(), kHeadStride, kRowStride};
-    c.y = {Bytes(kY), yt(), kHeadStride, kRowStride};
+    c.x = {Bytes(kX), xt(), kHeadStride, kRowStride, 0};
+    c.y = {Bytes(kY), yt(), kHeadStride, kRowStride, 0};
     return c;
   }
 
@@ -477,8 +477,8 @@ INSTANTIATE_TEST_SUITE_P(
   p.mask = inaccessible;
   p.flags = kCausal;
   for (const auto& c : counts) {
-    const posenc_scores_view x = {inaccessible, kF32, c.n_q * 8, 8};
-    const posenc_scores_view y = {inaccessible + 8, kBf16, c.n_q * 8, 8};
+    const posenc_scores_view x = {inaccessible, kF32, c.n_q * 8, 8, 0};
+    const posenc_scores_view y = {inaccessible + 8, kBf16, c.n_q * 8, 8, 0};
     if (posenc_softmax(&p, c.heads, c.n_q, c.n_k, &x, &y) != POSENC_ERR_INVALID_ARGUMENT)
       std::exit(2);
   }

@@ -520,8 +520,8 @@ TEST_P(SoftmaxTest, NegativeKeyPositionAtAVisibleKeyIsAnError) {
           for (size_t k = 0; k < y.size(); ++k) y.SetSentinel(k);
           Elems& out = in_place ? x : y;
           const Elems x_before = x, out_before = out;
-          const posenc_scores_view xv = {x.At(g.offset), types.x, g.head_stride, g.row_stride};
-          const posenc_scores_view yv = {out.At(g.offset), types.y, g.head_stride, g.row_stride};
+          const posenc_scores_view xv = {x.At(g.offset), types.x, g.head_stride, g.row_stride, 0};
+          const posenc_scores_view yv = {out.At(g.offset), types.y, g.head_stride, g.row_stride, 0};
           EXPECT_EQ(posenc_softmax(&p, s.heads, s.n_q, n_k, &xv, &yv), POSENC_ERR_INVALID_ARGUMENT)
               << Describe(s) << (in_place ? " in place" : "");
           EXPECT_NE(std::string(posenc_last_error()).find("params->kpos["), std::string::npos)
@@ -581,9 +581,9 @@ TEST_P(SoftmaxTest, ResultsDoNotDependOnTheSplit) {
               if (p.sinks) p.sinks += h;
             }
             const posenc_scores_view xv = {xbuf.At(xg.Index(h, i, 0)), s.xt, xg.head_stride,
-                                           xg.row_stride};
+                                           xg.row_stride, 0};
             const posenc_scores_view yv = {split.after.At(yg.Index(h, i, 0)), yt, yg.head_stride,
-                                           yg.row_stride};
+                                           yg.row_stride, 0};
             ASSERT_EQ(
                 posenc_softmax(&p, by_rows ? s.heads : 1, by_rows ? 1 : s.n_q, s.n_k, &xv, &yv),
                 POSENC_OK)
@@ -634,7 +634,8 @@ TEST_P(SoftmaxTest, ResultsDoNotDependOnTheSplit) {
             p.sinks = sinks;
             p.mask = mb;
             p.mask_dtype = kF16;
-            const posenc_scores_view x = {xb, xt, n_q * n_k, n_k}, y = {yb, yt, n_q * n_k, n_k};
+            const posenc_scores_view x = {xb, xt, n_q * n_k, n_k, 0},
+                                     y = {yb, yt, n_q * n_k, n_k, 0};
             if (posenc_softmax(&p, heads, n_q, n_k, &x, &y) != POSENC_OK) std::exit(1);
           }
   }

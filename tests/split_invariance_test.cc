@@ -1,4 +1,4 @@
-// Split invariance: every RoPE, M-RoPE, re-rotation and sinusoid output element depends only
+// Split invariance: every RoPE, M-RoPE, re-rotation, FP8 and sinusoid output element depends only
 // on its own position, input, plan, flags and ISA. On every ISA, storage type, pair layout
 // and scaling type, a call over n rows is bitwise equal to the same rows computed in random
 // pieces (1-8 pieces, random cut points; each piece with a position array or start_pos, in
@@ -243,6 +243,32 @@ TEST_P(SplitInvarianceTest, MropeAndRerotation) {
                                  (to == plan.get() ? " same plan" : " other plan"));
       }
     }
+}
+
+// RoPE into FP8 E4M3 rows (posenc_rope_out_fp8): the rows hold the bytes (H * D per row, as
+// f32 words of H * D / 4), written from a fixed f32 source; both layouts, a partial rotary
+// dim, first positions around an anchor and large.
+TEST_P(SplitInvarianceTest, RopeOutFp8) {
+  std::mt19937 rng(kSeed + 3);
+  const size_t L = 70, H = 2;
+  for (size_t R : {size_t{128}, size_t{40}}) {
+    const size_t D = R == 128 ? 128 : 48;
+    const PlanPtr plan = MakePlan(R, 10000.0, 1.0);
+    Rows source(Storage::kF32, L, H * D);
+    source.Random(rng());
+    for (unsigned flags : {0u, 1u}) {
+      Rows bytes(Storage::kF32, L, H * D / 4);
+      const RowCall call = [&](Rows& rows, size_t a, size_t n, const int32_t* pos, int32_t start) {
+        const posenc_rope_view src = {source.Row(a), POSENC_DTYPE_F32, H, H * D, D, 0};
+        const posenc_fp8_view dst = {rows.Row(a), H, H * D, D};
+        return posenc_rope_out_fp8(plan.get(), D, n, pos, start, &src, &dst, 0.01f, nullptr, flags);
+      };
+      for (int32_t first : {30, 1 << 30})
+        ExpectSplitInvariant(call, bytes, first, rng,
+                             "fp8 R=" + std::to_string(R) + " flags=" + std::to_string(flags) +
+                                 " first=" + std::to_string(first));
+    }
+  }
 }
 
 // Each dimension (one chunk, odd, several chunks) x storage x fill/add, the layouts in turn.

@@ -73,6 +73,8 @@ static inline vi vi_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
 static inline vi vi_sub(vi a, vi b) { return _mm256_sub_epi32(a, b); }
 static inline vi vi_abs(vi x) { return _mm256_abs_epi32(x); }
 static inline vf vf_from_vi(vi x) { return _mm256_cvtepi32_ps(x); }
+/* The lanes' bits as int32 (a reinterpretation, exact). */
+static inline vi vi_bits(vf x) { return _mm256_castps_si256(x); }
 
 static inline vf vf_from_vd(vd lo, vd hi) {
   return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);

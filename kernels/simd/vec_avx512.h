@@ -100,6 +100,8 @@ static inline vi vi_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
 static inline vi vi_sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
 static inline vi vi_abs(vi x) { return _mm512_abs_epi32(x); }
 static inline vf vf_from_vi(vi x) { return _mm512_cvtepi32_ps(x); }
+/* The lanes' bits as int32 (a reinterpretation, exact). */
+static inline vi vi_bits(vf x) { return _mm512_castps_si512(x); }
 
 static inline vf vf_from_vd(vd lo, vd hi) {
   return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);

@@ -63,6 +63,8 @@ static inline vi vi_add(vi a, vi b) { return vaddq_s32(a, b); }
 static inline vi vi_sub(vi a, vi b) { return vsubq_s32(a, b); }
 static inline vi vi_abs(vi x) { return vabsq_s32(x); }
 static inline vf vf_from_vi(vi x) { return vcvtq_f32_s32(x); }
+/* The lanes' bits as int32 (a reinterpretation, exact). */
+static inline vi vi_bits(vf x) { return vreinterpretq_s32_f32(x); }
 
 static inline vd vd_load(const double *p) { return vld1q_f64(p); }
 static inline void vd_store(double *p, vd v) { vst1q_f64(p, v); }

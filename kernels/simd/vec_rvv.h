@@ -112,6 +112,8 @@ static inline vi vi_abs(vi x) {
 }
 /* To float, rounded to nearest even (VFCVT.F.X, frm). */
 static inline vf vf_from_vi(vi x) { return __riscv_vfcvt_f_x_v_f32m1(x, VF_W); }
+/* The lanes' bits as int32 (a reinterpretation, exact). */
+static inline vi vi_bits(vf x) { return __riscv_vreinterpret_v_f32m1_i32m1(x); }
 static inline vi vi_load(const int32_t *p) { return __riscv_vle32_v_i32m1(p, VF_W); }
 static inline vi vi_load_n(const int32_t *p, size_t n) {
   return __riscv_vle32_v_i32m1_tu(__riscv_vmv_v_x_i32m1(0, VF_W), p, n);

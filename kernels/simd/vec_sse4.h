@@ -69,6 +69,8 @@ static inline vi vi_add(vi a, vi b) { return _mm_add_epi32(a, b); }
 static inline vi vi_sub(vi a, vi b) { return _mm_sub_epi32(a, b); }
 static inline vi vi_abs(vi x) { return _mm_abs_epi32(x); }
 static inline vf vf_from_vi(vi x) { return _mm_cvtepi32_ps(x); }
+/* The lanes' bits as int32 (a reinterpretation, exact). */
+static inline vi vi_bits(vf x) { return _mm_castps_si128(x); }
 
 /* Two double vectors to one float vector: (lo..., hi...). */
 static inline vf vf_from_vd(vd lo, vd hi) {

@@ -86,6 +86,8 @@ static inline vi vi_sub(vi a, vi b) { return svsub_s32_x(vf_all_(), a, b); }
 static inline vi vi_abs(vi x) { return svabs_s32_x(vf_all_(), x); }
 /* To float, rounded to nearest even (SCVTF). */
 static inline vf vf_from_vi(vi x) { return svcvt_f32_s32_x(vf_all_(), x); }
+/* The lanes' bits as int32 (a reinterpretation, exact). */
+static inline vi vi_bits(vf x) { return svreinterpret_s32_f32(x); }
 static inline vi vi_load(const int32_t *p) { return svld1_s32(vf_all_(), p); }
 static inline vi vi_load_n(const int32_t *p, size_t n) { return svld1_s32(vf_first_(n), p); }
 

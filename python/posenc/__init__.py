@@ -31,8 +31,8 @@ from ._info import (active_isa, all_isas, available_isas, compiled_isas, cpu_fea
                     cpu_sve_vector_bits, isa_selection, kernel_isa, kernels, library_path,
                     set_isa, version)
 from ._plans import RopePlan, ggml_rope_mode, plan_from_ggml
-from ._rope import (mrope, mrope_out, rope, rope_out, rope_out_q8_0, rope_out_slots, rope_qknorm,
-                    rope_rerotate)
+from ._rope import (mrope, mrope_out, rope, rope_out, rope_out_fp8, rope_out_q8_0, rope_out_slots,
+                    rope_qknorm, rope_rerotate)
 from ._factors import RopeFactors, mrope_factors, rope_apply, rope_factors
 from ._sinusoid import SinusoidPlan, sinusoid_add, sinusoid_fill, sinusoid_fill_timesteps
 from ._alibi import alibi_add, alibi_bias, alibi_slopes, alibi_softmax
@@ -45,7 +45,8 @@ __all__ = [
     "all_isas", "available_isas", "compiled_isas", "cpu_name", "cpu_features",
     "cpu_sve_vector_bits", "kernels", "kernel_isa", "isa_selection", "library_path", "RopePlan",
     "rope", "mrope",
-    "rope_rerotate", "rope_out", "rope_out_slots", "rope_out_q8_0", "rope_qknorm", "mrope_out",
+    "rope_rerotate", "rope_out", "rope_out_slots", "rope_out_q8_0", "rope_out_fp8", "rope_qknorm",
+    "mrope_out",
     "RopeFactors", "rope_factors", "mrope_factors",
     "rope_apply", "apply", "plan_from_ggml", "ggml_rope_mode", "SinusoidPlan", "sinusoid_fill",
     "sinusoid_fill_timesteps", "sinusoid_add", "alibi_slopes", "alibi_add", "alibi_bias",
@@ -58,7 +59,7 @@ __all__ = [
 for _name in ("rope", "mrope", "rope_rerotate", "rope_factors", "mrope_factors",
               "sinusoid_fill", "sinusoid_fill_timesteps", "sinusoid_add", "alibi_add",
               "alibi_bias", "alibi_softmax", "learned_add", "rope_qknorm", "rope_out_slots",
-              "rope_out_q8_0"):
+              "rope_out_q8_0", "rope_out_fp8"):
     globals()[_name] = accepts_tensors(globals()[_name])
 for _name in ("rope_out", "mrope_out", "rope_apply"):
     globals()[_name] = accepts_tensors(globals()[_name], differentiable="src")

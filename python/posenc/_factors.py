@@ -9,7 +9,7 @@ from . import _lib
 from ._lib import lib
 from ._core import _F32, _address, _check, _plan_handle, _pointer, _positions, _size
 from ._plans import RopePlan, _resolve
-from ._rope import _rope_flags, _sections, _src_dst
+from ._rope import _mrope_rule, _rope_flags, _sections, _src_dst
 
 
 def _aligned_float32(nbytes, alignment=64):
@@ -151,26 +151,29 @@ def rope_factors(plan, *, positions=None, start_pos=0, n_rows=None, layout=None,
     return RopeFactors._make(struct, storage, bool(f32_angles))
 
 
-def mrope_factors(plan, sections, *, positions, layout=None, interleaved=False,
+def mrope_factors(plan, sections, *, positions, layout=None, interleaved=None, ggml=None,
                   f32_angles=False, deterministic=False, storage=None):
     """The M-RoPE rotation factors: posenc_mrope_factors_compute. Returns a RopeFactors.
 
     positions: integers of shape (3, n_rows) (rows temporal, height, width), or HF's
-    position_ids (3, B, L), row b * L + t. sections, interleaved: as for mrope(); layout,
-    f32_angles, deterministic, storage: as for rope_factors().
+    position_ids (3, B, L), row b * L + t (4 rows with ggml's rule). sections, interleaved,
+    ggml: as for mrope(); layout, f32_angles, deterministic, storage: as for rope_factors().
     """
     _plan_handle(plan, RopePlan)
+    interleaved, ggml = _mrope_rule(plan, interleaved, ggml)
+    rows = 4 if ggml else 3
     array = np.asarray(positions)
-    if array.ndim not in (2, 3) or array.shape[0] != 3:
-        raise ValueError(f"positions must have shape (3, n_rows) or (3, B, L), got {array.shape}")
-    array = array.reshape(3, -1)
+    if array.ndim not in (2, 3) or array.shape[0] != rows:
+        raise ValueError(f"positions must have shape ({rows}, n_rows) or ({rows}, B, L), got "
+                         f"{array.shape}")
+    array = array.reshape(rows, -1)
     n_rows = array.shape[1]
-    flat, _ = _positions(array.reshape(-1), 3 * n_rows, 0)
+    flat, _ = _positions(array.reshape(-1), rows * n_rows, 0)
     plan_used = _resolve(plan, flat, 0, n_rows)  # alive through the call
     handle = plan_used._ptr()
-    sec_array = _sections(sections)
+    sec_array = _sections(sections, ggml)
     flags = _rope_flags(layout, f32_angles=f32_angles, interleaved=interleaved, plan=plan,
-                        deterministic=deterministic)
+                        deterministic=deterministic, ggml=ggml)
     storage, nbytes = _factor_storage(plan.rotary_dim, n_rows, flags, storage)
     struct = _lib.RopeFactors()
     _check(lib.posenc_mrope_factors_compute(handle, sec_array, n_rows, _pointer(flat), flags,

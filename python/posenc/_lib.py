@@ -19,6 +19,7 @@ ROPE_INVERSE = C.POSENC_ROPE_INVERSE
 ROPE_F32_ANGLES = C.POSENC_ROPE_F32_ANGLES
 ROPE_MROPE_INTERLEAVED = C.POSENC_ROPE_MROPE_INTERLEAVED
 ROPE_DETERMINISTIC = C.POSENC_ROPE_DETERMINISTIC
+ROPE_MROPE_GGML = C.POSENC_ROPE_MROPE_GGML
 QK_NORM_GEMMA = C.POSENC_QK_NORM_GEMMA
 SINUSOID_SIN_COS = C.POSENC_SINUSOID_SIN_COS
 SINUSOID_COS_SIN = C.POSENC_SINUSOID_COS_SIN
@@ -103,7 +104,8 @@ class RopeGgmlParams(ctypes.Structure):
                 ("freq_scale", ctypes.c_double), ("ext_factor", ctypes.c_double),
                 ("attn_factor", ctypes.c_double), ("beta_fast", ctypes.c_double),
                 ("beta_slow", ctypes.c_double), ("n_ctx_orig", c_size),
-                ("freq_factors", ctypes.c_void_p)]
+                ("freq_factors", ctypes.c_void_p), ("mode", ctypes.c_int),
+                ("sections", ctypes.c_int * 4)]
 
 
 class RopeView(ctypes.Structure):
@@ -126,13 +128,15 @@ class SoftmaxParams(ctypes.Structure):
                 ("mask_row_stride", c_size), ("mask_head_stride", c_size),
                 ("kpos", ctypes.c_void_p), ("qpos", ctypes.c_void_p),
                 ("q_offset", ctypes.c_int32), ("window", ctypes.c_int32),
-                ("flags", ctypes.c_uint)]
+                ("flags", ctypes.c_uint), ("mask_n_heads", c_size),
+                ("mask_batch_stride", c_size), ("mask_n_batch", c_size),
+                ("kpos64", ctypes.c_void_p), ("qpos64", ctypes.c_void_p)]
 
 
 class ScoresView(ctypes.Structure):
     """posenc_scores_view (dtype: posenc_dtype)."""
     _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("head_stride", c_size),
-                ("row_stride", c_size)]
+                ("row_stride", c_size), ("batch_stride", c_size)]
 
 
 # posenc_rope_scaling_type by HF's rope_type names (and posenc's own two)
@@ -191,6 +195,8 @@ _declare("posenc_rope_rerotate_f32", c_status, ctypes.c_void_p, c_int32_p, ctype
 _declare("posenc_rope_ggml_flags", c_status, ctypes.c_int, ctypes.POINTER(ctypes.c_uint))
 _declare("posenc_rope_plan_create_ggml", c_status, ctypes.POINTER(ctypes.c_void_p),
          ctypes.POINTER(RopeGgmlParams))
+_declare("posenc_rope_plan_create_ggml_mode", c_status, ctypes.POINTER(ctypes.c_void_p),
+         ctypes.POINTER(RopeGgmlParams), ctypes.POINTER(ctypes.c_uint))
 _declare("posenc_rope_out", c_status, ctypes.c_void_p, c_size, c_size, c_size, c_int32_p,
          ctypes.c_int32, ctypes.POINTER(RopeView), ctypes.POINTER(RopeView), ctypes.c_uint)
 class Slots(ctypes.Structure):
@@ -211,6 +217,17 @@ class Q8View(ctypes.Structure):
 
 _declare("posenc_rope_out_q8_0", c_status, ctypes.c_void_p, c_size, c_size, c_int32_p,
          ctypes.c_int32, ctypes.POINTER(RopeView), ctypes.POINTER(Q8View),
+         ctypes.POINTER(Slots), ctypes.c_uint)
+
+
+class Fp8View(ctypes.Structure):
+    """posenc_fp8_view (strides in bytes: one byte per element)."""
+    _fields_ = [("data", ctypes.c_void_p), ("n_heads", c_size), ("token_stride", c_size),
+                ("head_stride", c_size)]
+
+
+_declare("posenc_rope_out_fp8", c_status, ctypes.c_void_p, c_size, c_size, c_int32_p,
+         ctypes.c_int32, ctypes.POINTER(RopeView), ctypes.POINTER(Fp8View), ctypes.c_float,
          ctypes.POINTER(Slots), ctypes.c_uint)
 
 
@@ -257,6 +274,8 @@ _declare("posenc_alibi_bias_f32", c_status, c_float_p, c_size, c_size, c_size, c
 
 _declare("posenc_softmax", c_status, ctypes.POINTER(SoftmaxParams), c_size, c_size, c_size,
          ctypes.POINTER(ScoresView), ctypes.POINTER(ScoresView))
+_declare("posenc_softmax_batched", c_status, ctypes.POINTER(SoftmaxParams), c_size, c_size,
+         c_size, c_size, ctypes.POINTER(ScoresView), ctypes.POINTER(ScoresView))
 
 _declare("posenc_learned_add_f32", c_status, c_float_p, c_size, c_size, c_size, c_size,
          c_int32_p, ctypes.c_int32, c_float_p, c_size)

@@ -208,7 +208,8 @@ class RopePlan(_Plan):
 
     @classmethod
     def from_ggml(cls, n_dims, freq_base, *, freq_scale=1.0, ext_factor=0.0, attn_factor=1.0,
-                  beta_fast=32.0, beta_slow=1.0, n_ctx_orig=0, freq_factors=None):
+                  beta_fast=32.0, beta_slow=1.0, n_ctx_orig=0, freq_factors=None, mode=None,
+                  sections=None):
         """The plan that rotates as llama.cpp / ggml's ggml_rope_ext does with these
         arguments (its YaRN recipe, in double): posenc_rope_plan_create_ggml.
 
@@ -221,8 +222,18 @@ class RopePlan(_Plan):
         n_dims: R (rope.dimension_count); freq_scale: 1 / rope.scaling.factor (0 -> 1);
         attn_factor: 0 -> 1; beta_fast, beta_slow, n_ctx_orig: read only when ext_factor != 0
         (then n_ctx_orig > 0). freq_factors: None or n_dims / 2 divisors > 0 (the GGUF
-        rope_freqs tensor), used as float32. The pair layout is chosen when rotating:
-        ggml's GGML_ROPE_TYPE_NEOX is layout="neox", its normal mode layout="gptj"."""
+        rope_freqs tensor), used as float32 (n_dims of them with mode 24). Without mode the
+        pair layout is chosen when rotating: ggml's GGML_ROPE_TYPE_NEOX is layout="neox", its
+        normal mode layout="gptj".
+
+        mode: ggml's rope mode (0 NORMAL, 2 NEOX, 8 MROPE, 24 VISION, 40 IMROPE;
+        posenc_rope_plan_create_ggml_mode), which the plan then carries: rope() and the rest
+        take its layout by default, mrope() / mrope_out() / mrope_factors() its interleaving
+        and ggml's four-row rule, and plan.ggml holds them ({"mode", "layout",
+        "interleaved", "ggml", "sections"}). sections: ggml's four M-RoPE sections (GGUF's
+        rope.dimension_sections), required with modes 8, 24 and 40 and refused otherwise.
+        Mode 24 (vision encoders) rotates R = 2 n_dims with per-section frequencies; a plan
+        of an M-RoPE mode is refused by the one-position forms (rope(), rope_out(), ...)."""
         c = _lib.RopeGgmlParams(
             n_dims=_size("n_dims", n_dims), freq_base=_float("freq_base", freq_base),
             freq_scale=_float("freq_scale", freq_scale),
@@ -230,14 +241,36 @@ class RopePlan(_Plan):
             attn_factor=_float("attn_factor", attn_factor),
             beta_fast=_float("beta_fast", beta_fast), beta_slow=_float("beta_slow", beta_slow),
             n_ctx_orig=_size("n_ctx_orig", n_ctx_orig))
+        mrope_mode = mode is not None and _ggml_mode_int(mode) in (8, 24, 40)
+        if mode is not None:
+            c.mode = _ggml_mode_int(mode)
+        if sections is not None:
+            if not mrope_mode:
+                raise ValueError("sections are ggml's M-RoPE sections: they need mode 8, 24 or 40")
+            sec = [int(x) for x in sections]
+            if len(sec) != 4 or min(sec) < 0 or max(sec) >= 2**31:
+                raise ValueError(f"sections must be four pair counts >= 0, got {sections!r}")
+            c.sections = (ctypes.c_int * 4)(*sec)
+        elif mrope_mode:
+            raise ValueError(f"mode {mode} (M-RoPE) needs ggml's four sections")
         factors = None
-        if freq_factors is not None:  # the C function reads n_dims / 2 of them
-            factors = _real_vector("freq_factors", freq_factors, np.float32, c.n_dims // 2)
+        if freq_factors is not None:  # the C function reads R / 2 of them
+            n = c.n_dims if c.mode == 24 else c.n_dims // 2
+            factors = _real_vector("freq_factors", freq_factors, np.float32, n)
             c.freq_factors = _address(factors)
         plan = cls.__new__(cls)
         _Plan.__init__(plan)
-        plan._adopt(lib.posenc_rope_plan_create_ggml, "posenc_rope_plan_create_ggml",
-                    ctypes.byref(c))
+        if mode is None:
+            plan._adopt(lib.posenc_rope_plan_create_ggml, "posenc_rope_plan_create_ggml",
+                        ctypes.byref(c))
+            return plan
+        flags = ctypes.c_uint(0)
+        plan._adopt(lib.posenc_rope_plan_create_ggml_mode, "posenc_rope_plan_create_ggml_mode",
+                    ctypes.byref(c), ctypes.byref(flags))
+        plan.ggml = {"mode": c.mode, **_ggml_kwargs(flags.value),
+                     "sections": tuple(c.sections) if mrope_mode else None}
+        plan.ggml.setdefault("interleaved", False)
+        plan.ggml.setdefault("ggml", False)
         return plan
 
     @property
@@ -264,29 +297,44 @@ class RopePlan(_Plan):
 
 
 def plan_from_ggml(n_dims, freq_base, *, freq_scale=1.0, ext_factor=0.0, attn_factor=1.0,
-                   beta_fast=32.0, beta_slow=1.0, n_ctx_orig=0, freq_factors=None):
+                   beta_fast=32.0, beta_slow=1.0, n_ctx_orig=0, freq_factors=None, mode=None,
+                   sections=None):
     """RopePlan.from_ggml: the plan of llama.cpp / ggml's rope arguments
     (posenc_rope_plan_create_ggml)."""
     return RopePlan.from_ggml(n_dims, freq_base, freq_scale=freq_scale, ext_factor=ext_factor,
                               attn_factor=attn_factor, beta_fast=beta_fast, beta_slow=beta_slow,
-                              n_ctx_orig=n_ctx_orig, freq_factors=freq_factors)
+                              n_ctx_orig=n_ctx_orig, freq_factors=freq_factors, mode=mode,
+                              sections=sections)
 
 
 def ggml_rope_mode(mode):
     """The keyword arguments of rope() / mrope() that rotate as ggml's rope `mode` does
     (posenc_rope_ggml_flags; ggml's mode numbers are not posenc's flags): 0 (NORMAL)
-    {"layout": "gptj"}, 2 (NEOX) and 8 (MROPE, for mrope()) {"layout": "neox"}, 40 (IMROPE,
-    for mrope()) {"layout": "neox", "interleaved": True}. 24 (VISION) and modes ggml does
-    not define raise PosencError."""
+    {"layout": "gptj"}, 2 (NEOX) {"layout": "neox"}, 8 (MROPE) and 24 (VISION, with a plan
+    of that mode) {"layout": "neox", "ggml": True} for mrope(), 40 (IMROPE) {"layout":
+    "neox", "interleaved": True, "ggml": True} for mrope(). Modes ggml does not define raise
+    PosencError."""
+    flags = ctypes.c_uint(0)
+    _check(lib.posenc_rope_ggml_flags(_ggml_mode_int(mode), ctypes.byref(flags)),
+           "posenc_rope_ggml_flags")
+    return _ggml_kwargs(flags.value)
+
+
+def _ggml_mode_int(mode):
     if isinstance(mode, bool) or not isinstance(mode, (int, np.integer)):
         raise TypeError(f"mode must be an integer, not {type(mode).__name__}")
     if not -2**31 <= int(mode) < 2**31:
         raise ValueError(f"mode = {mode} is outside int")
-    flags = ctypes.c_uint(0)
-    _check(lib.posenc_rope_ggml_flags(int(mode), ctypes.byref(flags)), "posenc_rope_ggml_flags")
-    kwargs = {"layout": "gptj" if flags.value & _lib.ROPE_GPTJ else "neox"}
-    if flags.value & _lib.ROPE_MROPE_INTERLEAVED:
+    return int(mode)
+
+
+def _ggml_kwargs(flags):
+    """The keyword arguments of posenc_rope_ggml_flags' flags."""
+    kwargs = {"layout": "gptj" if flags & _lib.ROPE_GPTJ else "neox"}
+    if flags & _lib.ROPE_MROPE_INTERLEAVED:
         kwargs["interleaved"] = True
+    if flags & _lib.ROPE_MROPE_GGML:
+        kwargs["ggml"] = True
     return kwargs
 
 

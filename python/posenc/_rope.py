@@ -22,12 +22,27 @@ def _plan_layout(layout, plan):
     ...), any other plan "neox"."""
     if layout is not None:
         return layout
+    ggml = getattr(plan, "ggml", None)  # RopePlan.from_ggml(..., mode=...)
+    if ggml is not None:
+        return ggml["layout"]
     return getattr(getattr(plan, "hf", None), "layout", "neox")
 
 
+def _mrope_rule(plan, interleaved, ggml):
+    """(interleaved, ggml) of an M-RoPE call: each None means the plan's (a plan made by
+    RopePlan.from_ggml with an M-RoPE mode: its mode's; any other plan: False)."""
+    own = getattr(plan, "ggml", None) or {}
+    if interleaved is None:
+        interleaved = own.get("interleaved", False)
+    if ggml is None:
+        ggml = own.get("ggml", False)
+    return bool(interleaved), bool(ggml)
+
+
 def _rope_flags(layout, inverse=False, f32_angles=False, interleaved=False, plan=None,
-                deterministic=False):
+                deterministic=False, ggml=False):
     flags = _layout(_plan_layout(layout, plan), _ROPE_LAYOUTS)
+    flags |= _lib.ROPE_MROPE_GGML if ggml else 0
     flags |= _lib.ROPE_DETERMINISTIC if deterministic else 0
     flags |= _lib.ROPE_INVERSE if inverse else 0
     flags |= _lib.ROPE_F32_ANGLES if f32_angles else 0
@@ -35,11 +50,15 @@ def _rope_flags(layout, inverse=False, f32_angles=False, interleaved=False, plan
     return flags
 
 
-def _sections(sections):
+def _sections(sections, ggml=False):
+    """The C array of M-RoPE sections: three pair counts (HF's mrope_section), four with
+    ggml's rule (GGUF's rope.dimension_sections)."""
+    n = 4 if ggml else 3
     sec = [int(x) for x in sections]
-    if len(sec) != 3 or min(sec) < 0:
-        raise ValueError(f"sections must be three pair counts >= 0, got {sections!r}")
-    return (ctypes.c_size_t * 3)(*sec)
+    if len(sec) != n or min(sec) < 0:
+        raise ValueError(f"sections must be {'four' if ggml else 'three'} pair counts >= 0"
+                         f"{' (ggml=True)' if ggml else ''}, got {sections!r}")
+    return (ctypes.c_size_t * n)(*sec)
 
 
 def _rope_view(name, array, dtype):
@@ -110,7 +129,7 @@ def rope(plan, q, k=None, *, positions=None, start_pos=0, layout=None, inverse=F
            name)
 
 
-def mrope(plan, sections, q, k=None, *, positions=None, layout=None, interleaved=False,
+def mrope(plan, sections, q, k=None, *, positions=None, layout=None, interleaved=None, ggml=None,
           inverse=False, f32_angles=False, deterministic=False, axes=None, dtype=None):
     """Multimodal RoPE (Qwen2-VL; Qwen3-VL with interleaved=True) in place:
     posenc_mrope_f32, _bf16 or _f16 by q's storage type.
@@ -122,28 +141,34 @@ def mrope(plan, sections, q, k=None, *, positions=None, layout=None, interleaved
     plan.rotary_dim / 2. Pair i takes its angle from the row its section says (contiguous
     sections, or interleaved: height if i % 3 == 1 and i < 3 * sections[1], width if
     i % 3 == 2 and i < 3 * sections[2], else temporal); the rest is rope(). Returns None.
+    ggml=True: ggml's M-RoPE (POSENC_ROPE_MROPE_GGML): four sections and positions of shape
+    (4, L) (rows t, h, w, e; llama.cpp gives text tokens e = 0), pairs assigned as
+    ggml_mrope_cache_init does (see posenc.h). interleaved and ggml default to the plan's
+    (RopePlan.from_ggml with an M-RoPE mode), else False.
     """
+    interleaved, ggml = _mrope_rule(plan, interleaved, ggml)
+    n_rows = 4 if ggml else 3
     if _is_batched(q, axes):
         for x in (q, k):
             if x is not None:
                 mrope_out(plan, sections, x, dst=x, positions=positions, axes=axes,
-                          layout=layout, interleaved=interleaved, inverse=inverse,
+                          layout=layout, interleaved=interleaved, ggml=ggml, inverse=inverse,
                           f32_angles=f32_angles, deterministic=deterministic,
                           src_dtype=dtype, dst_dtype=dtype)
         return None
     code, q_view, k_view = _qk_views(q, k, dtype)
     n_tokens, _, head_dim = q.shape
-    rows = np.asarray(positions if positions is not None else np.zeros((3, 0), np.int32))
-    if rows.ndim != 2 or rows.shape != (3, n_tokens):
-        raise ValueError(f"positions must have shape (3, {n_tokens}), got {rows.shape}")
-    flat, _ = _positions(rows.reshape(-1), 3 * n_tokens, 0)
+    rows = np.asarray(positions if positions is not None else np.zeros((n_rows, 0), np.int32))
+    if rows.ndim != 2 or rows.shape != (n_rows, n_tokens):
+        raise ValueError(f"positions must have shape ({n_rows}, {n_tokens}), got {rows.shape}")
+    flat, _ = _positions(rows.reshape(-1), n_rows * n_tokens, 0)
     plan_used = _resolve(plan, flat, 0, n_tokens)  # alive through the call
     handle = plan_used._ptr()
     function, name = _c_function("posenc_mrope", code)
-    _check(function(handle, _sections(sections), head_dim, n_tokens, _pointer(flat),
+    _check(function(handle, _sections(sections, ggml), head_dim, n_tokens, _pointer(flat),
                     ctypes.byref(q_view), None if k_view is None else ctypes.byref(k_view),
                     _rope_flags(layout, inverse, f32_angles, interleaved, plan=plan,
-                                deterministic=deterministic)),
+                                deterministic=deterministic, ggml=ggml)),
            name)
 
 
@@ -223,12 +248,13 @@ def _axes(axes, shape, tokens=None, name="src"):
 
 def _tokens(positions, mrope=False):
     """(n_batch or None, n_tokens) that positions of this shape give ([B, L] or [L]; M-RoPE:
-    (3, B, L) or (3, L)), None when they give none (no positions, another shape)."""
+    (rows, B, L) or (rows, L), rows = mrope (3, or 4 with ggml's rule)), None when they give
+    none (no positions, another shape)."""
     if positions is None:
         return None
     shape = np.shape(positions)
     if mrope:
-        if len(shape) < 2 or shape[0] != 3:
+        if len(shape) < 2 or shape[0] != int(mrope):
             return None
         shape = shape[1:]
     if len(shape) == 1:
@@ -287,16 +313,17 @@ def _batch_positions(positions, n_batch, n_tokens, start_pos):
     return _positions(array.reshape(-1), n_batch * n_tokens, start_pos)
 
 
-def _mrope_positions(positions, n_batch, n_tokens):
-    """M-RoPE positions of n_batch x n_tokens tokens: (3, B, L) (HF's position_ids) or
-    (3, L) (the same in every batch). Returns the int32 array of 3 * B * L entries."""
-    array = np.asarray(positions if positions is not None else np.zeros((3, 0), np.int32))
-    if array.ndim == 2 and array.shape == (3, n_tokens):
-        array = np.broadcast_to(array[:, None, :], (3, n_batch, n_tokens))
-    elif array.shape != (3, n_batch, n_tokens):
-        raise ValueError(f"positions must have shape (3, {n_batch}, {n_tokens}) or "
-                         f"(3, {n_tokens}), got {array.shape}")
-    flat, _ = _positions(array.reshape(-1), 3 * n_batch * n_tokens, 0)
+def _mrope_positions(positions, n_batch, n_tokens, rows=3):
+    """M-RoPE positions of n_batch x n_tokens tokens: (rows, B, L) (HF's position_ids) or
+    (rows, L) (the same in every batch); rows 3, or 4 with ggml's rule. Returns the int32
+    array of rows * B * L entries."""
+    array = np.asarray(positions if positions is not None else np.zeros((rows, 0), np.int32))
+    if array.ndim == 2 and array.shape == (rows, n_tokens):
+        array = np.broadcast_to(array[:, None, :], (rows, n_batch, n_tokens))
+    elif array.shape != (rows, n_batch, n_tokens):
+        raise ValueError(f"positions must have shape ({rows}, {n_batch}, {n_tokens}) or "
+                         f"({rows}, {n_tokens}), got {array.shape}")
+    flat, _ = _positions(array.reshape(-1), rows * n_batch * n_tokens, 0)
     return flat
 
 
@@ -403,18 +430,12 @@ def _slots_of(slots, n_tokens, n_cells):
     return _lib.Slots(index.ctypes.data, 1 if index.dtype == np.int64 else 0, n_cells), index
 
 
-def rope_out_q8_0(plan, src, dst=None, *, slots=None, positions=None, start_pos=0, axes=None,
-                  layout=None, inverse=False, f32_angles=False, deterministic=False):
-    """RoPE of an f32 source written as ggml q8_0 blocks, bit for bit ggml's
-    quantize_row_q8_0_ref on rope_out's f32 result: posenc_rope_out_q8_0. Returns dst.
-
-    src: float32, 3-D, one batch ([L, H, D] "LHD" by default, or axes="HLD"); D a multiple
-    of 32. dst: None for a new uint8 array [L, H, D // 32 * 34] (each head vector D // 32
-    blocks of 34 bytes: f16 scale, 32 int8), or a writeable uint8 array [rows, H, D // 32 *
-    34] whose last axis is contiguous (its byte strides are the cache's). slots: None (token
-    t into row t) or a 1-D int32/int64 array of rows (negative: skipped; rows < dst's first
-    axis, none twice).
-    """
+def _quant_call(plan, src, dst, slots, positions, start_pos, axes, row_bytes):
+    """The part rope_out_q8_0 and rope_out_fp8 share: src's view (a 3-D float32 array, one
+    batch), dst (None: a new uint8 array [L, H, row_bytes(D)]; else checked: uint8 [rows, H,
+    row_bytes(D)], writeable, last axis contiguous), the slots, positions and plan. Returns
+    (dst, args): args are the C function's arguments from head_dim to dst's view, then the
+    slots pointer, and a reference kept alive through the call."""
     _plan_handle(plan, RopePlan)
     if np.asarray(src).dtype != np.float32 or src.ndim != 3:
         raise TypeError(f"src must be a 3-D float32 array, got {np.asarray(src).dtype} "
@@ -422,7 +443,7 @@ def rope_out_q8_0(plan, src, dst=None, *, slots=None, positions=None, start_pos=
     axes = _axes(axes, src.shape, _tokens(positions))
     src_view, (_, n_tokens, n_heads, head_dim) = _view("src", src, _lib.DTYPE_F32, axes,
                                                        source=True)
-    row = head_dim // 32 * 34
+    row = row_bytes(head_dim)
     if dst is None:
         if slots is not None:
             raise ValueError("slots need a dst (the cache they index)")
@@ -437,15 +458,63 @@ def rope_out_q8_0(plan, src, dst=None, *, slots=None, positions=None, start_pos=
     if slots is None and dst.shape[0] != n_tokens:
         raise ValueError(f"dst has {dst.shape[0]} rows for {n_tokens} tokens (pass slots to "
                          f"choose rows)")
-    view = _lib.Q8View(_address(dst), n_heads, dst.strides[0], dst.strides[1])
     cells, keep = (None, None) if slots is None else _slots_of(slots, n_tokens, dst.shape[0])
     positions, start_pos = _positions(positions, n_tokens, start_pos)
     plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
+    dims = (dst.shape[0], n_heads, dst.strides[0], dst.strides[1])
+    return dst, (plan_used, head_dim, n_tokens, _pointer(positions), start_pos,
+                 ctypes.byref(src_view), dims, None if cells is None else ctypes.byref(cells),
+                 (keep, positions, src_view))
+
+
+def rope_out_q8_0(plan, src, dst=None, *, slots=None, positions=None, start_pos=0, axes=None,
+                  layout=None, inverse=False, f32_angles=False, deterministic=False):
+    """RoPE of an f32 source written as ggml q8_0 blocks, bit for bit ggml's
+    quantize_row_q8_0_ref on rope_out's f32 result: posenc_rope_out_q8_0. Returns dst.
+
+    src: float32, 3-D, one batch ([L, H, D] "LHD" by default, or axes="HLD"); D a multiple
+    of 32. dst: None for a new uint8 array [L, H, D // 32 * 34] (each head vector D // 32
+    blocks of 34 bytes: f16 scale, 32 int8), or a writeable uint8 array [rows, H, D // 32 *
+    34] whose last axis is contiguous (its byte strides are the cache's). slots: None (token
+    t into row t) or a 1-D int32/int64 array of rows (negative: skipped; rows < dst's first
+    axis, none twice).
+    """
+    dst, (plan_used, head_dim, n_tokens, pos, start_pos, src_ref, dims, cells, keep) = \
+        _quant_call(plan, src, dst, slots, positions, start_pos, axes, lambda d: d // 32 * 34)
+    view = _lib.Q8View(_address(dst), *dims[1:])
     flags = _rope_flags(layout, inverse, f32_angles, plan=plan, deterministic=deterministic)
-    _check(lib.posenc_rope_out_q8_0(plan_used._ptr(), head_dim, n_tokens, _pointer(positions),
-                                    start_pos, ctypes.byref(src_view), ctypes.byref(view),
-                                    None if cells is None else ctypes.byref(cells), flags),
+    _check(lib.posenc_rope_out_q8_0(plan_used._ptr(), head_dim, n_tokens, pos, start_pos,
+                                    src_ref, ctypes.byref(view), cells, flags),
            "posenc_rope_out_q8_0")
+    del keep
+    return dst
+
+
+def rope_out_fp8(plan, src, dst=None, *, scale, slots=None, positions=None, start_pos=0,
+                 axes=None, layout=None, inverse=False, f32_angles=False, deterministic=False):
+    """RoPE of an f32 source written as OCP FP8 E4M3 bytes (float8_e4m3fn), vLLM's fp8 K
+    cache: posenc_rope_out_fp8. Each element is the E4M3 byte of float32(v / scale), v
+    rope_out's f32 result, rounded to nearest even once, saturated to +-448 (infinities too),
+    NaN kept (0x7f / 0xff), -0 as 0x80. Returns dst.
+
+    src: float32, 3-D, one batch ([L, H, D] "LHD" by default, or axes="HLD"). dst: None for
+    a new uint8 array [L, H, D], or a writeable uint8 (or torch.float8_e4m3fn) array
+    [rows, H, D] whose last axis is contiguous (its byte strides are the cache's: vLLM's
+    [num_blocks, block_size, H, D] reshaped to [num_blocks * block_size, H, D]). scale: the
+    divisor (vLLM's k_scale), taken as float32, finite and > 0. slots: None (token t into row
+    t) or a 1-D int32/int64 array of rows (vLLM's slot_mapping; negative: skipped; rows <
+    dst's first axis, none twice).
+    """
+    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.floating,
+                                                                      np.integer)):
+        raise TypeError(f"scale must be a real number, got {type(scale).__name__}")
+    dst, (plan_used, head_dim, n_tokens, pos, start_pos, src_ref, dims, cells, keep) = \
+        _quant_call(plan, src, dst, slots, positions, start_pos, axes, lambda d: d)
+    view = _lib.Fp8View(_address(dst), *dims[1:])
+    flags = _rope_flags(layout, inverse, f32_angles, plan=plan, deterministic=deterministic)
+    _check(lib.posenc_rope_out_fp8(plan_used._ptr(), head_dim, n_tokens, pos, start_pos,
+                                   src_ref, ctypes.byref(view), float(scale), cells, flags),
+           "posenc_rope_out_fp8")
     del keep
     return dst
 
@@ -515,24 +584,26 @@ def rope_qknorm(plan, q, q_weight, *, eps, k=None, k_weight=None, gemma=False, q
 
 
 def mrope_out(plan, sections, src, *, dst=None, positions=None, axes=None, layout=None,
-              interleaved=False, inverse=False, f32_angles=False, deterministic=False,
-              src_dtype=None,
-              dst_dtype=None):
+              interleaved=None, ggml=None, inverse=False, f32_angles=False, deterministic=False,
+              src_dtype=None, dst_dtype=None):
     """Out-of-place M-RoPE over a batch: posenc_mrope_out. Returns dst.
 
     src, dst, axes, src_dtype, dst_dtype: as for rope_out(). sections, interleaved, layout,
-    inverse, f32_angles, deterministic: as for mrope(). positions: integers of shape
-    (3, B, L), HF's position_ids (rows temporal, height, width), or (3, L) for every batch.
+    ggml, inverse, f32_angles, deterministic: as for mrope(). positions: integers of shape
+    (3, B, L), HF's position_ids (rows temporal, height, width), or (3, L) for every batch
+    (4 rows with ggml's rule).
     """
     _plan_handle(plan, RopePlan)
+    interleaved, ggml = _mrope_rule(plan, interleaved, ggml)
+    rows = 4 if ggml else 3
     dst, src_view, dst_view, (n_batch, n_tokens, _, head_dim) = _src_dst(
-        src, dst, axes, src_dtype, dst_dtype, _tokens(positions, mrope=True))
-    flat = _mrope_positions(positions, n_batch, n_tokens)
+        src, dst, axes, src_dtype, dst_dtype, _tokens(positions, mrope=rows))
+    flat = _mrope_positions(positions, n_batch, n_tokens, rows)
     plan_used = _resolve(plan, flat, 0, n_tokens)  # alive through the call
     handle = plan_used._ptr()
-    sec_array = _sections(sections)
+    sec_array = _sections(sections, ggml)
     flags = _rope_flags(layout, inverse, f32_angles, interleaved, plan=plan,
-                        deterministic=deterministic)
+                        deterministic=deterministic, ggml=ggml)
     _check(lib.posenc_mrope_out(handle, sec_array, head_dim, n_batch, n_tokens, _pointer(flat),
                                 ctypes.byref(src_view), ctypes.byref(dst_view), flags),
            "posenc_mrope_out")

@@ -15,18 +15,20 @@ _ALIBI_FORMS = {"signed": 0, "symmetric": _lib.SOFTMAX_ALIBI_SYMMETRIC,
 
 
 def _scores_view(name, array, code, source):
-    """The posenc_scores_view of a [H, n_q, n_k] or [n_q, n_k] (one head) array. A source may
-    repeat heads (a zero head stride), not rows: the C row stride 0 means n_k."""
-    if array.ndim not in (2, 3):
-        raise ValueError(f"{name} must be 3-D [heads, queries, keys] or 2-D [queries, keys], "
-                         f"got shape {array.shape}")
+    """The posenc_scores_view of a [B, H, n_q, n_k], [H, n_q, n_k] or [n_q, n_k] (one head)
+    array. A source may repeat heads and batches (zero strides), not rows: the C row stride
+    0 means n_k."""
+    if array.ndim not in (2, 3, 4):
+        raise ValueError(f"{name} must be 3-D [heads, queries, keys], 2-D [queries, keys] or "
+                         f"4-D [batch, heads, queries, keys], got shape {array.shape}")
     strides = _element_strides(name, array, source)
     if array.ndim == 2:
         strides = [strides[0] * array.shape[0]] + strides  # one head: never used
     if array.size and array.shape[-2] > 1 and strides[-2] == 0:
         raise ValueError(f"{name}: a zero (broadcast) stride on the query axis is not supported "
                          "(posenc's row stride 0 means n_k); pass a copy")
-    return _lib.ScoresView(_address(array), code, strides[0], strides[1])
+    batch = strides[0] if array.ndim == 4 else 0
+    return _lib.ScoresView(_address(array), code, strides[-3], strides[-2], batch)
 
 
 def _mask_values(mask, x_ndim):
@@ -69,50 +71,58 @@ def _mask_values(mask, x_ndim):
     return array
 
 
-def _softmax_mask(array, n_heads, n_q, n_k):
-    """(array kept alive, posenc_dtype, row stride, head stride) of a float32 / float16 mask
-    (_mask_values) broadcast to [n_q, n_k] (shared by the heads) or, given 3-D,
-    [H, n_q, n_k]; copied only where its strides do not fit the C layout (keys contiguous,
-    rows at least n_k apart)."""
-    if array.ndim > 3:
-        raise ValueError(f"mask must be [n_q, n_k] or [H, n_q, n_k] (or broadcast to it), got "
-                         f"shape {array.shape}")
-    shape = (n_heads, n_q, n_k) if array.ndim == 3 else (n_q, n_k)
+def _softmax_mask(array, n_batch, n_heads, n_q, n_k, x_ndim):
+    """(array kept alive, posenc_dtype, row stride, head stride, mask_n_heads, batch stride,
+    mask_n_batch) of a float32 / float16 mask (_mask_values): [n_q, n_k] (shared by the
+    heads and batches), [Hm, n_q, n_k] or, with 4-D scores, [Bm, Hm, n_q, n_k], read by
+    ggml's rule: head h uses mask head h % Hm, batch b mask batch b % Bm (Hm must divide
+    the heads, Bm the batches, as ggml_soft_max_ext asserts); the query and key axes
+    broadcast as NumPy does. Copied only where its strides do not fit the C layout (keys
+    contiguous, rows at least n_k apart, heads and batches at non-negative strides)."""
+    if array.ndim > (4 if x_ndim == 4 else 3):
+        shapes = "[n_q, n_k] or [Hm, n_q, n_k]" if x_ndim < 4 else \
+            "[n_q, n_k], [Hm, n_q, n_k] or [Bm, Hm, n_q, n_k]"
+        raise ValueError(f"mask must be {shapes}, got shape {array.shape}")
+    m4 = array[(None,) * (4 - array.ndim)]
+    n_mb, n_mh = m4.shape[0], m4.shape[1]
+    for what, n, m, rule in (("heads", n_heads, n_mh, "head h reads mask head h % Hm"),
+                             ("batches", n_batch, n_mb, "batch b reads mask batch b % Bm")):
+        if (n % m != 0) if m else n != 0:
+            raise ValueError(f"mask of shape {array.shape} does not broadcast: its {m} {what} "
+                             f"do not divide the scores' {n} (ggml's rule: {rule})")
     try:
-        view = np.broadcast_to(array, shape)
+        view = np.broadcast_to(m4, (n_mb, n_mh, n_q, n_k))
     except ValueError:
-        raise ValueError(f"mask of shape {array.shape} does not broadcast to {shape}") from None
+        raise ValueError(f"mask of shape {array.shape} does not broadcast to [..., {n_q}, "
+                         f"{n_k}] (queries, keys)") from None
     itemsize = view.dtype.itemsize
 
     def fits(v):
         strides = v.strides
-        key_ok = n_k <= 1 or strides[-1] == itemsize
-        row_ok = n_q <= 1 or (strides[-2] % itemsize == 0 and strides[-2] >= n_k * itemsize)
-        head_ok = v.ndim == 2 or n_heads <= 1 or (strides[0] >= 0 and strides[0] % itemsize == 0)
-        return key_ok and row_ok and head_ok and (v.size == 0 or v.flags.aligned)
+        key_ok = n_k <= 1 or strides[3] == itemsize
+        row_ok = n_q <= 1 or (strides[2] % itemsize == 0 and strides[2] >= n_k * itemsize)
+        head_ok = n_mh <= 1 or (strides[1] >= 0 and strides[1] % itemsize == 0)
+        batch_ok = n_mb <= 1 or (strides[0] >= 0 and strides[0] % itemsize == 0)
+        return key_ok and row_ok and head_ok and batch_ok and (v.size == 0 or v.flags.aligned)
 
     if not fits(view):
         view = np.ascontiguousarray(view)
-    row = view.strides[-2] // itemsize if n_q > 1 else 0
-    head = view.strides[0] // itemsize if view.ndim == 3 and n_heads > 1 else 0
+    row = view.strides[2] // itemsize if n_q > 1 else 0
+    head = view.strides[1] // itemsize if n_mh > 1 else 0
+    batch = view.strides[0] // itemsize if n_mb > 1 else 0
     code = _lib.DTYPE_F32 if view.dtype == np.float32 else _lib.DTYPE_F16
-    return view, code, row, head
+    return (view, code, row, head, n_mh if n_mh > 1 else 0, batch, n_mb if n_mb > 1 else 0)
 
 
-def _batch_masks(mask, shape):
-    """The per-batch masks (each 2-D or 3-D, for _softmax_mask) of a mask for 4-D scores
-    `shape` [B, H, n_q, n_k]: the mask broadcasts to it (HF's [B, 1, n_q, n_k] included)."""
-    n_batch = shape[0]
-    if mask.ndim > 4:
-        raise ValueError(f"mask must broadcast to the scores {shape}, got shape {mask.shape}")
-    m4 = mask.reshape((1,) * (4 - mask.ndim) + mask.shape)
-    if any(m not in (1, n) for m, n in zip(m4.shape, shape)):
-        raise ValueError(f"mask of shape {mask.shape} does not broadcast to the scores {shape}")
-    per = []
-    for b in range(n_batch):
-        mb = m4[b if m4.shape[0] > 1 else 0]
-        per.append(mb[0] if mb.shape[0] == 1 else mb)
-    return per
+def _softmax_positions(name, values, n):
+    """(array, is_int64): an int64 array as it is (posenc_softmax_params' kpos64 / qpos64:
+    the library refuses a value outside the int32 range, no cast), else int32 positions
+    (other integer types converted after a range check)."""
+    array = np.asarray(values)
+    if array.dtype == np.int64 and array.dtype.isnative and array.ndim == 1 \
+            and array.shape[0] == n:
+        return np.ascontiguousarray(array), True
+    return _named_positions(name, values, n), False
 
 
 def softmax(x, *, out=None, scale=1.0, mask=None, slopes=None, sinks=None, kpos=None,
@@ -129,16 +139,20 @@ def softmax(x, *, out=None, scale=1.0, mask=None, slopes=None, sinks=None, kpos=
     header orders it; y is within 2^-18 y* + 2^-24 of the exact softmax (a 16-bit y: plus its
     rounding).
 
-    x: scores [H, n_q, n_k], [n_q, n_k] for one head, or [B, H, n_q, n_k] (HF's attention
-    scores; one C call per batch element, slopes, sinks and positions shared by the batch);
-    float32, float16, bfloat16 (an
+    x: scores [H, n_q, n_k], [n_q, n_k] for one head, or [B, H, n_q, n_k] (HF's and vLLM's
+    attention scores, ggml's [n_k, n_q, H, B]: one posenc_softmax_batched call, slopes,
+    sinks and positions shared by the batches); float32, float16, bfloat16 (an
     ml_dtypes-style array, or uint16 bits: bfloat16 unless x_dtype="float16"). Strides are
-    the array's (whole elements, keys contiguous; heads may repeat with stride 0). out: None
+    the array's (whole elements, keys contiguous; heads and batches may repeat with stride
+    0). out: None
     for a new array of x's shape and type (or out_dtype: "float32", "bf16", "f16", ...;
     bfloat16 as uint16 bits), x itself for in place, or a writeable array of x's shape (a
     uint16 out holds x's 16-bit type unless out_dtype says) not overlapping x.
-    mask: None, or anything that broadcasts to x ([n_q, n_k] shared by the heads, [H, n_q,
-    n_k], HF's [B, 1, n_q, n_k] with 4-D x). Its type says what it means: floating (float32,
+    mask: None, [n_q, n_k] (shared by the heads), [Hm, n_q, n_k] or, with 4-D x, [Bm, Hm,
+    n_q, n_k], read by ggml_soft_max_ext's rule: head h uses mask head h % Hm and batch b
+    mask batch b % Bm, Hm dividing H and Bm dividing B (else ValueError); so [H, n_q, n_k]
+    one per head and HF's [B, 1, n_q, n_k] one per batch; the query and key axes broadcast
+    as NumPy's do ([1, n_k]). Its type says what it means: floating (float32,
     float16: used without a copy when its layout allows; float64, bfloat16: as float32) is
     added to the scores; bool is True = attend (PyTorch SDPA's attn_mask: 0, else -inf);
     integer is HF's attention_mask, 1 = attend, 0 = masked (values other than 0 and 1 are a
@@ -147,12 +161,15 @@ def softmax(x, *, out=None, scale=1.0, mask=None, slopes=None, sinks=None, kpos=
     alibi: "signed" (slope * (kpos - qpos), llama.cpp's and BLOOM's), "symmetric"
     (-(slope * |kpos - qpos|), posenc_alibi_add_f32's) or "mask_slope" (ggml's: the mask term
     is slope * mask, no position term; needs mask and slopes). sinks: H logits added to each
-    denominator (gpt-oss), or None. kpos: n_k key positions (default j); a negative one
+    denominator (gpt-oss), or None. kpos: n_k key positions (default j; int32, or int64 as
+    vLLM and FlashInfer pass them, read as they are: a value outside the int32 range is a
+    PosencError, never cast; other integer types are range-checked and converted); a negative one
     marks an empty KV-cache cell (llama.cpp's -1) and is allowed only where the key is
     hidden: by the mask (-inf in every row) or by kpos_neg_hidden=True
     (POSENC_SOFTMAX_KPOS_NEG_HIDDEN: every key with kpos < 0 hidden, as if masked); qpos:
-    n_q query positions, or None for q_offset + i. causal: hide kpos > qpos; window: hide
-    qpos - kpos >= window (a sliding window of that many keys, >= 1); softcap: c, with
+    n_q query positions (int32 or int64, as kpos), or None for q_offset + i. causal: hide
+    kpos > qpos; window: hide qpos - kpos >= window (a sliding window of that many keys,
+    >= 1); softcap: c, with
     s(u) = c tanh(u / c) (Gemma 2). Errors of the C call (non-finite scale, slope or sink,
     negative positions (a kpos < 0 at a key left visible), window < 1, softcap <= 0,
     overlapping x and out, ...) raise PosencError and write nothing.
@@ -200,35 +217,36 @@ def softmax(x, *, out=None, scale=1.0, mask=None, slopes=None, sinks=None, kpos=
         keep.append(_real_vector("sinks", sinks, np.float32, n_heads))
         params.sinks = _address(keep[-1])
     if kpos is not None:
-        keep.append(_named_positions("kpos", kpos, n_k))
-        params.kpos = _address(keep[-1])
+        array, wide = _softmax_positions("kpos", kpos, n_k)
+        keep.append(array)
+        setattr(params, "kpos64" if wide else "kpos", _address(array))
     q_offset = _int32("q_offset", q_offset)
     if qpos is not None:
         if q_offset != 0:
             raise ValueError("pass either qpos or q_offset, not both")
-        keep.append(_named_positions("qpos", qpos, n_q))
-        params.qpos = _address(keep[-1])
+        array, wide = _softmax_positions("qpos", qpos, n_q)
+        keep.append(array)
+        setattr(params, "qpos64" if wide else "qpos", _address(array))
     params.q_offset = q_offset
 
     values = None if mask is None else _mask_values(mask, x.ndim)
+    n_batch = x.shape[0] if x.ndim == 4 else 1
+    x_view = _scores_view("x", x, x_code, source=True)
+    y_view = _scores_view("out", out, out_code, source=False)
+    if values is not None:
+        (m, params.mask_dtype, params.mask_row_stride, params.mask_head_stride,
+         params.mask_n_heads, params.mask_batch_stride, params.mask_n_batch) = _softmax_mask(
+             values, n_batch, n_heads, n_q, n_k, x.ndim)
+        keep.append(m)
+        params.mask = _address(m)
     if x.ndim < 4:
-        calls = [(x, out, values)]
-    else:  # one C call per batch element, each checked before any is made
-        masks = [None] * x.shape[0] if values is None else _batch_masks(values, x.shape)
-        calls = list(zip(x, out, masks))
-    prepared = []
-    for xb, yb, mb in calls:
-        x_view = _scores_view("x", xb, x_code, source=True)
-        y_view = _scores_view("out", yb, out_code, source=False)
-        fields = (None, 0, 0, 0) if mb is None else _softmax_mask(mb, n_heads, n_q, n_k)
-        prepared.append((x_view, y_view, fields))
-    for x_view, y_view, (m, mask_dtype, row_stride, head_stride) in prepared:
-        params.mask = None if m is None else _address(m)
-        params.mask_dtype, params.mask_row_stride, params.mask_head_stride = (
-            mask_dtype, row_stride, head_stride)
         _check(lib.posenc_softmax(ctypes.byref(params), n_heads, n_q, n_k, ctypes.byref(x_view),
                                   ctypes.byref(y_view)),
                "posenc_softmax")
+    else:  # one C call over the batches, every one checked before any is written
+        _check(lib.posenc_softmax_batched(ctypes.byref(params), n_batch, n_heads, n_q, n_k,
+                                          ctypes.byref(x_view), ctypes.byref(y_view)),
+               "posenc_softmax_batched")
     return out
 
 

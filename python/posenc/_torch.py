@@ -28,9 +28,10 @@ import sys
 
 import numpy as np
 
-# the torch dtypes taken (bfloat16 as uint16 bits: NumPy has no bfloat16)
+# the torch dtypes taken (bfloat16 as uint16 bits: NumPy has no bfloat16; float8_e4m3fn, an
+# fp8 cache for rope_out_fp8, as uint8 bytes)
 _TAKEN = frozenset({"float32", "float16", "float64", "int64", "int32", "int16", "int8", "uint8",
-                    "bool", "bfloat16"})
+                    "bool", "bfloat16", "float8_e4m3fn"})
 
 
 def _torch():
@@ -56,6 +57,8 @@ def as_array(name, tensor):
     if kind == "bfloat16":
         torch = sys.modules["torch"]
         return tensor.view(torch.int16).numpy().view(np.uint16)
+    if kind == "float8_e4m3fn":
+        return tensor.view(sys.modules["torch"].uint8).numpy()
     return tensor.numpy()
 
 

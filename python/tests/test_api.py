@@ -342,6 +342,7 @@ POSITIONAL = {
     "rope_rerotate": ["from_plan", "to_plan", "k"], "rope_out": ["plan", "src"],
     "rope_qknorm": ["plan", "q", "q_weight"], "rope_out_slots": ["plan", "src", "cache", "slots"],
     "rope_out_q8_0": ["plan", "src", "dst"],
+    "rope_out_fp8": ["plan", "src", "dst"],
     "mrope_out": ["plan", "sections", "src"], "rope_factors": ["plan"],
     "mrope_factors": ["plan", "sections"], "rope_apply": ["factors", "src"],
     "apply": ["factors", "src"], "plan_from_ggml": ["n_dims", "freq_base"],

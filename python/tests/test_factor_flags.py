@@ -14,7 +14,7 @@ import pytest
 from posenc import _lib
 
 KNOWN = (_lib.ROPE_GPTJ | _lib.ROPE_INVERSE | _lib.ROPE_F32_ANGLES |
-         _lib.ROPE_MROPE_INTERLEAVED | _lib.ROPE_DETERMINISTIC)
+         _lib.ROPE_MROPE_INTERLEAVED | _lib.ROPE_DETERMINISTIC | _lib.ROPE_MROPE_GGML)
 
 
 def assert_bitwise(got, want):

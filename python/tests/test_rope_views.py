@@ -519,9 +519,10 @@ def test_ggml_rope_mode():
     does not rotate, and non-integers, are refused."""
     assert posenc.ggml_rope_mode(0) == {"layout": "gptj"}
     assert posenc.ggml_rope_mode(2) == {"layout": "neox"}
-    assert posenc.ggml_rope_mode(8) == {"layout": "neox"}
-    assert posenc.ggml_rope_mode(40) == {"layout": "neox", "interleaved": True}
-    for mode in (24, 1, 3, 10, 42, -1, 2**31 - 1):
+    assert posenc.ggml_rope_mode(8) == {"layout": "neox", "ggml": True}
+    assert posenc.ggml_rope_mode(24) == {"layout": "neox", "ggml": True}
+    assert posenc.ggml_rope_mode(40) == {"layout": "neox", "interleaved": True, "ggml": True}
+    for mode in (1, 3, 10, 42, -1, 2**31 - 1):
         with pytest.raises(posenc.PosencError):
             posenc.ggml_rope_mode(mode)
     with pytest.raises(ValueError):
@@ -695,3 +696,90 @@ def test_4d_axes_inferred_only_from_positions_that_fit_one_order(axes):
         # positions of another batch count fit neither: refused, naming axes
         with pytest.raises(ValueError, match="axes"):
             posenc.rope_out(plan, x, positions=np.zeros((B + 1, L), np.int32))
+
+
+def _ggml_mrope_reference(n_dims, base, mode, sections, pos4, x):
+    """ggml_mrope_cache_init and rotate_pairs (modes 8, 24, 40) in float64, written from
+    ggml's description: four running thetas, the sector of pair k modulo the sections' sum,
+    the vision mode's restarts; pairs (k, k + n) with n = n_dims / 2 (vision: n_dims)."""
+    s = sections
+    n = n_dims if mode == 24 else n_dims // 2
+    scale = base ** (-2.0 / n_dims)
+    total, sec_w = sum(s), s[0] + s[1]
+    out = x.astype(np.float64).copy()
+    for t in range(x.shape[0]):
+        th = [float(pos4[r, t]) for r in range(4)]
+        for k in range(n):
+            c = k % total
+            if mode == 24:
+                if c == 0:
+                    th[0] = float(pos4[0, t])
+                elif c == s[0]:
+                    th[1] = float(pos4[1, t])
+                elif c == sec_w:
+                    th[2] = float(pos4[2, t])
+                elif c == sec_w + s[2]:
+                    th[3] = float(pos4[3, t])
+            if mode == 40:
+                row = (1 if c % 3 == 1 and c < 3 * s[1] else 2 if c % 3 == 2 and c < 3 * s[2]
+                       else 0 if c % 3 == 0 and c < 3 * s[0] else 3)
+            else:
+                row = 0 if c < s[0] else 1 if c < sec_w else 2 if c < sec_w + s[2] else 3
+            a = th[row]
+            x0, x1 = x[t, :, k].astype(np.float64), x[t, :, k + n].astype(np.float64)
+            out[t, :, k] = x0 * np.cos(a) - x1 * np.sin(a)
+            out[t, :, k + n] = x0 * np.sin(a) + x1 * np.cos(a)
+            th = [v * scale for v in th]
+    return out
+
+
+@pytest.mark.parametrize("mode,n_dims,head_dim,sections", [
+    (8, 128, 128, (16, 24, 24, 0)), (40, 128, 128, (24, 20, 20, 0)),
+    (40, 64, 64, (6, 5, 5, 4)), (24, 40, 80, (20, 20, 20, 20)), (24, 32, 64, (8, 0, 6, 3))])
+def test_ggml_mrope_modes_rotate_as_ggml(isa, mode, n_dims, head_dim, sections):
+    """A plan made with ggml's M-RoPE mode carries its rule: mrope() with four sections and
+    four position rows gives ggml's rotation; the one-position forms refuse the plan."""
+    posenc.set_isa(isa)
+    rng = np.random.default_rng(mode + n_dims)
+    n_tok, heads = 7, 2
+    plan = posenc.plan_from_ggml(n_dims, 10000.0, mode=mode, sections=sections)
+    assert plan.ggml["ggml"] and plan.ggml["interleaved"] == (mode == 40)
+    assert plan.rotary_dim == (2 * n_dims if mode == 24 else n_dims)
+    pos4 = rng.integers(0, 3000, (4, n_tok)).astype(np.int32)
+    pos4[1:3, 0] = pos4[0, 0]
+    pos4[3, 0] = 0  # a llama.cpp text token
+    x = rng.uniform(-1, 1, (n_tok, heads, head_dim)).astype(np.float32)
+    y = x.copy()
+    posenc.mrope(plan, list(sections), y, positions=pos4)
+    want = _ggml_mrope_reference(n_dims, 10000.0, mode, sections, pos4, x)
+    np.testing.assert_allclose(y, want, atol=2e-6, rtol=0)
+    z = posenc.mrope_out(plan, list(sections), x[None], positions=pos4, axes="BLHD")
+    np.testing.assert_array_equal(z[0], y)
+    with pytest.raises(posenc.PosencError, match="four position rows"):
+        posenc.rope(plan, x.copy(), start_pos=3)
+    with pytest.raises(ValueError, match="four"):
+        posenc.mrope(plan, list(sections[:3]), x.copy(), positions=pos4)
+    with pytest.raises(posenc.PosencError):
+        posenc.mrope(plan, list(sections[:3]), x.copy(), positions=pos4[:3], ggml=False)
+
+
+def test_plan_from_ggml_mode_arguments():
+    """mode and sections: sections only with an M-RoPE mode and always with one; a plain mode
+    carries its layout (mode 0: adjacent pairs)."""
+    with pytest.raises(ValueError):
+        posenc.plan_from_ggml(64, 10000.0, mode=8)
+    with pytest.raises(ValueError):
+        posenc.plan_from_ggml(64, 10000.0, mode=2, sections=(8, 8, 8, 8))
+    with pytest.raises(ValueError):
+        posenc.plan_from_ggml(64, 10000.0, mode=8, sections=(8, 8, 8))
+    with pytest.raises(posenc.PosencError):
+        posenc.plan_from_ggml(64, 10000.0, mode=10)
+    with pytest.raises(posenc.PosencError):
+        posenc.plan_from_ggml(64, 10000.0, mode=8, sections=(0, 0, 0, 8))
+    plan = posenc.plan_from_ggml(8, 10000.0, mode=0)
+    assert plan.ggml["layout"] == "gptj" and not plan.ggml["ggml"]
+    x = np.arange(3 * 2 * 8, dtype=np.float32).reshape(3, 2, 8) / 10
+    a, b = x.copy(), x.copy()
+    posenc.rope(plan, a, start_pos=5)
+    posenc.rope(posenc.RopePlan(8, 10000.0), b, start_pos=5, layout="gptj")
+    np.testing.assert_array_equal(a, b)

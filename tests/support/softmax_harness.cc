@@ -228,9 +228,9 @@ Problem::Output Problem::Run(posenc_dtype yt, bool in_place, posenc_isa isa) con
   Elems& xbuf = in_place ? out.after : x;
   // Row stride n_k passed as 0 for x ("0 means n_k"), spelled out for y.
   const posenc_scores_view xv = {xbuf.At(xg_.offset), s.xt, xg_.head_stride,
-                                 xg_.row_stride == s.n_k ? 0 : xg_.row_stride};
+                                 xg_.row_stride == s.n_k ? 0 : xg_.row_stride, 0};
   const posenc_scores_view yv = {out.after.At(out.grid.offset), yt, out.grid.head_stride,
-                                 out.grid.row_stride};
+                                 out.grid.row_stride, 0};
   EXPECT_EQ(posenc_softmax(&p, s.heads, s.n_q, s.n_k, &xv, &yv), POSENC_OK)
       << posenc_isa_name(isa) << " " << TypeName(yt) << (in_place ? " in place " : " ")
       << Describe(s);

@@ -283,8 +283,8 @@ bool Case::Run(posenc_isa isa, posenc_dtype xd_run, posenc_dtype yd_run, Buffer&
   x_buf = Buffer::Of(xd_run, in);
   if (!in_place) y_buf = Buffer::Of(yd_run, sentinel);
   Buffer& out = in_place ? x_buf : y_buf;
-  const posenc_scores_view xv = {x_buf.data(), xd_run, x.head_stride, x.row_stride};
-  const posenc_scores_view yv = {out.data(), yd_run, y.head_stride, y.row_stride};
+  const posenc_scores_view xv = {x_buf.data(), xd_run, x.head_stride, x.row_stride, 0};
+  const posenc_scores_view yv = {out.data(), yd_run, y.head_stride, y.row_stride, 0};
   const posenc_softmax_params params = Params();
   const bool ok = posenc_set_isa(isa) == POSENC_OK &&
                   posenc_softmax(&params, heads, n_q, n_k, &xv, in_place ? &xv : &yv) == POSENC_OK;
