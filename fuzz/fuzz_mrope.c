@@ -171,7 +171,8 @@ static call *decode(reader *r) {
   p->plan = decode_rope_plan_new(r, &rd);
   p->att = posenc_rope_plan_attention_factor(p->plan);
   decode_rope_views(r, p, rd);
-  p->flags = new_rope_flags(r, 1);
+  /* three sections: ggml's four-section rule is not drawn (rope_ggml_mrope_test.cc's) */
+  p->flags = new_rope_flags(r, 1) & ~(unsigned)POSENC_ROPE_MROPE_GGML;
   decode_sections(r, c, rd / 2);
   p->positions = mrope_positions_of(r, p->n_tokens);
   p->base.must_fail = mrope_must_fail(c, rd);

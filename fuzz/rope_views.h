@@ -16,7 +16,9 @@ enum { FAM_OUT, FAM_MOUT, FAM_FACTORS, FAM_MFACTORS };
 #define STORAGE_SENTINEL 0x7FB4D200u /* signalling-NaN patterns, index-tagged */
 #define KNOWN_FLAGS                                                                              \
   (POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC | \
-   POSENC_ROPE_MROPE_INTERLEAVED)
+   POSENC_ROPE_MROPE_INTERLEAVED | POSENC_ROPE_MROPE_GGML)
+/* The M-RoPE flags, which the one-position forms refuse. */
+#define MROPE_FLAGS ((unsigned)(POSENC_ROPE_MROPE_INTERLEAVED | POSENC_ROPE_MROPE_GGML))
 /* What posenc_rope_factors records of the flags that made them. */
 #define FACTOR_FLAGS ((unsigned)(POSENC_ROPE_GPTJ | POSENC_ROPE_DETERMINISTIC))
 

@@ -404,6 +404,9 @@ static void decode_factor_flags(reader *r, vcall *c) {
         (cb & 32 ? POSENC_ROPE_DETERMINISTIC : 0u) |
         (mrope && (cb & 2) ? POSENC_ROPE_MROPE_INTERLEAVED : 0u) |
         (cb % 32 >= 28 ? (cb & 2 ? POSENC_ROPE_INVERSE : POSENC_ROPE_MROPE_INTERLEAVED) : 0u);
+  /* The harness passes three sections: ggml's four-section rule is not drawn (it is
+   * tests/rope_ggml_mrope_test.cc's). */
+  if (mrope) c->cflags &= ~(unsigned)POSENC_ROPE_MROPE_GGML;
   /* the change to the returned factors, and the apply's flags */
   const uint8_t mb = u8(r);
   c->fmut = mb % 16 < 10 ? 0 : mb % 16 - 9; /* 1..6 */
@@ -568,7 +571,8 @@ call *views_decode(reader *r) {
     c->flags = decode_flags(r, 0);
     c->positions = positions_of(r, N, &c->start_pos);
   } else if (fam == FAM_MOUT) {
-    c->flags = decode_flags(r, 1);
+    /* three sections: ggml's four-section rule is not drawn (rope_ggml_mrope_test.cc's) */
+    c->flags = decode_flags(r, 1) & ~(unsigned)POSENC_ROPE_MROPE_GGML;
     decode_sections(r, c, R / 2, (c->flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0);
     c->positions = mrope_positions_of(r, N);
   } else {

@@ -117,7 +117,7 @@ void op_errors(const vcall *c, int *sure, int *listed) {
   const int mrope = c->base.family == FAM_MOUT;
   const size_t R = posenc_rope_plan_rotary_dim(c->plan);
   const unsigned known =
-      mrope ? KNOWN_FLAGS : KNOWN_FLAGS & ~(unsigned)POSENC_ROPE_MROPE_INTERLEAVED;
+      mrope ? KNOWN_FLAGS : KNOWN_FLAGS & ~MROPE_FLAGS;
   const int work = c->n_batch && c->n_tokens && c->src.n_heads;
   if (!c->plan || (c->flags & ~known) || c->head_dim < R ||
       (u128)c->n_batch * c->n_tokens > SIZE_MAX)
@@ -143,7 +143,7 @@ void op_errors(const vcall *c, int *sure, int *listed) {
 void compute_errors(const vcall *c, int *sure, int *listed) {
   const int mrope = c->base.family == FAM_MFACTORS;
   const unsigned known =
-      mrope ? KNOWN_FLAGS : KNOWN_FLAGS & ~(unsigned)POSENC_ROPE_MROPE_INTERLEAVED;
+      mrope ? KNOWN_FLAGS : KNOWN_FLAGS & ~MROPE_FLAGS;
   const size_t R = posenc_rope_plan_rotary_dim(c->plan);
   if (!c->plan || c->factors_out_null || (c->cflags & ~known)) *sure = 1;
   if (c->n_rows > 0 && (c->storage_null || c->storage_misalign || c->storage_bytes < c->need))

@@ -751,7 +751,7 @@ TEST_P(MRopeArgumentsTest, InvalidCallsAreRejectedAndWriteNothing) {
        [](MRopeCall& c) {
          c.sections = {9, 0, SIZE_MAX};
        }},
-      {"unknown flag bit 5", [](MRopeCall& c) { c.flags |= 32u; }},
+      {"unknown flag bit 6", [](MRopeCall& c) { c.flags |= 64u; }},
       {"unknown flag bit 31", [](MRopeCall& c) { c.flags |= 1u << 31; }},
       {"head_dim < rotary_dim", [](MRopeCall& c) { c.head_dim = kRotaryDim - 2; }},
       {"head_dim 0", [](MRopeCall& c) { c.head_dim = 0; }},
