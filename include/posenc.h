@@ -905,8 +905,9 @@ typedef struct posenc_fp8_view {
  * csrc/quantization/fp8/nvidia/quant_utils.cuh scaled_vec_conversion; a 16-bit key is
  * widened to float first). y is rounded once, to nearest with ties to even, from its exact
  * value (no double rounding); saturating: finite values and infinities beyond 448 in
- * magnitude become +-448 (0x7E / 0xFE); a NaN stays NaN with its sign bit (0x7F / 0xFF;
- * CUDA's conversion writes 0x7F for every NaN); -0 and values of at most 2^-10 in magnitude
+ * magnitude become +-448 (0x7E / 0xFE); a NaN stays NaN, always 0x7F (as CUDA's conversion
+ * writes it: the sign of a NaN is not portable, RISC-V's arithmetic clears it); -0 and
+ * values of at most 2^-10 in magnitude
  * keep their sign (0x80 for negative ones). Every ISA writes the same bytes: the scalar
  * reference is integer logic on y's bits, the SIMD converters reach the same bytes in float
  * operations that each round once. One pass: a token's heads are rotated into a buffer in

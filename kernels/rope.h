@@ -127,14 +127,15 @@ static inline void rope_q8_0_block_ref(const float *x, unsigned char *out) {
 /* OCP FP8 E4M3 (float8_e4m3fn: bias 7, no infinities, NaN S.1111.111, largest finite 448,
  * subnormals k * 2^-9) of the float x, integer logic only: round to nearest, ties to even,
  * on x's exact value; magnitudes above 448 (infinities too) saturate to +-448 (0x7E, 0xFE);
- * a NaN gives 0x7F / 0xFF (its sign kept); -0 gives 0x80. The reference of every variant's
+ * a NaN gives 0x7F (a NaN's sign is not portable: RISC-V's arithmetic makes it +, x86's
+ * keeps it; CUDA's conversion also writes 0x7F); -0 gives 0x80. The reference of every variant's
  * converter (posenc_rope_out_fp8 stores rope_fp8_e4m3_ref(v / scale)). */
 static inline uint8_t rope_fp8_e4m3_ref(float x) {
   uint32_t u;
   memcpy(&u, &x, sizeof u);
   const uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
   const uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return (uint8_t)(sign | 0x7fu);  /* NaN */
+  if (a > 0x7f800000u) return 0x7fu; /* NaN: 0x7F whatever its sign (CUDA's) */
   if (a >= 0x43e00000u) return (uint8_t)(sign | 0x7eu); /* >= 448, infinity: saturate */
   if (a >= 0x3c800000u) {                               /* >= 2^-6: normal */
     /* Rebias the exponent (127 -> 7) and round the 23-bit mantissa to 3 bits: a carry

@@ -449,7 +449,7 @@ static void VFN(quant_q8_0_)(const float *x, size_t dim, unsigned char *out) {
  * r = (a + p 2^20) - p 2^20 rounds a to a multiple of p / 8 (the sum's ulp), nearest even,
  * once: the E4M3 value of a (below 2^-6, p = 2^-6 gives the subnormals' 2^-9). Its code is
  * bits(r) / 2^20 - 960 (the exponent rebiased, 3 mantissa bits), or r * 2^9 below 2^-6;
- * 127 for NaN, + 128 where y's sign bit is set. The codes, exact small floats, are stored
+ * + 128 where y's sign bit is set; 127 for NaN (whatever its sign). The codes, exact small floats, are stored
  * to a buffer and narrowed to bytes by a plain loop. */
 static void VFN(quant_fp8_)(const float *x, size_t dim, float scale, unsigned char *out) {
   const vf vscale = vf_set1(scale), vmax = vf_set1(448.0f), vmin_normal = vf_set1(0x1p-6f);
@@ -479,8 +479,8 @@ static void VFN(quant_fp8_)(const float *x, size_t dim, float scale, unsigned ch
       const vf r = vf_sub(vf_add(a, m), m);
       const vf normal = vf_sub(vf_mul(vf_from_vi(vi_bits(r)), two_m20), rebias);
       vf code = vf_select(vf_lt_m(r, vmin_normal), vf_mul(r, two9), normal);
-      code = vf_select(vf_eq_m(y, y), code, nan_code);
       code = vf_select(vi_gt_m(izero, vi_bits(y)), vf_add(code, sign_code), code);
+      code = vf_select(vf_eq_m(y, y), code, nan_code); /* NaN: 0x7F, unsigned */
       if (k == VF_W)
         vf_store(w + j, code);
       else

@@ -70,7 +70,7 @@ uint8_t NearestFrom(const std::vector<double>& val, int k, double x) {
 // The independent construction for any float: binary search over the positive codes.
 uint8_t IndependentE4m3(const std::vector<double>& val, float f) {
   const uint8_t sign = std::signbit(f) ? 0x80 : 0;
-  if (std::isnan(f)) return sign | 0x7f;
+  if (std::isnan(f)) return 0x7f;  // a NaN's sign is not portable: 0x7F, as CUDA writes
   const double x = std::fabs(static_cast<double>(f));
   int lo = 0, hi = 126;  // val[lo] <= x
   while (lo < hi) {

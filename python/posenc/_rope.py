@@ -495,7 +495,7 @@ def rope_out_fp8(plan, src, dst=None, *, scale, slots=None, positions=None, star
     """RoPE of an f32 source written as OCP FP8 E4M3 bytes (float8_e4m3fn), vLLM's fp8 K
     cache: posenc_rope_out_fp8. Each element is the E4M3 byte of float32(v / scale), v
     rope_out's f32 result, rounded to nearest even once, saturated to +-448 (infinities too),
-    NaN kept (0x7f / 0xff), -0 as 0x80. Returns dst.
+    NaN as 0x7f (its sign is not portable), -0 as 0x80. Returns dst.
 
     src: float32, 3-D, one batch ([L, H, D] "LHD" by default, or axes="HLD"). dst: None for
     a new uint8 array [L, H, D], or a writeable uint8 (or torch.float8_e4m3fn) array

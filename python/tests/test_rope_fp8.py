@@ -29,8 +29,8 @@ def _e4m3(y):
     er = np.frexp(np.where(r > 0, r, 1.0))[1] - 1
     normal = ((er + 7) << 3) + (np.ldexp(r, -er) * 8).astype(np.int64) - 8
     code = np.where(r < 2.0**-6, (r * 512).astype(np.int64), normal)
-    code = np.where(np.isnan(y), 0x7F, code)
-    return (code | np.where(np.signbit(y), 0x80, 0)).astype(np.uint8)
+    code = code | np.where(np.signbit(y), 0x80, 0)
+    return np.where(np.isnan(y), 0x7F, code).astype(np.uint8)  # NaN: 0x7F, unsigned
 
 
 def quotient(rotated, scale):
