@@ -116,8 +116,7 @@ void view_errors(const vcall *c, int *sure, int *listed) {
 void op_errors(const vcall *c, int *sure, int *listed) {
   const int mrope = c->base.family == FAM_MOUT;
   const size_t R = posenc_rope_plan_rotary_dim(c->plan);
-  const unsigned known =
-      mrope ? KNOWN_FLAGS : KNOWN_FLAGS & ~MROPE_FLAGS;
+  const unsigned known = mrope ? KNOWN_FLAGS : KNOWN_FLAGS & ~MROPE_FLAGS;
   const int work = c->n_batch && c->n_tokens && c->src.n_heads;
   if (!c->plan || (c->flags & ~known) || c->head_dim < R ||
       (u128)c->n_batch * c->n_tokens > SIZE_MAX)
@@ -142,8 +141,7 @@ void op_errors(const vcall *c, int *sure, int *listed) {
 /* The compute: sure and listed errors. Its flags are its plan form's (INVERSE a no-op). */
 void compute_errors(const vcall *c, int *sure, int *listed) {
   const int mrope = c->base.family == FAM_MFACTORS;
-  const unsigned known =
-      mrope ? KNOWN_FLAGS : KNOWN_FLAGS & ~MROPE_FLAGS;
+  const unsigned known = mrope ? KNOWN_FLAGS : KNOWN_FLAGS & ~MROPE_FLAGS;
   const size_t R = posenc_rope_plan_rotary_dim(c->plan);
   if (!c->plan || c->factors_out_null || (c->cflags & ~known)) *sure = 1;
   if (c->n_rows > 0 && (c->storage_null || c->storage_misalign || c->storage_bytes < c->need))

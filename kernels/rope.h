@@ -135,7 +135,7 @@ static inline uint8_t rope_fp8_e4m3_ref(float x) {
   memcpy(&u, &x, sizeof u);
   const uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
   const uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return 0x7fu; /* NaN: 0x7F whatever its sign (CUDA's) */
+  if (a > 0x7f800000u) return 0x7fu;                    /* NaN: 0x7F whatever its sign (CUDA's) */
   if (a >= 0x43e00000u) return (uint8_t)(sign | 0x7eu); /* >= 448, infinity: saturate */
   if (a >= 0x3c800000u) {                               /* >= 2^-6: normal */
     /* Rebias the exponent (127 -> 7) and round the 23-bit mantissa to 3 bits: a carry

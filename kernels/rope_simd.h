@@ -449,8 +449,8 @@ static void VFN(quant_q8_0_)(const float *x, size_t dim, unsigned char *out) {
  * r = (a + p 2^20) - p 2^20 rounds a to a multiple of p / 8 (the sum's ulp), nearest even,
  * once: the E4M3 value of a (below 2^-6, p = 2^-6 gives the subnormals' 2^-9). Its code is
  * bits(r) / 2^20 - 960 (the exponent rebiased, 3 mantissa bits), or r * 2^9 below 2^-6;
- * + 128 where y's sign bit is set; 127 for NaN (whatever its sign). The codes, exact small floats, are stored
- * to a buffer and narrowed to bytes by a plain loop. */
+ * + 128 where y's sign bit is set; 127 for NaN (whatever its sign). The codes, exact small
+ * floats, are stored to a buffer and narrowed to bytes by a plain loop. */
 static void VFN(quant_fp8_)(const float *x, size_t dim, float scale, unsigned char *out) {
   const vf vscale = vf_set1(scale), vmax = vf_set1(448.0f), vmin_normal = vf_set1(0x1p-6f);
   const vf two24 = vf_set1(0x1p24f), two20 = vf_set1(0x1p20f), half = vf_set1(0.5f);
