@@ -486,6 +486,7 @@ static void VFN(quant_fp8_)(const float *x, size_t dim, float scale, unsigned ch
       else
         vf_store_n(w + j, code, k);
     }
+    POSENC_NO_VECTORIZE
     for (size_t i = 0; i < nb; ++i) out[i0 + i] = (unsigned char)(int32_t)w[i];
   }
 }
