@@ -1,8 +1,8 @@
-// Split invariance: every RoPE, M-RoPE, re-rotation, FP8 and sinusoid output element depends only
-// on its own position, input, plan, flags and ISA. On every ISA, storage type, pair layout
-// and scaling type, a call over n rows is bitwise equal to the same rows computed in random
-// pieces (1-8 pieces, random cut points; each piece with a position array or start_pos, in
-// turn), and to a decode (one row per call) at any position.
+// Split invariance: every RoPE, M-RoPE (ggml's too), re-rotation, FP8, q8_0 and sinusoid
+// output element depends only on its own position, input, plan, flags and ISA. On every ISA,
+// storage type, pair layout and scaling type, a call over n rows is bitwise equal to the same rows
+// computed in random pieces (1-8 pieces, random cut points; each piece with a position array or
+// start_pos, in turn), and to a decode (one row per call) at any position.
 #include <posenc.h>
 
 #include <algorithm>
@@ -267,6 +267,88 @@ TEST_P(SplitInvarianceTest, RopeOutFp8) {
         ExpectSplitInvariant(call, bytes, first, rng,
                              "fp8 R=" + std::to_string(R) + " flags=" + std::to_string(flags) +
                                  " first=" + std::to_string(first));
+    }
+  }
+}
+
+// RoPE into ggml q8_0 blocks (posenc_rope_out_q8_0): rows of H heads x D / 32 blocks of 34
+// bytes (as f32 words), written from a fixed f32 source; both layouts, a partial rotary dim,
+// first positions around an anchor and large.
+TEST_P(SplitInvarianceTest, RopeOutQ8_0) {
+  std::mt19937 rng(kSeed + 4);
+  const size_t L = 70, H = 2, D = 128, row_bytes = H * (D / 32) * 34;
+  for (size_t R : {size_t{128}, size_t{40}}) {
+    const PlanPtr plan = MakePlan(R, 10000.0, 1.0);
+    Rows source(Storage::kF32, L, H * D);
+    source.Random(rng());
+    for (unsigned flags : {0u, 1u}) {
+      Rows blocks(Storage::kF32, L, row_bytes / 4);
+      const RowCall call = [&](Rows& rows, size_t a, size_t n, const int32_t* pos, int32_t start) {
+        const posenc_rope_view src = {source.Row(a), POSENC_DTYPE_F32, H, H * D, D, 0};
+        const posenc_q8_0_view dst = {rows.Row(a), H, row_bytes, row_bytes / H};
+        return posenc_rope_out_q8_0(plan.get(), D, n, pos, start, &src, &dst, nullptr, flags);
+      };
+      for (int32_t first : {30, 1 << 30})
+        ExpectSplitInvariant(call, blocks, first, rng,
+                             "q8_0 R=" + std::to_string(R) + " flags=" + std::to_string(flags) +
+                                 " first=" + std::to_string(first));
+    }
+  }
+}
+
+// ggml's M-RoPE (plans from posenc_rope_plan_create_ggml_mode, POSENC_ROPE_MROPE_GGML: four
+// sections, four position rows t, h, w, e): MROPE, IMROPE and VISION, each row's positions
+// from a fixed table (text tokens, then an image grid), whatever the piece.
+TEST_P(SplitInvarianceTest, GgmlMrope) {
+  std::mt19937 rng(kSeed + 5);
+  const size_t L = 90, H = 2;
+  struct Mode {
+    int mode;
+    int sections[4];
+  };
+  for (const Mode m : {Mode{8, {16, 24, 24, 0}}, Mode{40, {24, 20, 20, 0}}, Mode{24, {8, 8, 8, 8}},
+                       Mode{8, {11, 9, 7, 5}}}) {
+    posenc_rope_ggml_params g = {};
+    g.n_dims = m.mode == 24 ? 64 : 128;
+    g.freq_base = 1000000.0;
+    g.mode = m.mode;
+    for (int i = 0; i < 4; ++i) g.sections[i] = m.sections[i];
+    posenc_rope_plan* raw = nullptr;
+    unsigned flags = 0;
+    ASSERT_EQ(posenc_rope_plan_create_ggml_mode(&raw, &g, &flags), POSENC_OK)
+        << posenc_last_error();
+    const PlanPtr plan(raw);
+    const size_t R = posenc_rope_plan_rotary_dim(plan.get());
+    const size_t sections[4] = {size_t(m.sections[0]), size_t(m.sections[1]), size_t(m.sections[2]),
+                                size_t(m.sections[3])};
+    std::vector<int32_t> table(4 * L);
+    for (size_t t = 0; t < L; ++t) {
+      const bool image = t >= 20 && t < 80;
+      const int32_t p = static_cast<int32_t>(t);
+      table[t] = image ? 20 : p;
+      table[L + t] = image ? 20 + static_cast<int32_t>((t - 20) / 10) : p;
+      table[2 * L + t] = image ? 20 + static_cast<int32_t>((t - 20) % 10) : p;
+      table[3 * L + t] = image ? 7 : 0;
+    }
+    for (Storage st : kStorages) {
+      Rows input(st, L, H * R);
+      input.Random(rng());
+      const RowCall mrope = [&](Rows& rows, size_t a, size_t n, const int32_t*, int32_t) {
+        std::vector<int32_t> pos(4 * n);
+        for (size_t r = 0; r < 4; ++r)
+          for (size_t j = 0; j < n; ++j) pos[r * n + j] = table[r * L + a + j];
+        const posenc_rope_tensor q = {rows.Row(a), H, H * R, R};
+        switch (st) {
+          case Storage::kBf16:
+            return posenc_mrope_bf16(plan.get(), sections, R, n, pos.data(), &q, nullptr, flags);
+          case Storage::kF16:
+            return posenc_mrope_f16(plan.get(), sections, R, n, pos.data(), &q, nullptr, flags);
+          default:
+            return posenc_mrope_f32(plan.get(), sections, R, n, pos.data(), &q, nullptr, flags);
+        }
+      };
+      ExpectSplitInvariant(mrope, input, 0, rng,
+                           "ggml mode " + std::to_string(m.mode) + " " + Name(st));
     }
   }
 }
