@@ -34,6 +34,7 @@
 
 #include "bench_buffer.h"
 #include "bench_rows.h"
+#include "caller_inline.h"
 #include "posenc.h"
 #include "posenc_bench_cases.h"
 #include "rope_naive.h"
@@ -54,7 +55,7 @@ constexpr int64_t kTokensPerRun = 64;
 constexpr size_t kQElements = kQHeads * kDim, kKElements = kKHeads * kDim;
 constexpr const char* kKernel = "rope_decode_layers_f32";
 
-enum class Mode { kPerCall, kShared, kNaive, kNaiveFactors };
+enum class Mode { kPerCall, kShared, kInline, kNaive, kNaiveFactors };
 
 using Clock = std::chrono::steady_clock;
 
@@ -154,7 +155,7 @@ struct DecodeState {
       naive_rope_table(1, &position, kDim, kBase, naive_cos, naive_sin);
       return POSENC_OK;
     }
-    if (mode != Mode::kShared) return POSENC_OK;
+    if (mode != Mode::kShared && mode != Mode::kInline) return POSENC_OK;
     return posenc_rope_factors_compute(plan.get(), 1, &position, 0, POSENC_ROPE_NEOX,
                                        factor_storage.get(), factor_bytes, &factors);
   }
@@ -175,6 +176,8 @@ struct DecodeState {
             posenc_rope_apply(&factors, 0, 0, kDim, 1, 1, &kv, &kv, POSENC_ROPE_NEOX);
         return q_status != POSENC_OK ? q_status : k_status;
       }
+      case Mode::kInline:
+        return bench_inline_apply_qk(&factors, q.get(), kQHeads, k.get(), kKHeads, kDim);
       case Mode::kNaiveFactors:
         naive_rope_neox(q.get(), 1, kQHeads, kDim, kDim, naive_cos, naive_sin);
         naive_rope_neox(k.get(), 1, kKHeads, kDim, kDim, naive_cos, naive_sin);
@@ -207,7 +210,7 @@ TokenTimes RunToken(DecodeState& s, const WeightRing& ring, int64_t token, uint6
   const int32_t position = kFirstPosition + static_cast<int32_t>(token % kPositionPeriod);
   const double overhead = ClockOverheadSeconds();
   TokenTimes times;
-  if (s.mode == Mode::kShared || s.mode == Mode::kNaiveFactors) {
+  if (s.mode == Mode::kShared || s.mode == Mode::kInline || s.mode == Mode::kNaiveFactors) {
     const Clock::time_point t0 = Clock::now();
     times.ok &= s.BeginToken(position) == POSENC_OK;
     const Clock::time_point t1 = Clock::now();
@@ -235,6 +238,8 @@ const char* ModeName(Mode mode) {
       return "shared";
     case Mode::kNaiveFactors:
       return "factors";
+    case Mode::kInline:
+      return "inline";
     default:
       return "";  // the naive row has no mode
   }
@@ -287,7 +292,7 @@ void RunLayers(benchmark::State& state, const std::string& run_name, posenc_isa 
       Counter(rope_seconds * 1e9 / kLayers, Counter::kAvgIterations);
   state.counters["token_ms"] = Counter(token_seconds * 1e3, Counter::kAvgIterations);
   state.counters["clock_ns"] = Counter(ClockOverheadSeconds() * 1e9);
-  if (mode == Mode::kShared)
+  if (mode == Mode::kShared || mode == Mode::kInline)
     state.counters["factors_ns"] = Counter(factor_seconds * 1e9, Counter::kAvgIterations);
   state.SetBytesProcessed(iterations * 2 * FloatBytes(kQElements + kKElements));
   state.SetItemsProcessed(iterations * static_cast<int64_t>(kQElements + kKElements));
@@ -305,8 +310,10 @@ struct ColdForm {
   const char* name;
   Mode mode;
 };
-constexpr ColdForm kColdForms[] = {
-    {"posenc", Mode::kShared}, {"floor", Mode::kNaiveFactors}, {"runtime_loop", Mode::kNaive}};
+constexpr ColdForm kColdForms[] = {{"posenc", Mode::kInline},
+                                   {"posenc_call", Mode::kShared},
+                                   {"floor", Mode::kNaiveFactors},
+                                   {"runtime_loop", Mode::kNaive}};
 
 // Tokens per run: 8 GiB streamed per run (32 layers x E MiB per token).
 int64_t ColdTokensPerRun(size_t mib) {
@@ -331,6 +338,9 @@ posenc_isa ColdIsa() {
 
 void RunColdLayer(benchmark::State& state, ColdForm form, size_t mib) {
   if (form.mode == Mode::kShared) state.SetLabel(posenc_isa_name(ColdIsa()));
+  if (form.mode == Mode::kInline)
+    state.SetLabel(bench_inline_has_fma_loop() ? "posenc_inline.h, inline loop"
+                                               : "posenc_inline.h, no FMA: posenc_rope_apply");
   RunLayers(state, ColdRunName(form.name, mib), ColdIsa(), form.mode, mib << 20);
 }
 

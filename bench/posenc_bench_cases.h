@@ -207,13 +207,16 @@ std::vector<std::string> DecodeLayersRunNames();
 // library's code, tables and TLB entries evicted, as in a real decode), ns per layer as the
 // decode rows count it (counter rope_ns_per_layer; the token's factors or table included,
 // spread over its layers). Forms: posenc (what the integration guide recommends: factors
-// once per token, posenc_rope_apply for q and k per layer; at the tier posenc chose at
+// once per token by posenc_rope_factors_compute, applied to q and k in every layer by
+// posenc_inline.h's step compiled into the caller with the naive loops' flags, label: the
+// inline loop, or posenc_rope_apply where that build has no FMA), posenc_call (the same
+// factors, then two posenc_rope_apply calls per layer, at the tier posenc chose at
 // start-up, the row's label), floor (a cos/sin table made once per token by the bench's own
 // C, applied by a plain loop compiled into the bench) and runtime_loop (powf/cosf/sinf
 // inline per head and pair, as small C runtimes write it). Run names
 // "rope_cold_layer_f32/<form>/stream_mib:<E>/iterations:<n>/manual_time", n tokens per run
 // (8 GiB streamed).
-std::vector<std::string> ColdLayerForms();  // "posenc", "floor", "runtime_loop"
+std::vector<std::string> ColdLayerForms();  // "posenc", "posenc_call", "floor", "runtime_loop"
 std::vector<size_t> ColdLayerStreamMib();   // 32, 256
 std::string ColdLayerRunName(const std::string& form, size_t mib);
 std::vector<std::string> ColdLayerRunNames();  // per E, per form, in registration order

@@ -10,6 +10,7 @@ install(TARGETS posenc posenc_static EXPORT posencTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/include/posenc.h
+              ${PROJECT_SOURCE_DIR}/include/posenc_inline.h
               ${PROJECT_BINARY_DIR}/include/posenc_version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 

@@ -228,10 +228,10 @@ static posenc_status rope_run(const char *fn, const char *q_name, const char *k_
   return POSENC_OK;
 }
 
-static posenc_status rope_plain(const char *fn, const posenc_rope_plan *plan, size_t head_dim,
-                                size_t n_tokens, const int32_t *positions, int32_t start_pos,
-                                const posenc_rope_tensor *q, const posenc_rope_tensor *k,
-                                unsigned flags, posenc_elem elem) {
+static posenc_status rope_plain_int32(const char *fn, const posenc_rope_plan *plan, size_t head_dim,
+                                      size_t n_tokens, const int32_t *positions, int32_t start_pos,
+                                      const posenc_rope_tensor *q, const posenc_rope_tensor *k,
+                                      unsigned flags, posenc_elem elem) {
   if (!plan) return posenc_reject(fn, "plan", "is NULL");
   if (!q) return posenc_reject(fn, "q", "is NULL");
   const posenc_status st =
@@ -241,10 +241,24 @@ static posenc_status rope_plain(const char *fn, const posenc_rope_plan *plan, si
   return rope_run(fn, "q", "k", &args, head_dim, q, k, elem);
 }
 
-static posenc_status mrope(const char *fn, const posenc_rope_plan *plan, const size_t *sections,
-                           size_t head_dim, size_t n_tokens, const int32_t *positions,
-                           const posenc_rope_tensor *q, const posenc_rope_tensor *k, unsigned flags,
-                           posenc_elem elem) {
+/* rope_plain_int32 after int64 positions (POSENC_ROPE_POSITIONS_INT64) are narrowed. */
+static posenc_status rope_plain(const char *fn, const posenc_rope_plan *plan, size_t head_dim,
+                                size_t n_tokens, const int32_t *positions, int32_t start_pos,
+                                const posenc_rope_tensor *q, const posenc_rope_tensor *k,
+                                unsigned flags, posenc_elem elem) {
+  posenc_positions32 buf;
+  posenc_status st =
+      posenc_positions_narrow(fn, "positions", &positions, 1, 1, n_tokens, &flags, &buf);
+  if (st == POSENC_OK)
+    st = rope_plain_int32(fn, plan, head_dim, n_tokens, positions, start_pos, q, k, flags, elem);
+  posenc_positions_release(&buf);
+  return st;
+}
+
+static posenc_status mrope_int32(const char *fn, const posenc_rope_plan *plan,
+                                 const size_t *sections, size_t head_dim, size_t n_tokens,
+                                 const int32_t *positions, const posenc_rope_tensor *q,
+                                 const posenc_rope_tensor *k, unsigned flags, posenc_elem elem) {
   if (!plan) return posenc_reject(fn, "plan", "is NULL");
   if (!q) return posenc_reject(fn, "q", "is NULL");
   posenc_status st = posenc_check_flags(fn, "flags", flags, POSENC_MROPE_FLAGS);
@@ -263,11 +277,26 @@ static posenc_status mrope(const char *fn, const posenc_rope_plan *plan, const s
   return rope_run(fn, "q", "k", &args, head_dim, q, k, elem);
 }
 
-static posenc_status rerotate(const char *fn, const posenc_rope_plan *from,
-                              const int32_t *from_positions, int32_t from_start,
-                              const posenc_rope_plan *to, const int32_t *to_positions,
-                              int32_t to_start, size_t head_dim, size_t n_tokens,
-                              const posenc_rope_tensor *keys, unsigned flags, posenc_elem elem) {
+/* mrope_int32 after int64 positions (all rows) are narrowed. */
+static posenc_status mrope(const char *fn, const posenc_rope_plan *plan, const size_t *sections,
+                           size_t head_dim, size_t n_tokens, const int32_t *positions,
+                           const posenc_rope_tensor *q, const posenc_rope_tensor *k, unsigned flags,
+                           posenc_elem elem) {
+  posenc_positions32 buf;
+  posenc_status st = posenc_positions_narrow(fn, "positions", &positions, posenc_mrope_rows(flags),
+                                             1, n_tokens, &flags, &buf);
+  if (st == POSENC_OK)
+    st = mrope_int32(fn, plan, sections, head_dim, n_tokens, positions, q, k, flags, elem);
+  posenc_positions_release(&buf);
+  return st;
+}
+
+static posenc_status rerotate_int32(const char *fn, const posenc_rope_plan *from,
+                                    const int32_t *from_positions, int32_t from_start,
+                                    const posenc_rope_plan *to, const int32_t *to_positions,
+                                    int32_t to_start, size_t head_dim, size_t n_tokens,
+                                    const posenc_rope_tensor *keys, unsigned flags,
+                                    posenc_elem elem) {
   if (!from) return posenc_reject(fn, "from", "is NULL");
   if (!to) return posenc_reject(fn, "to", "is NULL");
   if (!keys) return posenc_reject(fn, "keys", "is NULL");
@@ -304,6 +333,28 @@ static posenc_status rerotate(const char *fn, const posenc_rope_plan *from,
   args.from_start = from_start;
   args.same_freqs = same_freqs;
   return rope_run(fn, "keys", "keys", &args, head_dim, keys, NULL, elem);
+}
+
+/* rerotate_int32 after int64 positions (both arrays) are narrowed. */
+static posenc_status rerotate(const char *fn, const posenc_rope_plan *from,
+                              const int32_t *from_positions, int32_t from_start,
+                              const posenc_rope_plan *to, const int32_t *to_positions,
+                              int32_t to_start, size_t head_dim, size_t n_tokens,
+                              const posenc_rope_tensor *keys, unsigned flags, posenc_elem elem) {
+  posenc_positions32 from_buf, to_buf;
+  unsigned to_flags = flags; /* the flag, for the second array */
+  to_buf.heap = NULL;
+  posenc_status st = posenc_positions_narrow(fn, "from_positions", &from_positions, 1, 1, n_tokens,
+                                             &flags, &from_buf);
+  if (st == POSENC_OK)
+    st = posenc_positions_narrow(fn, "to_positions", &to_positions, 1, 1, n_tokens, &to_flags,
+                                 &to_buf);
+  if (st == POSENC_OK)
+    st = rerotate_int32(fn, from, from_positions, from_start, to, to_positions, to_start, head_dim,
+                        n_tokens, keys, flags, elem);
+  posenc_positions_release(&from_buf);
+  posenc_positions_release(&to_buf);
+  return st;
 }
 
 /* The public entry points: one per operation and storage type. */

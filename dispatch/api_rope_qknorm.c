@@ -37,13 +37,13 @@ static __attribute__((noinline)) void run_gemma(rope_fn kernel, rope_args *args,
   kernel(args);
 }
 
-posenc_status posenc_rope_qknorm(const posenc_rope_plan *plan, size_t head_dim, size_t n_batch,
-                                 size_t n_tokens, const int32_t *positions, int32_t start_pos,
-                                 const posenc_rope_view *q_src, const posenc_rope_view *q_dst,
-                                 const posenc_qk_norm *q_norm, const posenc_rope_view *k_src,
-                                 const posenc_rope_view *k_dst, const posenc_qk_norm *k_norm,
-                                 unsigned flags) {
-  const char *fn = __func__;
+static posenc_status rope_qknorm_int32(const char *fn, const posenc_rope_plan *plan,
+                                       size_t head_dim, size_t n_batch, size_t n_tokens,
+                                       const int32_t *positions, int32_t start_pos,
+                                       const posenc_rope_view *q_src, const posenc_rope_view *q_dst,
+                                       const posenc_qk_norm *q_norm, const posenc_rope_view *k_src,
+                                       const posenc_rope_view *k_dst, const posenc_qk_norm *k_norm,
+                                       unsigned flags) {
   size_t n_all;
   if (!plan) return posenc_reject(fn, "plan", "is NULL");
   if (!q_src) return posenc_reject(fn, "q_src", "is NULL");
@@ -127,4 +127,20 @@ posenc_status posenc_rope_qknorm(const posenc_rope_plan *plan, size_t head_dim, 
   else
     kernel(&args);
   return POSENC_OK;
+}
+
+posenc_status posenc_rope_qknorm(const posenc_rope_plan *plan, size_t head_dim, size_t n_batch,
+                                 size_t n_tokens, const int32_t *positions, int32_t start_pos,
+                                 const posenc_rope_view *q_src, const posenc_rope_view *q_dst,
+                                 const posenc_qk_norm *q_norm, const posenc_rope_view *k_src,
+                                 const posenc_rope_view *k_dst, const posenc_qk_norm *k_norm,
+                                 unsigned flags) {
+  posenc_positions32 buf;
+  posenc_status st = posenc_positions_narrow(__func__, "positions", &positions, 1, n_batch,
+                                             n_tokens, &flags, &buf);
+  if (st == POSENC_OK)
+    st = rope_qknorm_int32(__func__, plan, head_dim, n_batch, n_tokens, positions, start_pos, q_src,
+                           q_dst, q_norm, k_src, k_dst, k_norm, flags);
+  posenc_positions_release(&buf);
+  return st;
 }

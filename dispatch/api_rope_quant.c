@@ -74,12 +74,20 @@ posenc_status posenc_rope_out_q8_0(const posenc_rope_plan *plan, size_t head_dim
                                    const posenc_rope_view *src, const posenc_q8_0_view *dst,
                                    const posenc_slots *slots, unsigned flags) {
   const char *fn = __func__;
-  const posenc_status st =
-      posenc_check_rows_entry(fn, plan, src, dst, head_dim, positions, start_pos, n_tokens, flags);
-  if (st != POSENC_OK) return st;
-  const quant_dst d = {
-      dst->data, dst->n_heads, dst->token_stride, dst->head_stride, ROPE_QUANT_Q8_0, "q8_0", 0.0f};
-  return rope_out_quant(fn, plan, head_dim, n_tokens, positions, start_pos, src, &d, slots, flags);
+  posenc_positions32 buf;
+  posenc_status st =
+      posenc_positions_narrow(fn, "positions", &positions, 1, 1, n_tokens, &flags, &buf);
+  if (st == POSENC_OK)
+    st = posenc_check_rows_entry(fn, plan, src, dst, head_dim, positions, start_pos, n_tokens,
+                                 flags);
+  if (st == POSENC_OK) {
+    const quant_dst d = {
+        dst->data, dst->n_heads, dst->token_stride, dst->head_stride, ROPE_QUANT_Q8_0,
+        "q8_0",    0.0f};
+    st = rope_out_quant(fn, plan, head_dim, n_tokens, positions, start_pos, src, &d, slots, flags);
+  }
+  posenc_positions_release(&buf);
+  return st;
 }
 
 posenc_status posenc_rope_out_fp8(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
@@ -87,10 +95,17 @@ posenc_status posenc_rope_out_fp8(const posenc_rope_plan *plan, size_t head_dim,
                                   const posenc_rope_view *src, const posenc_fp8_view *dst,
                                   float scale, const posenc_slots *slots, unsigned flags) {
   const char *fn = __func__;
-  const posenc_status st =
-      posenc_check_rows_entry(fn, plan, src, dst, head_dim, positions, start_pos, n_tokens, flags);
-  if (st != POSENC_OK) return st;
-  const quant_dst d = {dst->data, dst->n_heads, dst->token_stride, dst->head_stride, ROPE_QUANT_FP8,
-                       "fp8",     scale};
-  return rope_out_quant(fn, plan, head_dim, n_tokens, positions, start_pos, src, &d, slots, flags);
+  posenc_positions32 buf;
+  posenc_status st =
+      posenc_positions_narrow(fn, "positions", &positions, 1, 1, n_tokens, &flags, &buf);
+  if (st == POSENC_OK)
+    st = posenc_check_rows_entry(fn, plan, src, dst, head_dim, positions, start_pos, n_tokens,
+                                 flags);
+  if (st == POSENC_OK) {
+    const quant_dst d = {
+        dst->data, dst->n_heads, dst->token_stride, dst->head_stride, ROPE_QUANT_FP8, "fp8", scale};
+    st = rope_out_quant(fn, plan, head_dim, n_tokens, positions, start_pos, src, &d, slots, flags);
+  }
+  posenc_positions_release(&buf);
+  return st;
 }

@@ -102,14 +102,11 @@ rope_view posenc_rows_view(const posenc_rope_view *src, void *dst, size_t dst_to
                      .slots64 = slots ? slots->is_int64 : 0};
 }
 
-posenc_status posenc_rope_out_slots(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
-                                    const int32_t *positions, int32_t start_pos,
+posenc_status posenc_check_slot_dst(const char *fn, size_t head_dim, size_t n_tokens,
                                     const posenc_rope_view *src, const posenc_rope_view *dst,
-                                    const posenc_slots *slots, unsigned flags) {
-  const char *fn = __func__;
-  posenc_status st =
-      posenc_check_rows_entry(fn, plan, src, dst, head_dim, positions, start_pos, n_tokens, flags);
-  if (st != POSENC_OK) return st;
+                                    const posenc_slots *slots, rope_fn *kernel_out,
+                                    size_t *written_out, size_t *dst_bytes) {
+  *written_out = 0;
   if (!slots) return posenc_reject(fn, "slots", "is NULL");
   posenc_elem x, y;
   if (!posenc_dtype_elem(src->dtype, &x))
@@ -126,20 +123,57 @@ posenc_status posenc_rope_out_slots(const posenc_rope_plan *plan, size_t head_di
     return posenc_reject_field(fn, "dst", "n_heads", "%zu differs from src->n_heads %zu",
                                dst->n_heads, src->n_heads);
   size_t written = 0;
-  st = posenc_check_slots(fn, slots, n_tokens, &written);
+  posenc_status st = posenc_check_slots(fn, slots, n_tokens, &written);
   if (st != POSENC_OK) return st;
   if (n_tokens == 0 || src->n_heads == 0 || slots->n_cells == 0) return POSENC_OK;
   /* The source: n_tokens tokens, only read; the cache: n_cells cells, pairwise disjoint. */
-  const posenc_dst_rows rows = {dst->data,      posenc_elem_size(y), dst->n_heads,
-                                slots->n_cells, dst->token_stride,   dst->head_stride,
-                                head_dim};
+  const size_t ys = posenc_elem_size(y);
+  const posenc_dst_rows rows = {
+      dst->data, ys, dst->n_heads, slots->n_cells, dst->token_stride, dst->head_stride, head_dim};
   st = posenc_check_src_and_rows(fn, src, posenc_elem_size(x), n_tokens, head_dim, &rows);
   if (st != POSENC_OK) return st;
-  if (written == 0) return POSENC_OK;
+  /* The cells' extent (accepted above: no overflow). */
+  const size_t count[3] = {1, slots->n_cells, dst->n_heads};
+  const size_t stride[3] = {0, dst->token_stride, dst->head_stride};
+  size_t extent = 0;
+  posenc_grid3_extent_elems(ys, count, stride, head_dim, 1, &extent);
+  *kernel_out = kernel;
+  *written_out = written;
+  *dst_bytes = extent * ys;
+  return POSENC_OK;
+}
+
+static posenc_status rope_out_slots_int32(const char *fn, const posenc_rope_plan *plan,
+                                          size_t head_dim, size_t n_tokens,
+                                          const int32_t *positions, int32_t start_pos,
+                                          const posenc_rope_view *src, const posenc_rope_view *dst,
+                                          const posenc_slots *slots, unsigned flags) {
+  posenc_status st =
+      posenc_check_rows_entry(fn, plan, src, dst, head_dim, positions, start_pos, n_tokens, flags);
+  if (st != POSENC_OK) return st;
+  rope_fn kernel;
+  size_t written, dst_bytes;
+  st =
+      posenc_check_slot_dst(fn, head_dim, n_tokens, src, dst, slots, &kernel, &written, &dst_bytes);
+  if (st != POSENC_OK || written == 0) return st;
   rope_args args = posenc_rope_args(plan, n_tokens, positions, start_pos, flags);
   args.views[0] =
       posenc_rows_view(src, dst->data, dst->token_stride, dst->head_stride, head_dim, slots);
   args.n_views = 1;
   kernel(&args);
   return POSENC_OK;
+}
+
+posenc_status posenc_rope_out_slots(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
+                                    const int32_t *positions, int32_t start_pos,
+                                    const posenc_rope_view *src, const posenc_rope_view *dst,
+                                    const posenc_slots *slots, unsigned flags) {
+  posenc_positions32 buf;
+  posenc_status st =
+      posenc_positions_narrow(__func__, "positions", &positions, 1, 1, n_tokens, &flags, &buf);
+  if (st == POSENC_OK)
+    st = rope_out_slots_int32(__func__, plan, head_dim, n_tokens, positions, start_pos, src, dst,
+                              slots, flags);
+  posenc_positions_release(&buf);
+  return st;
 }

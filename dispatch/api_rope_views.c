@@ -55,11 +55,10 @@ static posenc_status run_views(const char *fn, rope_args *args, size_t head_dim,
   return POSENC_OK;
 }
 
-posenc_status posenc_rope_out(const posenc_rope_plan *plan, size_t head_dim, size_t n_batch,
-                              size_t n_tokens, const int32_t *positions, int32_t start_pos,
-                              const posenc_rope_view *src, const posenc_rope_view *dst,
-                              unsigned flags) {
-  const char *fn = __func__;
+static posenc_status rope_out_int32(const char *fn, const posenc_rope_plan *plan, size_t head_dim,
+                                    size_t n_batch, size_t n_tokens, const int32_t *positions,
+                                    int32_t start_pos, const posenc_rope_view *src,
+                                    const posenc_rope_view *dst, unsigned flags) {
   size_t n_all;
   if (!plan) return posenc_reject(fn, "plan", "is NULL");
   posenc_status st = posenc_check_flags(fn, "flags", flags, POSENC_ROPE_FLAGS);
@@ -76,11 +75,25 @@ posenc_status posenc_rope_out(const posenc_rope_plan *plan, size_t head_dim, siz
   return run_views(fn, &args, head_dim, src, dst);
 }
 
-posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const size_t sections[3],
-                               size_t head_dim, size_t n_batch, size_t n_tokens,
-                               const int32_t *positions, const posenc_rope_view *src,
-                               const posenc_rope_view *dst, unsigned flags) {
-  const char *fn = __func__;
+posenc_status posenc_rope_out(const posenc_rope_plan *plan, size_t head_dim, size_t n_batch,
+                              size_t n_tokens, const int32_t *positions, int32_t start_pos,
+                              const posenc_rope_view *src, const posenc_rope_view *dst,
+                              unsigned flags) {
+  posenc_positions32 buf;
+  posenc_status st = posenc_positions_narrow(__func__, "positions", &positions, 1, n_batch,
+                                             n_tokens, &flags, &buf);
+  if (st == POSENC_OK)
+    st = rope_out_int32(__func__, plan, head_dim, n_batch, n_tokens, positions, start_pos, src, dst,
+                        flags);
+  posenc_positions_release(&buf);
+  return st;
+}
+
+static posenc_status mrope_out_int32(const char *fn, const posenc_rope_plan *plan,
+                                     const size_t sections[3], size_t head_dim, size_t n_batch,
+                                     size_t n_tokens, const int32_t *positions,
+                                     const posenc_rope_view *src, const posenc_rope_view *dst,
+                                     unsigned flags) {
   size_t n_all;
   if (!plan) return posenc_reject(fn, "plan", "is NULL");
   posenc_status st = posenc_check_flags(fn, "flags", flags, POSENC_MROPE_FLAGS);
@@ -103,6 +116,20 @@ posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const size_t sectio
   return run_views(fn, &args, head_dim, src, dst);
 }
 
+posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const size_t sections[3],
+                               size_t head_dim, size_t n_batch, size_t n_tokens,
+                               const int32_t *positions, const posenc_rope_view *src,
+                               const posenc_rope_view *dst, unsigned flags) {
+  posenc_positions32 buf;
+  posenc_status st = posenc_positions_narrow(
+      __func__, "positions", &positions, posenc_mrope_rows(flags), n_batch, n_tokens, &flags, &buf);
+  if (st == POSENC_OK)
+    st = mrope_out_int32(__func__, plan, sections, head_dim, n_batch, n_tokens, positions, src, dst,
+                         flags);
+  posenc_positions_release(&buf);
+  return st;
+}
+
 /* What factors record of the flags that made them, and applying them must repeat: the pair
  * layout, and the deterministic mode (its values, and its rotation without fused
  * multiply-adds). */
@@ -110,13 +137,14 @@ posenc_status posenc_mrope_out(const posenc_rope_plan *plan, const size_t sectio
 
 /* The one flag rule of the factor path (posenc.h): it takes the flags of the plan form it
  * stands for, each with its plan-path meaning where it has one and as a no-op elsewhere
- * (INVERSE in a computation, F32_ANGLES and the M-RoPE flags in posenc_rope_apply and
- * posenc_rope_factors_bytes), and refuses every other bit alike. The forms:
- * FACTORS_PLAIN, posenc_rope_factors_compute: posenc_rope_f32's flags; FACTORS_ANY,
- * posenc_mrope_factors_compute (posenc_mrope_f32's) and the two functions that serve both
- * computations, posenc_rope_factors_bytes and posenc_rope_apply. */
+ * (INVERSE in a computation, F32_ANGLES, the M-RoPE flags and POSENC_ROPE_POSITIONS_INT64 in
+ * posenc_rope_apply and posenc_rope_factors_bytes), and refuses every other bit alike. The
+ * forms: FACTORS_PLAIN, posenc_rope_factors_compute: posenc_rope_f32's flags; FACTORS_ANY,
+ * posenc_mrope_factors_compute (posenc_mrope_f32's) and the functions that serve both
+ * computations, posenc_rope_factors_bytes, posenc_rope_apply and posenc_rope_apply_slots.
+ * (The computations take POSENC_ROPE_POSITIONS_INT64 off, with their positions, first.) */
 #define FACTORS_PLAIN ((unsigned)POSENC_ROPE_FLAGS)
-#define FACTORS_ANY POSENC_MROPE_FLAGS
+#define FACTORS_ANY ((unsigned)(POSENC_MROPE_FLAGS | POSENC_ROPE_POSITIONS_INT64))
 
 static int factor_flags_valid(unsigned flags, unsigned form) { return !(flags & ~form); }
 
@@ -165,11 +193,10 @@ static posenc_status compute_factors(const char *fn, rope_args *args, unsigned f
   return POSENC_OK;
 }
 
-posenc_status posenc_rope_factors_compute(const posenc_rope_plan *plan, size_t n_rows,
-                                          const int32_t *positions, int32_t start_pos,
-                                          unsigned flags, void *storage, size_t storage_bytes,
-                                          posenc_rope_factors *factors) {
-  const char *fn = __func__;
+static posenc_status factors_compute_int32(const char *fn, const posenc_rope_plan *plan,
+                                           size_t n_rows, const int32_t *positions,
+                                           int32_t start_pos, unsigned flags, void *storage,
+                                           size_t storage_bytes, posenc_rope_factors *factors) {
   if (!plan) return posenc_reject(fn, "plan", "is NULL");
   if (!factors) return posenc_reject(fn, "factors", "is NULL");
   posenc_status st = check_factor_flags(fn, flags, FACTORS_PLAIN);
@@ -181,11 +208,25 @@ posenc_status posenc_rope_factors_compute(const posenc_rope_plan *plan, size_t n
   return compute_factors(fn, &args, flags, storage, storage_bytes, factors);
 }
 
-posenc_status posenc_mrope_factors_compute(const posenc_rope_plan *plan, const size_t sections[3],
-                                           size_t n_rows, const int32_t *positions, unsigned flags,
-                                           void *storage, size_t storage_bytes,
-                                           posenc_rope_factors *factors) {
-  const char *fn = __func__;
+posenc_status posenc_rope_factors_compute(const posenc_rope_plan *plan, size_t n_rows,
+                                          const int32_t *positions, int32_t start_pos,
+                                          unsigned flags, void *storage, size_t storage_bytes,
+                                          posenc_rope_factors *factors) {
+  posenc_positions32 buf;
+  posenc_status st =
+      posenc_positions_narrow(__func__, "positions", &positions, 1, 1, n_rows, &flags, &buf);
+  if (st == POSENC_OK)
+    st = factors_compute_int32(__func__, plan, n_rows, positions, start_pos, flags, storage,
+                               storage_bytes, factors);
+  posenc_positions_release(&buf);
+  return st;
+}
+
+static posenc_status mrope_factors_compute_int32(const char *fn, const posenc_rope_plan *plan,
+                                                 const size_t sections[3], size_t n_rows,
+                                                 const int32_t *positions, unsigned flags,
+                                                 void *storage, size_t storage_bytes,
+                                                 posenc_rope_factors *factors) {
   if (!plan) return posenc_reject(fn, "plan", "is NULL");
   if (!factors) return posenc_reject(fn, "factors", "is NULL");
   posenc_status st = check_factor_flags(fn, flags, FACTORS_ANY);
@@ -201,12 +242,24 @@ posenc_status posenc_mrope_factors_compute(const posenc_rope_plan *plan, const s
   return compute_factors(fn, &args, flags, storage, storage_bytes, factors);
 }
 
-posenc_status posenc_rope_apply(const posenc_rope_factors *factors, size_t first_row,
-                                size_t row_batch_stride, size_t head_dim, size_t n_batch,
-                                size_t n_tokens, const posenc_rope_view *src,
-                                const posenc_rope_view *dst, unsigned flags) {
-  const char *fn = __func__;
-  if (!factors) return posenc_reject(fn, "factors", "is NULL");
+posenc_status posenc_mrope_factors_compute(const posenc_rope_plan *plan, const size_t sections[3],
+                                           size_t n_rows, const int32_t *positions, unsigned flags,
+                                           void *storage, size_t storage_bytes,
+                                           posenc_rope_factors *factors) {
+  posenc_positions32 buf;
+  posenc_status st = posenc_positions_narrow(__func__, "positions", &positions,
+                                             posenc_mrope_rows(flags), 1, n_rows, &flags, &buf);
+  if (st == POSENC_OK)
+    st = mrope_factors_compute_int32(__func__, plan, sections, n_rows, positions, flags, storage,
+                                     storage_bytes, factors);
+  posenc_positions_release(&buf);
+  return st;
+}
+
+/* The checks of posenc_rope_apply and posenc_rope_apply_slots of factors (not NULL), flags
+ * and head_dim: *half is the factor rows' half width (row_floats / 2). */
+static posenc_status check_apply_factors(const char *fn, const posenc_rope_factors *factors,
+                                         size_t head_dim, unsigned flags, size_t *half) {
   posenc_status st = check_factor_flags(fn, flags, FACTORS_ANY);
   if (st != POSENC_OK) return st;
   if (factors->flags & ~FACTOR_FLAGS)
@@ -223,28 +276,35 @@ posenc_status posenc_rope_apply(const posenc_rope_factors *factors, size_t first
   if (st == POSENC_OK)
     st = posenc_check_head_dim(fn, head_dim, factors->rotary_dim, "factors->rotary_dim");
   if (st != POSENC_OK) return st;
-  const size_t n_pairs = factors->rotary_dim / 2, half = rope_factor_half(n_pairs, flags);
-  size_t n_all;
-  if (factors->row_floats != 2 * half)
+  *half = rope_factor_half(factors->rotary_dim / 2, flags);
+  if (factors->row_floats != 2 * *half)
     return posenc_reject_field(fn, "factors", "row_floats",
                                "%zu is not the %zu floats of posenc_rope_factors_compute's rows",
-                               factors->row_floats, 2 * half);
-  if (__builtin_mul_overflow(n_batch, n_tokens, &n_all))
-    return batch_overflow(fn, n_batch, n_tokens);
-  rope_args args = {.n_pairs = n_pairs,
-                    .n_batch = n_batch,
-                    .n_tokens = n_tokens,
-                    /* the rotation's: F32_ANGLES and the M-RoPE flags are in the rows */
-                    .flags = flags & (FACTOR_FLAGS | POSENC_ROPE_INVERSE),
-                    .kind = ROPE_PLAIN,
-                    .factors = factors->data,
-                    .factor_half = half,
-                    .factor_first_row = first_row,
-                    .factor_batch_stride = row_batch_stride};
-  rope_fn kernel;
-  size_t dst_bytes;
-  st = check_views(fn, head_dim, n_batch, n_tokens, src, dst, &args, &kernel, &dst_bytes);
-  if (st != POSENC_OK || args.n_views == 0) return st;
+                               factors->row_floats, 2 * *half);
+  return POSENC_OK;
+}
+
+/* The argument block of an apply whose factors, flags and counts are checked. */
+static rope_args apply_args(const posenc_rope_factors *factors, size_t half, size_t first_row,
+                            size_t row_batch_stride, size_t n_batch, size_t n_tokens,
+                            unsigned flags) {
+  return (rope_args){.n_pairs = factors->rotary_dim / 2,
+                     .n_batch = n_batch,
+                     .n_tokens = n_tokens,
+                     /* the rotation's: F32_ANGLES and the M-RoPE flags are in the rows */
+                     .flags = flags & (FACTOR_FLAGS | POSENC_ROPE_INVERSE),
+                     .kind = ROPE_PLAIN,
+                     .factors = factors->data,
+                     .factor_half = half,
+                     .factor_first_row = first_row,
+                     .factor_batch_stride = row_batch_stride};
+}
+
+/* The factor rows an apply with work to do reads (n_batch, n_tokens >= 1): within
+ * factors->n_rows, float-aligned, apart from the dst_bytes bytes written at dst. */
+static posenc_status check_factor_rows(const char *fn, const posenc_rope_factors *factors,
+                                       size_t first_row, size_t row_batch_stride, size_t n_batch,
+                                       size_t n_tokens, const void *dst, size_t dst_bytes) {
   /* The last row read, within the factors; the rows must not be written by this call. */
   size_t last, span;
   if (__builtin_mul_overflow(n_batch - 1, row_batch_stride, &last) ||
@@ -266,8 +326,56 @@ posenc_status posenc_rope_apply(const posenc_rope_factors *factors, size_t first
     return posenc_reject_field(fn, "factors", "n_rows",
                                "%zu rows of %zu floats overflow size_t bytes", last + 1,
                                factors->row_floats);
-  if (!posenc_bytes_disjoint(factors->data, span, dst->data, dst_bytes))
+  if (!posenc_bytes_disjoint(factors->data, span, dst, dst_bytes))
     return posenc_reject(fn, "dst", "overlaps the factor rows it reads (factors->data)");
+  return POSENC_OK;
+}
+
+posenc_status posenc_rope_apply(const posenc_rope_factors *factors, size_t first_row,
+                                size_t row_batch_stride, size_t head_dim, size_t n_batch,
+                                size_t n_tokens, const posenc_rope_view *src,
+                                const posenc_rope_view *dst, unsigned flags) {
+  const char *fn = __func__;
+  if (!factors) return posenc_reject(fn, "factors", "is NULL");
+  size_t half = 0, n_all;
+  posenc_status st = check_apply_factors(fn, factors, head_dim, flags, &half);
+  if (st != POSENC_OK) return st;
+  if (__builtin_mul_overflow(n_batch, n_tokens, &n_all))
+    return batch_overflow(fn, n_batch, n_tokens);
+  rope_args args = apply_args(factors, half, first_row, row_batch_stride, n_batch, n_tokens, flags);
+  rope_fn kernel;
+  size_t dst_bytes;
+  st = check_views(fn, head_dim, n_batch, n_tokens, src, dst, &args, &kernel, &dst_bytes);
+  if (st != POSENC_OK || args.n_views == 0) return st;
+  st = check_factor_rows(fn, factors, first_row, row_batch_stride, n_batch, n_tokens, dst->data,
+                         dst_bytes);
+  if (st != POSENC_OK) return st;
+  kernel(&args);
+  return POSENC_OK;
+}
+
+posenc_status posenc_rope_apply_slots(const posenc_rope_factors *factors, size_t first_row,
+                                      size_t head_dim, size_t n_tokens, const posenc_rope_view *src,
+                                      const posenc_rope_view *dst, const posenc_slots *slots,
+                                      unsigned flags) {
+  const char *fn = __func__;
+  if (!factors) return posenc_reject(fn, "factors", "is NULL");
+  size_t half = 0;
+  posenc_status st = check_apply_factors(fn, factors, head_dim, flags, &half);
+  if (st != POSENC_OK) return st;
+  if (!src) return posenc_reject(fn, "src", "is NULL");
+  if (!dst) return posenc_reject(fn, "dst", "is NULL");
+  rope_fn kernel;
+  size_t written, dst_bytes;
+  st =
+      posenc_check_slot_dst(fn, head_dim, n_tokens, src, dst, slots, &kernel, &written, &dst_bytes);
+  if (st != POSENC_OK || written == 0) return st;
+  st = check_factor_rows(fn, factors, first_row, 0, 1, n_tokens, dst->data, dst_bytes);
+  if (st != POSENC_OK) return st;
+  rope_args args = apply_args(factors, half, first_row, 0, 1, n_tokens, flags);
+  args.views[0] =
+      posenc_rows_view(src, dst->data, dst->token_stride, dst->head_stride, head_dim, slots);
+  args.n_views = 1;
   kernel(&args);
   return POSENC_OK;
 }

@@ -42,6 +42,35 @@ posenc_status posenc_reject_run(const char *fn, const char *start_name, const ch
                        (long)start_pos, count_name, n);
 }
 
+posenc_status posenc_positions_narrow64(const char *fn, const char *arg, const int32_t **positions,
+                                        size_t n_rows, size_t n_batch, size_t n_tokens,
+                                        posenc_positions32 *buf) {
+  size_t n;
+  if (__builtin_mul_overflow(n_rows, n_batch, &n) || __builtin_mul_overflow(n, n_tokens, &n) ||
+      n > SIZE_MAX / sizeof(int64_t))
+    return posenc_reject(fn, arg,
+                         "%zu x %zu x %zu int64 positions (POSENC_ROPE_POSITIONS_INT64) are not "
+                         "addressable",
+                         n_rows, n_batch, n_tokens);
+  const int64_t *v64 = (const int64_t *)(const void *)*positions;
+  for (size_t i = 0; i < n; ++i)
+    if (v64[i] < INT32_MIN || v64[i] > INT32_MAX)
+      return posenc_reject_elem(fn, arg, NULL, i,
+                                "%lld is outside the int32 range of positions "
+                                "(POSENC_ROPE_POSITIONS_INT64: int64 positions are narrowed to "
+                                "int32, not wrapped)",
+                                (long long)v64[i]);
+  int32_t *v32 = buf->stack;
+  if (n > POSENC_POSITIONS_STACK) {
+    buf->heap = malloc(n * sizeof *buf->heap);
+    if (!buf->heap) return posenc_out_of_memory(fn, arg, n * sizeof *buf->heap);
+    v32 = buf->heap;
+  }
+  for (size_t i = 0; i < n; ++i) v32[i] = (int32_t)v64[i];
+  *positions = v32;
+  return POSENC_OK;
+}
+
 posenc_status posenc_reject_flags(const char *fn, const char *arg, unsigned flags, unsigned known) {
   return posenc_reject(fn, arg, "0x%x has unknown bits 0x%x (known here: 0x%x)", flags,
                        flags & ~known, known);

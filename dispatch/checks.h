@@ -3,6 +3,8 @@
 #ifndef POSENC_CHECKS_H
 #define POSENC_CHECKS_H
 
+#include <stdlib.h>
+
 #include "dispatch.h"
 
 /* The detail of a refused call (posenc_last_error): records "<fn>: <arg>: <rule>", the rule
@@ -67,6 +69,51 @@ static inline posenc_status posenc_check_run(const char *fn, const char *start_n
                                              int32_t start_pos, size_t n) {
   if (positions || n == 0 || n - 1 <= (size_t)((int64_t)INT32_MAX - start_pos)) return POSENC_OK;
   return posenc_reject_run(fn, start_name, count_name, start_pos, n);
+}
+
+/* POSENC_ROPE_POSITIONS_INT64 (posenc.h): int64 positions are narrowed to int32 at the top of
+ * each public RoPE entry, as the softmax narrows kpos64 (dispatch/api_softmax.c): into a
+ * buffer on the stack up to this many (decode steps), else on the heap (a prefill, whose
+ * rotation costs far more than the allocation). Small, so that an int32 call's frame, which
+ * holds the buffer unused, stays on the caller's stack pages (cold calls: README). Everything
+ * after reads int32 positions, and the flag never reaches the kernels. */
+#define POSENC_POSITIONS_STACK 64
+
+/* The int32 copy of a call's int64 positions; posenc_positions_narrow sets it up, and
+ * posenc_positions_release frees it after every call of posenc_positions_narrow (whatever it
+ * returned). */
+typedef struct posenc_positions32 {
+  int32_t *heap;
+  int32_t stack[POSENC_POSITIONS_STACK];
+} posenc_positions32;
+
+/* The int64 case of posenc_positions_narrow (out of line: n_rows x n_batch x n_tokens values
+ * at *positions, not NULL). */
+posenc_status posenc_positions_narrow64(const char *fn, const char *arg, const int32_t **positions,
+                                        size_t n_rows, size_t n_batch, size_t n_tokens,
+                                        posenc_positions32 *buf);
+
+/* Without POSENC_ROPE_POSITIONS_INT64 in *flags: POSENC_OK, nothing changed (int32 positions
+ * as given). With it: the flag cleared from *flags and, unless *positions is NULL (a run from
+ * start_pos, unchanged), its n_rows x n_batch x n_tokens int64 values checked to lie in the
+ * int32 range and narrowed into buf, *positions then pointing at the int32 copy. Refusals:
+ * fn's argument arg (its first value outside int32, or a count whose values are not
+ * addressable), POSENC_ERR_OUT_OF_MEMORY when a copy beyond POSENC_POSITIONS_STACK cannot be
+ * allocated. Call it before any other check reads flags or positions. */
+static inline posenc_status posenc_positions_narrow(const char *fn, const char *arg,
+                                                    const int32_t **positions, size_t n_rows,
+                                                    size_t n_batch, size_t n_tokens,
+                                                    unsigned *flags, posenc_positions32 *buf) {
+  buf->heap = NULL;
+  if (!(*flags & POSENC_ROPE_POSITIONS_INT64)) return POSENC_OK;
+  *flags &= ~(unsigned)POSENC_ROPE_POSITIONS_INT64;
+  if (!*positions) return POSENC_OK;
+  return posenc_positions_narrow64(fn, arg, positions, n_rows, n_batch, n_tokens, buf);
+}
+
+/* Frees what posenc_positions_narrow allocated (inline: an int32 call makes no call here). */
+static inline void posenc_positions_release(posenc_positions32 *buf) {
+  if (buf->heap) free(buf->heap);
 }
 
 /* The rejection of flags with bits outside `known`. */
@@ -198,6 +245,18 @@ static inline posenc_status posenc_check_rows_entry(const char *fn, const posenc
   if (!dst) return posenc_reject(fn, "dst", "is NULL");
   return posenc_check_plain_rope(fn, plan, head_dim, positions, start_pos, n_tokens, flags);
 }
+
+/* The checks of a slot-mapped destination of posenc_rope_out_slots and
+ * posenc_rope_apply_slots (src and dst not NULL, one batch of n_tokens tokens): slots given
+ * and valid (posenc_check_slots), both dtypes known and a supported type pair, the same head
+ * counts, then posenc_check_src_and_rows for dst's slots->n_cells cells. On POSENC_OK:
+ * *written the tokens written (0: nothing to do, the geometry unchecked where a count is 0),
+ * and where it is not 0, *kernel the active ISA's kernel for the pair and *dst_bytes the
+ * extent of the cells in bytes from dst->data. */
+posenc_status posenc_check_slot_dst(const char *fn, size_t head_dim, size_t n_tokens,
+                                    const posenc_rope_view *src, const posenc_rope_view *dst,
+                                    const posenc_slots *slots, rope_fn *kernel, size_t *written,
+                                    size_t *dst_bytes);
 
 /* A destination of n_rows rows of n_heads head vectors of `width` units of `unit` bytes
  * (elements, or 2-byte halves of q8_0 blocks), strides in units. */

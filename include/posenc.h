@@ -309,7 +309,20 @@ enum {
   POSENC_ROPE_MROPE_INTERLEAVED = 8u, /**< posenc_mrope_*: Qwen3-VL's interleaved sections */
   POSENC_ROPE_DETERMINISTIC = 16u,    /**< bitwise identical results on every ISA and CPU */
   /** posenc_mrope_*: ggml's M-RoPE, four sections and four position rows (see posenc_mrope_f32) */
-  POSENC_ROPE_MROPE_GGML = 32u
+  POSENC_ROPE_MROPE_GGML = 32u,
+  /** The positions argument points to int64_t values (vLLM's, FlashInfer's): pass
+   * (const int32_t *)positions64. Each must lie in the int32 range, else
+   * POSENC_ERR_INVALID_ARGUMENT naming the argument and the first value outside it, nothing
+   * written; the values are narrowed to int32 (not wrapped), so the result is bitwise that of
+   * the same call with int32 positions. Taken by every function with RoPE positions:
+   * posenc_rope_f32 / _bf16 / _f16, posenc_mrope_* (all 3, or 4, rows int64),
+   * posenc_rope_rerotate_* (both from_positions and to_positions), posenc_rope_out,
+   * posenc_mrope_out, posenc_rope_out_slots, _q8_0, _fp8, posenc_rope_qknorm and the two
+   * factor computations; a no-op for posenc_rope_factors_bytes, posenc_rope_apply and
+   * posenc_rope_apply_slots (by the factor path's rule), and with NULL positions (start_pos
+   * as before). More than 64 positions take a heap copy: POSENC_ERR_OUT_OF_MEMORY if it
+   * cannot be allocated. */
+  POSENC_ROPE_POSITIONS_INT64 = 64u
 };
 
 /** A frequency plan: R/2 frequencies (double) and an attention factor. Immutable once
@@ -1014,6 +1027,8 @@ typedef struct posenc_rope_factors {
  *  - POSENC_ROPE_MROPE_INTERLEAVED, POSENC_ROPE_MROPE_GGML: the sections
  *    (posenc_mrope_factors_compute); no-ops for bytes and apply; refused by
  *    posenc_rope_factors_compute, as by posenc_rope_f32.
+ *  - POSENC_ROPE_POSITIONS_INT64: the positions' type (compute); a no-op for bytes and
+ *    apply (no positions).
  * Any other bit is refused by all three alike: POSENC_ERR_INVALID_ARGUMENT and nothing
  * written (here: 0). posenc_rope_apply also requires its flags' recorded bits (GPTJ,
  * DETERMINISTIC) to be factors->flags. */
@@ -1063,6 +1078,24 @@ POSENC_API posenc_status posenc_rope_apply(const posenc_rope_factors *factors, s
                                            size_t row_batch_stride, size_t head_dim, size_t n_batch,
                                            size_t n_tokens, const posenc_rope_view *src,
                                            const posenc_rope_view *dst, unsigned flags);
+
+/** posenc_rope_apply into a paged or cell-addressed KV cache, as posenc_rope_out_slots
+ * writes one: token t of src (one batch of n_tokens tokens) takes factor row first_row + t,
+ * is rotated as posenc_rope_apply rotates it, and is written to cell slots->index[t] of dst
+ * (skipped where negative); dst, slots and the type pairs as for posenc_rope_out_slots, the
+ * factors and flags by posenc_rope_apply's rules. The result is bitwise posenc_rope_out_slots'
+ * with the plan, positions and flags the factors were computed from (and the same flags
+ * here); nothing else of dst is touched. There is no in-place form.
+ * Errors (nothing written): those of posenc_rope_apply for the factors and flags (factor rows
+ * beyond factors->n_rows, rows the cells overlap, ...), a NULL src or dst, and the errors of
+ * posenc_rope_out_slots for src, dst and slots (a NULL slots, an index >= n_cells, two
+ * tokens for one cell, ...; POSENC_ERR_OUT_OF_MEMORY as there). n_tokens, n_heads or n_cells
+ * 0, or every index negative: a no-op. */
+POSENC_API posenc_status posenc_rope_apply_slots(const posenc_rope_factors *factors,
+                                                 size_t first_row, size_t head_dim, size_t n_tokens,
+                                                 const posenc_rope_view *src,
+                                                 const posenc_rope_view *dst,
+                                                 const posenc_slots *slots, unsigned flags);
 
 /** @} */
 

@@ -442,7 +442,7 @@ TEST(LastError, RopeInPlaceMropeAndRerotation) {
   ExpectRefusals({
       {kRope, "plan", [&] { return posenc_rope_bf16(nullptr, 8, 3, pos, 0, &q, &k, 0); }},
       {kRope, "q", [&] { return posenc_rope_bf16(plan.get(), 8, 3, pos, 0, nullptr, &k, 0); }},
-      {kRope, "flags", rope(plan, 8, pos, 0, q, k, 64)},
+      {kRope, "flags", rope(plan, 8, pos, 0, q, k, 1u << 7)},
       {kRope, "head_dim", rope(plan, 6, pos, 0, q, k, 0)},
       {kRope, "start_pos", rope(plan, 8, nullptr, INT32_MAX - 1, q, k, 0)},
       {kRope, "q->head_stride", rope(plan, 8, pos, 0, q_overlap, k, 0)},
@@ -452,7 +452,7 @@ TEST(LastError, RopeInPlaceMropeAndRerotation) {
       {kMrope, "plan", [&] { return posenc_mrope_f16(nullptr, sections, 8, 3, pos, &q, &k, 0); }},
       {kMrope, "q",
        [&] { return posenc_mrope_f16(plan.get(), sections, 8, 3, pos, nullptr, &k, 0); }},
-      {kMrope, "flags", mrope(sections, pos, 3, 1u << 6)},
+      {kMrope, "flags", mrope(sections, pos, 3, 1u << 7)},
       {kMrope, "head_dim",
        [&] { return posenc_mrope_f16(plan.get(), sections, 7, 3, pos, &q, &k, 0); }},
       {kMrope, "sections", mrope(nullptr, pos, 3, 0)},
@@ -648,7 +648,7 @@ TEST(LastError, RuntimeShapedRope) {
       {kMfc, "flags",
        [&] {
          posenc_rope_factors g;
-         return posenc_mrope_factors_compute(plan.get(), sections, 2, pos, 1u << 6, storage, bytes,
+         return posenc_mrope_factors_compute(plan.get(), sections, 2, pos, 1u << 7, storage, bytes,
                                              &g);
        }},
       {kMfc, "sections",

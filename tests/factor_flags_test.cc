@@ -9,7 +9,9 @@
 //  - for every flags value taken, compute then apply with those same flags (in place and out of
 //    place) is bitwise the plan path's result for them (posenc_rope_f32, posenc_mrope_f32), the
 //    tolerance of the other factor tests (tests/rope_views_test.cc); the size depends on the
-//    layout alone, and factors->flags records GPTJ and DETERMINISTIC only.
+//    layout alone, and factors->flags records GPTJ and DETERMINISTIC only;
+//  - POSENC_ROPE_POSITIONS_INT64 is one of the known bits: the calls that take positions are
+//    then given them as int64 (the same values), bytes and apply take it as a no-op.
 // Each test runs on the ISA its process is given (POSENC_ISA; all of them by hand).
 #include <posenc.h>
 
@@ -27,7 +29,7 @@ namespace {
 
 constexpr unsigned kKnown = POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES |
                             POSENC_ROPE_MROPE_INTERLEAVED | POSENC_ROPE_DETERMINISTIC |
-                            POSENC_ROPE_MROPE_GGML;
+                            POSENC_ROPE_MROPE_GGML | POSENC_ROPE_POSITIONS_INT64;
 constexpr unsigned kRecorded = POSENC_ROPE_GPTJ | POSENC_ROPE_DETERMINISTIC;
 
 // Every combination of the known flag bits; then each unknown bit alone and with all the known
@@ -59,7 +61,8 @@ struct Problem {
   size_t sections[4];  // the fourth (ggml's rule, POSENC_ROPE_MROPE_GGML) 0
   PlanPtr plan;
   std::vector<int32_t> pos, pos3;
-  std::vector<float> x;  // [L, H, D]
+  std::vector<int64_t> pos64, pos3_64;  // the same, for POSENC_ROPE_POSITIONS_INT64
+  std::vector<float> x;                 // [L, H, D]
 
   Problem(size_t rotary_dim, size_t head_dim, size_t heads, size_t tokens, uint32_t seed)
       : R(rotary_dim), D(head_dim), H(heads), L(tokens) {
@@ -81,6 +84,13 @@ struct Problem {
       pos3[3 * L + t] = pos3[t];
     }
     x = RandomFloats(L * H * D, seed + 1, -2.0f, 2.0f);
+    pos64.assign(pos.begin(), pos.end());
+    pos3_64.assign(pos3.begin(), pos3.end());
+  }
+  // The positions argument for `flags`: int32, or int64 with POSENC_ROPE_POSITIONS_INT64.
+  const int32_t* Pos(bool mrope, unsigned flags) const {
+    if (!(flags & POSENC_ROPE_POSITIONS_INT64)) return mrope ? pos3.data() : pos.data();
+    return reinterpret_cast<const int32_t*>(mrope ? pos3_64.data() : pos64.data());
   }
   posenc_rope_tensor Tensor(float* data) const { return {data, H, H * D, D}; }
   posenc_rope_view View(float* data) const {
@@ -92,18 +102,19 @@ struct Problem {
 posenc_status PlanPath(const Problem& p, bool mrope, unsigned flags, std::vector<float>* out) {
   *out = p.x;
   const posenc_rope_tensor q = p.Tensor(out->data());
-  return mrope ? posenc_mrope_f32(p.plan.get(), p.sections, p.D, p.L, p.pos3.data(), &q, nullptr,
-                                  flags)
-               : posenc_rope_f32(p.plan.get(), p.D, p.L, p.pos.data(), 0, &q, nullptr, flags);
+  return mrope
+             ? posenc_mrope_f32(p.plan.get(), p.sections, p.D, p.L, p.Pos(true, flags), &q, nullptr,
+                                flags)
+             : posenc_rope_f32(p.plan.get(), p.D, p.L, p.Pos(false, flags), 0, &q, nullptr, flags);
 }
 
 // The form's factor computation into `storage` (of `bytes` bytes).
 posenc_status Compute(const Problem& p, bool mrope, unsigned flags, float* storage, size_t bytes,
                       posenc_rope_factors* f) {
-  return mrope ? posenc_mrope_factors_compute(p.plan.get(), p.sections, p.L, p.pos3.data(), flags,
-                                              storage, bytes, f)
-               : posenc_rope_factors_compute(p.plan.get(), p.L, p.pos.data(), 0, flags, storage,
-                                             bytes, f);
+  return mrope ? posenc_mrope_factors_compute(p.plan.get(), p.sections, p.L, p.Pos(true, flags),
+                                              flags, storage, bytes, f)
+               : posenc_rope_factors_compute(p.plan.get(), p.L, p.Pos(false, flags), 0, flags,
+                                             storage, bytes, f);
 }
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {

@@ -556,7 +556,7 @@ TEST_P(RopeViewsTest, BadInputReturnsItsStatusAndWritesNothing) {
   add("misaligned destination", sv, v);
   v = dv, v.batch_stride = SIZE_MAX / 2;
   add("extent overflows", sv, v);
-  add("unknown flags", sv, dv, B, L, 64);
+  add("unknown flags", sv, dv, B, L, 128);
   add("R > head_dim", sv, dv, B, L, 0, R - 2);
   add("n_batch * n_tokens overflows", sv, dv, SIZE_MAX / 2, 3);
   for (const Bad& x : bad) {
@@ -577,7 +577,7 @@ TEST_P(RopeViewsTest, BadInputReturnsItsStatusAndWritesNothing) {
 
   // Factors.
   EXPECT_EQ(posenc_rope_factors_bytes(3, 4, 0), 0u);
-  EXPECT_EQ(posenc_rope_factors_bytes(64, 4, 64), 0u);  // unknown flags
+  EXPECT_EQ(posenc_rope_factors_bytes(64, 4, 128), 0u);  // unknown flags
   EXPECT_EQ(posenc_rope_factors_bytes(64, SIZE_MAX / 8, 0), 0u);
   const size_t bytes = posenc_rope_factors_bytes(R, B * L, 0);
   ASSERT_GT(bytes, 0u);
@@ -617,7 +617,7 @@ TEST_P(RopeViewsTest, BadInputReturnsItsStatusAndWritesNothing) {
   EXPECT_EQ(apply(g, 0, L, 0, sv, dv), POSENC_ERR_INVALID_ARGUMENT) << "factors too small";
   EXPECT_EQ(apply(f, 0, L, POSENC_ROPE_GPTJ, sv, dv), POSENC_ERR_INVALID_ARGUMENT)
       << "layout differs";
-  EXPECT_EQ(apply(f, 0, L, 64, sv, dv), POSENC_ERR_INVALID_ARGUMENT) << "unknown flags";
+  EXPECT_EQ(apply(f, 0, L, 128, sv, dv), POSENC_ERR_INVALID_ARGUMENT) << "unknown flags";
   g = f, g.row_floats += 16;
   EXPECT_EQ(apply(g, 0, L, 0, sv, dv), POSENC_ERR_INVALID_ARGUMENT) << "row_floats";
   g = f, g.rotary_dim = 2 * D;

@@ -33,7 +33,7 @@ from ._info import (active_isa, all_isas, available_isas, compiled_isas, cpu_fea
 from ._plans import RopePlan, ggml_rope_mode, plan_from_ggml
 from ._rope import (mrope, mrope_out, rope, rope_out, rope_out_fp8, rope_out_q8_0, rope_out_slots,
                     rope_qknorm, rope_rerotate)
-from ._factors import RopeFactors, mrope_factors, rope_apply, rope_factors
+from ._factors import RopeFactors, mrope_factors, rope_apply, rope_apply_slots, rope_factors
 from ._sinusoid import SinusoidPlan, sinusoid_add, sinusoid_fill, sinusoid_fill_timesteps
 from ._alibi import alibi_add, alibi_bias, alibi_slopes, alibi_softmax
 from ._softmax import softmax
@@ -48,7 +48,8 @@ __all__ = [
     "rope_rerotate", "rope_out", "rope_out_slots", "rope_out_q8_0", "rope_out_fp8", "rope_qknorm",
     "mrope_out",
     "RopeFactors", "rope_factors", "mrope_factors",
-    "rope_apply", "apply", "plan_from_ggml", "ggml_rope_mode", "SinusoidPlan", "sinusoid_fill",
+    "rope_apply", "rope_apply_slots", "apply", "plan_from_ggml", "ggml_rope_mode",
+    "SinusoidPlan", "sinusoid_fill",
     "sinusoid_fill_timesteps", "sinusoid_add", "alibi_slopes", "alibi_add", "alibi_bias",
     "alibi_softmax", "softmax", "learned_add",
 ]
@@ -59,7 +60,7 @@ __all__ = [
 for _name in ("rope", "mrope", "rope_rerotate", "rope_factors", "mrope_factors",
               "sinusoid_fill", "sinusoid_fill_timesteps", "sinusoid_add", "alibi_add",
               "alibi_bias", "alibi_softmax", "learned_add", "rope_qknorm", "rope_out_slots",
-              "rope_out_q8_0", "rope_out_fp8"):
+              "rope_out_q8_0", "rope_out_fp8", "rope_apply_slots"):
     globals()[_name] = accepts_tensors(globals()[_name])
 for _name in ("rope_out", "mrope_out", "rope_apply"):
     globals()[_name] = accepts_tensors(globals()[_name], differentiable="src")

@@ -84,10 +84,12 @@ def _address(array):
     return array.ctypes.data
 
 
-def _positions(positions, n_tokens, start_pos):
+def _positions(positions, n_tokens, start_pos, wide=False):
     """Returns (int32 array or None, start_pos). Positions of another integer dtype are
     converted after a range check; the int32 array is kept alive by the caller. n_tokens:
-    the length the positions must have, None for any."""
+    the length the positions must have, None for any. wide=True (a RoPE call that takes
+    POSENC_ROPE_POSITIONS_INT64, _positions_flag): int64 positions are returned as they are
+    (no copy when contiguous; the library checks their range)."""
     start_pos = _int32("start_pos", start_pos)
     if positions is None:
         return None, start_pos
@@ -101,11 +103,20 @@ def _positions(positions, n_tokens, start_pos):
     if array.ndim != 1 or (n_tokens is not None and array.shape[0] != n_tokens):
         entries = "" if n_tokens is None else f" with {n_tokens} entries"
         raise ValueError(f"positions must be 1-D{entries}, got shape {array.shape}")
+    if wide and array.dtype == np.int64:
+        return np.ascontiguousarray(array), 0
     if array.dtype != np.int32:
         if array.size and (int(array.min()) < _INT32_MIN or int(array.max()) > _INT32_MAX):
             raise ValueError("positions outside the int32 range")
         array = array.astype(np.int32)
     return np.ascontiguousarray(array), 0
+
+
+def _positions_flag(*arrays):
+    """POSENC_ROPE_POSITIONS_INT64 when positions from _positions(..., wide=True) are int64
+    (the flag covers every positions argument of a call), else 0."""
+    wide = any(a is not None and a.dtype == np.int64 for a in arrays)
+    return _lib.ROPE_POSITIONS_INT64 if wide else 0
 
 
 def _named_positions(name, values, n):

@@ -7,9 +7,10 @@ import numpy as np
 
 from . import _lib
 from ._lib import lib
-from ._core import _F32, _address, _check, _plan_handle, _pointer, _positions, _size
+from ._core import (_F32, _address, _check, _plan_handle, _pointer, _positions,
+                    _positions_flag, _size)
 from ._plans import RopePlan, _resolve
-from ._rope import _mrope_rule, _rope_flags, _sections, _src_dst
+from ._rope import _mrope_rule, _rope_flags, _sections, _slot_views, _slots_of, _src_dst
 
 
 def _aligned_float32(nbytes, alignment=64):
@@ -138,15 +139,16 @@ def rope_factors(plan, *, positions=None, start_pos=0, n_rows=None, layout=None,
         if array.ndim == 2:
             array = array.reshape(-1)
         pos, start_pos = _positions(array, None if n_rows is None else _size("n_rows", n_rows),
-                                    start_pos)
+                                    start_pos, wide=True)
         n_rows = pos.shape[0]
     plan_used = _resolve(plan, pos, start_pos, n_rows)  # alive through the call
     handle = plan_used._ptr()
     flags = _rope_flags(layout, f32_angles=f32_angles, plan=plan, deterministic=deterministic)
     storage, nbytes = _factor_storage(plan.rotary_dim, n_rows, flags, storage)
     struct = _lib.RopeFactors()
-    _check(lib.posenc_rope_factors_compute(handle, n_rows, _pointer(pos), start_pos, flags,
-                                           _address(storage), nbytes, ctypes.byref(struct)),
+    _check(lib.posenc_rope_factors_compute(handle, n_rows, _pointer(pos), start_pos,
+                                           flags | _positions_flag(pos), _address(storage),
+                                           nbytes, ctypes.byref(struct)),
            "posenc_rope_factors_compute")
     return RopeFactors._make(struct, storage, bool(f32_angles))
 
@@ -168,7 +170,7 @@ def mrope_factors(plan, sections, *, positions, layout=None, interleaved=None, g
                          f"{array.shape}")
     array = array.reshape(rows, -1)
     n_rows = array.shape[1]
-    flat, _ = _positions(array.reshape(-1), rows * n_rows, 0)
+    flat, _ = _positions(array.reshape(-1), rows * n_rows, 0, wide=True)
     plan_used = _resolve(plan, flat, 0, n_rows)  # alive through the call
     handle = plan_used._ptr()
     sec_array = _sections(sections, ggml)
@@ -176,8 +178,9 @@ def mrope_factors(plan, sections, *, positions, layout=None, interleaved=None, g
                         deterministic=deterministic, ggml=ggml)
     storage, nbytes = _factor_storage(plan.rotary_dim, n_rows, flags, storage)
     struct = _lib.RopeFactors()
-    _check(lib.posenc_mrope_factors_compute(handle, sec_array, n_rows, _pointer(flat), flags,
-                                            _address(storage), nbytes, ctypes.byref(struct)),
+    _check(lib.posenc_mrope_factors_compute(handle, sec_array, n_rows, _pointer(flat),
+                                            flags | _positions_flag(flat), _address(storage),
+                                            nbytes, ctypes.byref(struct)),
            "posenc_mrope_factors_compute")
     return RopeFactors._make(struct, storage, bool(f32_angles))
 
@@ -207,6 +210,33 @@ def rope_apply(factors, src, *, dst=None, first_row=0, row_batch_stride=None, ax
                                  ctypes.byref(dst_view), flags),
            "posenc_rope_apply")
     return dst
+
+
+def rope_apply_slots(factors, src, cache, slots, *, first_row=0, axes=None, cache_axes=None,
+                     inverse=False, src_dtype=None, cache_dtype=None):
+    """Applies rotation factors to src's tokens and writes them into the cache cells `slots`
+    chooses: posenc_rope_apply_slots. Token t takes factor row first_row + t and goes to cell
+    slots[t], or nowhere where slots[t] < 0. Returns cache.
+
+    factors, first_row, inverse: as for rope_apply() (one batch). src, cache, slots, axes,
+    cache_axes, src_dtype, cache_dtype: as for rope_out_slots(). Each written cell is bitwise
+    rope_out_slots()'s with the plan and positions the factors were computed from; every other
+    element of the cache is untouched. Bad cells or factor rows are refused before anything
+    is written (PosencError).
+    """
+    if not isinstance(factors, RopeFactors):
+        raise TypeError(f"factors must be a posenc.RopeFactors, not {type(factors).__name__}")
+    src_view, cache_view, (n_tokens, head_dim, n_cells) = _slot_views(
+        src, cache, axes, cache_axes, src_dtype, cache_dtype)
+    first_row = _size("first_row", first_row)
+    flags = factors._struct.flags | (_lib.ROPE_INVERSE if inverse else 0)
+    cells, index = _slots_of(slots, n_tokens, n_cells)
+    _check(lib.posenc_rope_apply_slots(ctypes.byref(factors._struct), first_row, head_dim,
+                                       n_tokens, ctypes.byref(src_view),
+                                       ctypes.byref(cache_view), ctypes.byref(cells), flags),
+           "posenc_rope_apply_slots")
+    del index
+    return cache
 
 
 apply = rope_apply

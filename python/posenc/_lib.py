@@ -20,6 +20,7 @@ ROPE_F32_ANGLES = C.POSENC_ROPE_F32_ANGLES
 ROPE_MROPE_INTERLEAVED = C.POSENC_ROPE_MROPE_INTERLEAVED
 ROPE_DETERMINISTIC = C.POSENC_ROPE_DETERMINISTIC
 ROPE_MROPE_GGML = C.POSENC_ROPE_MROPE_GGML
+ROPE_POSITIONS_INT64 = C.POSENC_ROPE_POSITIONS_INT64
 QK_NORM_GEMMA = C.POSENC_QK_NORM_GEMMA
 SINUSOID_SIN_COS = C.POSENC_SINUSOID_SIN_COS
 SINUSOID_COS_SIN = C.POSENC_SINUSOID_COS_SIN
@@ -250,6 +251,9 @@ _declare("posenc_mrope_factors_compute", c_status, ctypes.c_void_p, ctypes.POINT
          ctypes.POINTER(RopeFactors))
 _declare("posenc_rope_apply", c_status, ctypes.POINTER(RopeFactors), c_size, c_size, c_size,
          c_size, c_size, ctypes.POINTER(RopeView), ctypes.POINTER(RopeView), ctypes.c_uint)
+_declare("posenc_rope_apply_slots", c_status, ctypes.POINTER(RopeFactors), c_size, c_size,
+         c_size, ctypes.POINTER(RopeView), ctypes.POINTER(RopeView), ctypes.POINTER(Slots),
+         ctypes.c_uint)
 
 _declare("posenc_sinusoid_plan_create", c_status, ctypes.POINTER(ctypes.c_void_p), c_size,
          ctypes.c_double)

@@ -348,6 +348,8 @@ def _resolve(plan, positions, start_pos, n_tokens):
         return plan
     if positions is not None:
         top = int(np.max(positions)) if np.size(positions) else 0
+        if top > np.iinfo(np.int32).max:
+            return plan  # int64 positions past int32: the library refuses the call
     else:
         top = start_pos + max(n_tokens, 1) - 1
     from . import _hfconfig

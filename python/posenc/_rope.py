@@ -9,7 +9,7 @@ from . import _lib
 from ._lib import lib
 from ._core import (_DTYPE_LABELS, _NUMPY_STORAGE, _address, _array_type, _c_function, _check,
                     _data, _element_strides, _layout, _plan_handle, _pointer, _positions,
-                    _storage_type)
+                    _positions_flag, _storage_type)
 from ._plans import RopePlan, _resolve
 
 
@@ -98,8 +98,9 @@ def rope(plan, q, k=None, *, positions=None, start_pos=0, layout=None, inverse=F
     Storage: float32, float16, bfloat16 (an ml_dtypes-style array, a torch tensor, or
     uint16 bits: bfloat16 unless dtype="float16"); q and k of one type.
     The first plan.rotary_dim elements of each head vector are rotated; the rest is kept.
-    positions: L integer positions (converted to int32 after a range check), or None for
-    start_pos + t; with a batch axis also [B, L] (HF's position_ids). layout: "neox" (pairs
+    positions: L integer positions (int32 and int64 passed as they are, int64 with
+    POSENC_ROPE_POSITIONS_INT64; other types converted to int32 after a range check), or
+    None for start_pos + t; with a batch axis also [B, L] (HF's position_ids). layout: "neox" (pairs
     (x[i], x[i + R/2])) or "gptj" (pairs (x[2i], x[2i+1])); None (the default): the plan's
     family's (plan.hf.layout of RopePlan.from_hf_config, e.g. "gptj" for GPT-J, GLM,
     Cohere, DeepSeek), else "neox". inverse: rotate by -angle
@@ -118,14 +119,14 @@ def rope(plan, q, k=None, *, positions=None, start_pos=0, layout=None, inverse=F
         return None
     code, q_view, k_view = _qk_views(q, k, dtype)
     n_tokens, _, head_dim = q.shape
-    positions, start_pos = _positions(positions, n_tokens, start_pos)
+    positions, start_pos = _positions(positions, n_tokens, start_pos, wide=True)
     plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
     handle = plan_used._ptr()
     function, name = _c_function("posenc_rope", code)
     _check(function(handle, head_dim, n_tokens, _pointer(positions), start_pos,
                     ctypes.byref(q_view), None if k_view is None else ctypes.byref(k_view),
                     _rope_flags(layout, inverse, f32_angles, plan=plan,
-                                deterministic=deterministic)),
+                                deterministic=deterministic) | _positions_flag(positions)),
            name)
 
 
@@ -161,14 +162,15 @@ def mrope(plan, sections, q, k=None, *, positions=None, layout=None, interleaved
     rows = np.asarray(positions if positions is not None else np.zeros((n_rows, 0), np.int32))
     if rows.ndim != 2 or rows.shape != (n_rows, n_tokens):
         raise ValueError(f"positions must have shape ({n_rows}, {n_tokens}), got {rows.shape}")
-    flat, _ = _positions(rows.reshape(-1), n_rows * n_tokens, 0)
+    flat, _ = _positions(rows.reshape(-1), n_rows * n_tokens, 0, wide=True)
     plan_used = _resolve(plan, flat, 0, n_tokens)  # alive through the call
     handle = plan_used._ptr()
     function, name = _c_function("posenc_mrope", code)
     _check(function(handle, _sections(sections, ggml), head_dim, n_tokens, _pointer(flat),
                     ctypes.byref(q_view), None if k_view is None else ctypes.byref(k_view),
                     _rope_flags(layout, inverse, f32_angles, interleaved, plan=plan,
-                                deterministic=deterministic, ggml=ggml)),
+                                deterministic=deterministic, ggml=ggml) |
+                    _positions_flag(flat)),
            name)
 
 
@@ -194,8 +196,12 @@ def rope_rerotate(from_plan, to_plan, k, *, from_positions=None, from_start=0,
     """
     code, k_view = _rope_view("k", k, dtype)
     n_tokens, _, head_dim = k.shape
-    from_pos, from_start = _positions(from_positions, n_tokens, from_start)
-    to_pos, to_start = _positions(to_positions, n_tokens, to_start)
+    from_pos, from_start = _positions(from_positions, n_tokens, from_start, wide=True)
+    to_pos, to_start = _positions(to_positions, n_tokens, to_start, wide=True)
+    wide = _positions_flag(from_pos, to_pos)
+    if wide:  # one flag for both arrays: an int32 one is widened (L values)
+        from_pos, to_pos = (None if a is None else a.astype(np.int64, copy=False)
+                            for a in (from_pos, to_pos))
     from_plan_used = _resolve(from_plan, from_pos, from_start, n_tokens)  # alive in the call
     from_handle = from_plan_used._ptr()
     to_plan_used = _resolve(to_plan, to_pos, to_start, n_tokens)
@@ -204,7 +210,7 @@ def rope_rerotate(from_plan, to_plan, k, *, from_positions=None, from_start=0,
     _check(function(from_handle, _pointer(from_pos), from_start, to_handle, _pointer(to_pos),
                     to_start, head_dim, n_tokens, ctypes.byref(k_view),
                     _rope_flags(layout, f32_angles=f32_angles, plan=_rerotate_plan(
-                        layout, from_plan, to_plan), deterministic=deterministic)),
+                        layout, from_plan, to_plan), deterministic=deterministic) | wide),
            name)
 
 
@@ -310,7 +316,7 @@ def _batch_positions(positions, n_batch, n_tokens, start_pos):
     elif array.shape != (n_batch, n_tokens):
         raise ValueError(f"positions must have shape ({n_batch}, {n_tokens}) or ({n_tokens},), "
                          f"got {array.shape}")
-    return _positions(array.reshape(-1), n_batch * n_tokens, start_pos)
+    return _positions(array.reshape(-1), n_batch * n_tokens, start_pos, wide=True)
 
 
 def _mrope_positions(positions, n_batch, n_tokens, rows=3):
@@ -323,7 +329,7 @@ def _mrope_positions(positions, n_batch, n_tokens, rows=3):
     elif array.shape != (rows, n_batch, n_tokens):
         raise ValueError(f"positions must have shape ({rows}, {n_batch}, {n_tokens}) or "
                          f"({rows}, {n_tokens}), got {array.shape}")
-    flat, _ = _positions(array.reshape(-1), rows * n_batch * n_tokens, 0)
+    flat, _ = _positions(array.reshape(-1), rows * n_batch * n_tokens, 0, wide=True)
     return flat
 
 
@@ -362,6 +368,7 @@ def rope_out(plan, src, *, dst=None, positions=None, start_pos=0, axes=None, lay
     plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
     handle = plan_used._ptr()
     flags = _rope_flags(layout, inverse, f32_angles, plan=plan, deterministic=deterministic)
+    flags |= _positions_flag(positions)
     _check(lib.posenc_rope_out(handle, head_dim, n_batch, n_tokens, _pointer(positions),
                                start_pos, ctypes.byref(src_view), ctypes.byref(dst_view), flags),
            "posenc_rope_out")
@@ -386,6 +393,25 @@ def rope_out_slots(plan, src, cache, slots, *, positions=None, start_pos=0, axes
     of range or repeated are refused before anything is written (PosencError).
     """
     _plan_handle(plan, RopePlan)
+    src_view, cache_view, (n_tokens, head_dim, n_cells) = _slot_views(
+        src, cache, axes, cache_axes, src_dtype, cache_dtype, _tokens(positions))
+    positions, start_pos = _positions(positions, n_tokens, start_pos, wide=True)
+    plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
+    flags = _rope_flags(layout, inverse, f32_angles, plan=plan, deterministic=deterministic)
+    flags |= _positions_flag(positions)
+    cells, index = _slots_of(slots, n_tokens, n_cells)
+    _check(lib.posenc_rope_out_slots(plan_used._ptr(), head_dim, n_tokens, _pointer(positions),
+                                     start_pos, ctypes.byref(src_view),
+                                     ctypes.byref(cache_view), ctypes.byref(cells), flags),
+           "posenc_rope_out_slots")
+    del index
+    return cache
+
+
+def _slot_views(src, cache, axes, cache_axes, src_dtype, cache_dtype, tokens=None):
+    """The views of rope_out_slots' and rope_apply_slots' src (3-D, one batch) and cache
+    (3-D cells, cache_axes "CHD" or "HCD"), checked as rope_out_slots documents. Returns
+    (src_view, cache_view, (n_tokens, head_dim, n_cells))."""
     if src.ndim != 3 or cache.ndim != 3:
         raise ValueError(f"src and cache must be 3-D (one batch), got {src.ndim}-D and "
                          f"{cache.ndim}-D")
@@ -396,7 +422,7 @@ def rope_out_slots(plan, src, cache, slots, *, positions=None, start_pos=0, axes
         raise ValueError("cache is read-only; posenc writes into it")
     declared = None if src_dtype is None else _storage_type("src_dtype", src_dtype)
     src_code = _array_type("src", src, declared)
-    axes = _axes(axes, src.shape, _tokens(positions))
+    axes = _axes(axes, src.shape, tokens)
     src_view, (_, n_tokens, n_heads, head_dim) = _view("src", src, src_code, axes, source=True)
     wanted = None if cache_dtype is None else _storage_type("cache_dtype", cache_dtype)
     cache_code = _array_type("cache", cache, wanted, prefer=src_code)
@@ -406,16 +432,7 @@ def rope_out_slots(plan, src, cache, slots, *, positions=None, start_pos=0, axes
     if (cache_heads, cache_dim) != (n_heads, head_dim):
         raise ValueError(f"cache has {cache_heads} heads of {cache_dim}; src {n_heads} of "
                          f"{head_dim}")
-    positions, start_pos = _positions(positions, n_tokens, start_pos)
-    plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
-    flags = _rope_flags(layout, inverse, f32_angles, plan=plan, deterministic=deterministic)
-    cells, index = _slots_of(slots, n_tokens, n_cells)
-    _check(lib.posenc_rope_out_slots(plan_used._ptr(), head_dim, n_tokens, _pointer(positions),
-                                     start_pos, ctypes.byref(src_view),
-                                     ctypes.byref(cache_view), ctypes.byref(cells), flags),
-           "posenc_rope_out_slots")
-    del index
-    return cache
+    return src_view, cache_view, (n_tokens, head_dim, n_cells)
 
 
 def _slots_of(slots, n_tokens, n_cells):
@@ -459,7 +476,7 @@ def _quant_call(plan, src, dst, slots, positions, start_pos, axes, row_bytes):
         raise ValueError(f"dst has {dst.shape[0]} rows for {n_tokens} tokens (pass slots to "
                          f"choose rows)")
     cells, keep = (None, None) if slots is None else _slots_of(slots, n_tokens, dst.shape[0])
-    positions, start_pos = _positions(positions, n_tokens, start_pos)
+    positions, start_pos = _positions(positions, n_tokens, start_pos, wide=True)
     plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
     dims = (dst.shape[0], n_heads, dst.strides[0], dst.strides[1])
     return dst, (plan_used, head_dim, n_tokens, _pointer(positions), start_pos,
@@ -483,6 +500,7 @@ def rope_out_q8_0(plan, src, dst=None, *, slots=None, positions=None, start_pos=
         _quant_call(plan, src, dst, slots, positions, start_pos, axes, lambda d: d // 32 * 34)
     view = _lib.Q8View(_address(dst), *dims[1:])
     flags = _rope_flags(layout, inverse, f32_angles, plan=plan, deterministic=deterministic)
+    flags |= _positions_flag(keep[1])
     _check(lib.posenc_rope_out_q8_0(plan_used._ptr(), head_dim, n_tokens, pos, start_pos,
                                     src_ref, ctypes.byref(view), cells, flags),
            "posenc_rope_out_q8_0")
@@ -512,6 +530,7 @@ def rope_out_fp8(plan, src, dst=None, *, scale, slots=None, positions=None, star
         _quant_call(plan, src, dst, slots, positions, start_pos, axes, lambda d: d)
     view = _lib.Fp8View(_address(dst), *dims[1:])
     flags = _rope_flags(layout, inverse, f32_angles, plan=plan, deterministic=deterministic)
+    flags |= _positions_flag(keep[1])
     _check(lib.posenc_rope_out_fp8(plan_used._ptr(), head_dim, n_tokens, pos, start_pos,
                                    src_ref, ctypes.byref(view), float(scale), cells, flags),
            "posenc_rope_out_fp8")
@@ -571,6 +590,7 @@ def rope_qknorm(plan, q, q_weight, *, eps, k=None, k_weight=None, gemma=False, q
     positions, start_pos = _batch_positions(positions, n_batch, n_tokens, start_pos)
     plan_used = _resolve(plan, positions, start_pos, n_tokens)  # alive through the call
     flags = _rope_flags(layout, inverse, f32_angles, plan=plan, deterministic=deterministic)
+    flags |= _positions_flag(positions)
     _check(lib.posenc_rope_qknorm(plan_used._ptr(), head_dim, n_batch, n_tokens,
                                   _pointer(positions), start_pos, ctypes.byref(q_src_view),
                                   ctypes.byref(q_dst_view), ctypes.byref(q_norm), *k_args,
@@ -603,7 +623,7 @@ def mrope_out(plan, sections, src, *, dst=None, positions=None, axes=None, layou
     handle = plan_used._ptr()
     sec_array = _sections(sections, ggml)
     flags = _rope_flags(layout, inverse, f32_angles, interleaved, plan=plan,
-                        deterministic=deterministic, ggml=ggml)
+                        deterministic=deterministic, ggml=ggml) | _positions_flag(flat)
     _check(lib.posenc_mrope_out(handle, sec_array, head_dim, n_batch, n_tokens, _pointer(flat),
                                 ctypes.byref(src_view), ctypes.byref(dst_view), flags),
            "posenc_mrope_out")

@@ -573,11 +573,14 @@ class RotaryEmbedding(torch.nn.Module):
             pos = (ctypes.c_int32 * n_rows)(*flat) if _INT32_MIN <= low and \
                 top <= _INT32_MAX else None
         else:
-            flat = position_ids.numpy().reshape(-1)
+            # int64 positions as they are (POSENC_ROPE_POSITIONS_INT64: no int32 copy)
+            flat = np.ascontiguousarray(position_ids.numpy().reshape(-1))
             low, top = int(flat.min()), int(flat.max())
-            pos = flat.astype(np.int32) if _INT32_MIN <= low and top <= _INT32_MAX else None
+            pos = flat if _INT32_MIN <= low and top <= _INT32_MAX else None
+            if flat.dtype == np.int64:
+                flags |= _lib.ROPE_POSITIONS_INT64
         if pos is None:
-            raise ValueError("positions outside the int32 range")
+            return self._forward(x, position_ids)  # its refusal (the library's detail)
         plan_used = _resolve_plan(plan, top) if seq_dependent else plan
         handle = plan_used._ptr()
         key = (rotary_dim, n_rows, flags & _lib.ROPE_GPTJ)

@@ -345,6 +345,7 @@ POSITIONAL = {
     "rope_out_fp8": ["plan", "src", "dst"],
     "mrope_out": ["plan", "sections", "src"], "rope_factors": ["plan"],
     "mrope_factors": ["plan", "sections"], "rope_apply": ["factors", "src"],
+    "rope_apply_slots": ["factors", "src", "cache", "slots"],
     "apply": ["factors", "src"], "plan_from_ggml": ["n_dims", "freq_base"],
     "ggml_rope_mode": ["mode"],
     "sinusoid_fill": ["plan", "rows"], "sinusoid_fill_timesteps": ["plan", "timesteps"],

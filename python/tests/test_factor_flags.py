@@ -14,7 +14,8 @@ import pytest
 from posenc import _lib
 
 KNOWN = (_lib.ROPE_GPTJ | _lib.ROPE_INVERSE | _lib.ROPE_F32_ANGLES |
-         _lib.ROPE_MROPE_INTERLEAVED | _lib.ROPE_DETERMINISTIC | _lib.ROPE_MROPE_GGML)
+         _lib.ROPE_MROPE_INTERLEAVED | _lib.ROPE_DETERMINISTIC | _lib.ROPE_MROPE_GGML |
+         _lib.ROPE_POSITIONS_INT64)  # a no-op for the size (no positions)
 
 
 def assert_bitwise(got, want):

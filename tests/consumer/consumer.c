@@ -1,5 +1,6 @@
 /* A program that uses an installed (or embedded) posenc the way an integrator would: the
- * version, one RoPE call and one sinusoidal table, each checked against a plain double
+ * version, one RoPE call (and the same rotation through factors and posenc_inline.h's apply
+ * step) and one sinusoidal table, each checked against a plain double
  * computation. Exits non-zero on a mismatch or an error. Built by scripts/test-consumers.sh
  * through find_package, pkg-config and add_subdirectory, shared and static. */
 #include <math.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include <posenc.h>
+#include <posenc_inline.h>
 
 enum { kDim = 8, kPairs = kDim / 2 };
 static const double kBase = 10000.0;
@@ -38,11 +40,23 @@ static int check_rope(void) {
     want[i] = (float)(x[i] * c - x[i + kPairs] * s);
     want[i + kPairs] = (float)(x[i + kPairs] * c + x[i] * s);
   }
+  float y[kDim], factor_rows[kDim];
+  memcpy(y, x, sizeof y);
   posenc_rope_tensor q = {x, 1, kDim, kDim};
   int failed = check_status(
       "posenc_rope_f32", posenc_rope_f32(plan, kDim, 1, &position, 0, &q, NULL, POSENC_ROPE_NEOX));
+  posenc_rope_factors f;
+  failed |= check_status("posenc_rope_factors_compute",
+                         posenc_rope_factors_compute(plan, 1, &position, 0, POSENC_ROPE_NEOX,
+                                                     factor_rows, sizeof factor_rows, &f));
   posenc_rope_plan_destroy(plan);
-  for (int i = 0; i < kDim && !failed; ++i) failed |= check("rope", x[i], want[i]);
+  if (!failed)
+    failed |= check_status("posenc_rope_apply_token_f32",
+                           posenc_rope_apply_token_f32(&f, 0, y, 1, kDim, kDim, POSENC_ROPE_NEOX));
+  for (int i = 0; i < kDim && !failed; ++i) {
+    failed |= check("rope", x[i], want[i]);
+    failed |= check("inline apply", y[i], want[i]);
+  }
   return failed;
 }
 
