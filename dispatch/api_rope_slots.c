@@ -34,7 +34,7 @@ posenc_status posenc_check_slots(const char *fn, const posenc_slots *s, size_t n
   }
   *written = n;
   if (n < 2) return POSENC_OK;
-  /* Distinct: by pairs for a few tokens, else a sorted copy. */
+  /* Distinct: by pairs for a few tokens, else below. */
   if (n_tokens <= 32) {
     for (size_t t = 0; t < n_tokens; ++t)
       for (size_t u = t + 1; u < n_tokens; ++u)
@@ -44,6 +44,28 @@ posenc_status posenc_check_slots(const char *fn, const posenc_slots *s, size_t n
                                      "once",
                                      t, u, (long long)slot_at(s, t));
     return POSENC_OK;
+  }
+  /* A bitmap of the cells where it is small beside the tokens (a paged cache a few times the
+   * call's tokens: one pass, no sort); else a sorted copy. */
+  const size_t words = s->n_cells / 64 + 1;
+  if (words <= 32 * n_tokens) {
+    uint64_t *seen = calloc(words, sizeof *seen);
+    if (!seen) return posenc_out_of_memory(fn, "slots", words * sizeof *seen);
+    size_t twice = n_tokens;
+    for (size_t t = 0; t < n_tokens && twice == n_tokens; ++t) {
+      const int64_t c = slot_at(s, t);
+      if (c < 0) continue;
+      const uint64_t bit = (uint64_t)1 << (c % 64);
+      if (seen[c / 64] & bit) twice = t;
+      seen[c / 64] |= bit;
+    }
+    free(seen);
+    if (twice == n_tokens) return POSENC_OK;
+    size_t first = 0;
+    while (slot_at(s, first) != slot_at(s, twice)) ++first;
+    return posenc_reject_field(fn, "slots", "index",
+                               "[%zu] and [%zu] are both cell %lld: a cell is written once", first,
+                               twice, (long long)slot_at(s, twice));
   }
   int64_t *cells = malloc(n * sizeof *cells);
   if (!cells) return posenc_out_of_memory(fn, "slots", n * sizeof *cells);

@@ -1,20 +1,40 @@
 /* libFuzzer target: posenc_mrope_f32 (byte 0 % 2 == 0) and posenc_mrope_bf16 / _f16 (1; the
  * byte after misc picks the type): fuzz_rope's views, decode_rope_plan_new's plans,
  * sections[3] (valid for the flags, or not), 3 rows of positions (text, image and video
- * patches as Qwen2-VL's get_rope_index, specials). Besides rope_common.h's and common.h's
- * checks: a call with an argument posenc.h lists as an error fails, and the scalar M-RoPE
- * result equals, bit for bit, the scalar posenc_rope_* result at each pair's row of
- * positions (check_mrope_rows). */
+ * patches as Qwen2-VL's get_rope_index, specials). With POSENC_ROPE_MROPE_GGML (flags byte
+ * bit 5): ggml's four sections (Qwen2-VL's and Qwen3-VL's proportions, vision's two,
+ * arbitrary ones that need not sum to R/2, 2^20; first three all 0, past 2^20 or NULL:
+ * errors), a fourth position row (e: 0 as llama.cpp's text, t, specials), and, by the byte
+ * after the sections, sometimes a plan of posenc_rope_plan_create_ggml_mode with ggml's
+ * mode 8 (MROPE), 40 (IMROPE) or 24 (VISION: n_dims = R/2, even) and the call's sections, or a
+ * mismatch the call must fail on (another interleaving, other sections, no GGML flag).
+ * Besides rope_common.h's and common.h's checks: a call with an argument posenc.h lists as
+ * an error fails, posenc_rope_plan_create_ggml_mode returns the flags of
+ * posenc_rope_ggml_flags (*plan NULL on error), and the scalar M-RoPE result equals, bit for
+ * bit, the scalar posenc_rope_* result at each pair's row of positions (check_mrope_rows;
+ * ggml's sector rule with GGML; for a ggml-mode plan, which posenc_rope_* must refuse, a
+ * plan of the same frequencies from posenc_rope_plan_create_from_freqs). */
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "rope_common.h"
 
 typedef struct mrope_call {
-  rope_call rope; /* positions: 3 rows of n_tokens (temporal, height, width) */
-  size_t sections[3];
+  rope_call rope; /* positions: 3 rows of n_tokens (temporal, height, width; GGML: 4, e) */
+  size_t sections[4];
   int sections_null;
-  int null_view; /* pass NULL for the q view itself (misc % 32 == 2) */
+  int null_view;  /* pass NULL for the q view itself (misc % 32 == 2) */
+  int ggml;       /* POSENC_ROPE_MROPE_GGML: four sections, four rows */
+  int plan_mode;  /* the plan's ggml mode (8, 24, 40), or 0 */
+  int plan_match; /* the call has the plan's flag, sections and interleaving */
 } mrope_call;
+
+/* ggml's sections (posenc.h): each at most 2^20, the first three not all 0; any sum. */
+static int ggml_sections_valid(const size_t *s) {
+  const size_t m = (size_t)1 << 20;
+  return s[0] <= m && s[1] <= m && s[2] <= m && s[3] <= m && s[0] + s[1] + s[2] > 0;
+}
 
 /* posenc_mrope_f32: sections[3] summing to n = R/2 (the sum of the values, not modulo
  * 2^64), and with POSENC_ROPE_MROPE_INTERLEAVED 3 s1 - 2 < n where s1 > 0 and 3 s2 - 1 < n
@@ -27,6 +47,15 @@ static int sections_valid(const size_t *s, size_t n, int interleaved) {
 /* The row of positions (0 temporal, 1 height, 2 width) that pair i takes (posenc.h). */
 static int mrope_row(const mrope_call *c, size_t i) {
   const size_t *s = c->sections;
+  if (c->ggml) { /* ggml_mrope_cache_init's sector rule: 3 is the e row */
+    const size_t sec = i % (s[0] + s[1] + s[2] + s[3]);
+    if (c->rope.flags & POSENC_ROPE_MROPE_INTERLEAVED)
+      return sec % 3 == 1 && sec < 3 * s[1]   ? 1
+             : sec % 3 == 2 && sec < 3 * s[2] ? 2
+             : sec % 3 == 0 && sec < 3 * s[0] ? 0
+                                              : 3;
+    return sec < s[0] ? 0 : sec < s[0] + s[1] ? 1 : sec < s[0] + s[1] + s[2] ? 2 : 3;
+  }
   if (c->rope.flags & POSENC_ROPE_MROPE_INTERLEAVED) {
     if (i % 3 == 1 && i < 3 * s[1]) return 1;
     if (i % 3 == 2 && i < 3 * s[2]) return 2;
@@ -91,6 +120,77 @@ static void decode_sections(reader *r, mrope_call *c, size_t n) {
   }
 }
 
+/* ggml's four sections for n pairs: Qwen2-VL's {16, 24, 24, 0} and Qwen3-VL's {24, 20, 20,
+ * 0} proportions, vision's {n/2, n/2, 0, 0}, arbitrary ones (any sum), 2^20; errors: the first
+ * three all 0, one past 2^20, NULL. */
+static void decode_ggml_sections(reader *r, mrope_call *c, size_t n) {
+  size_t *s = c->sections;
+  const uint8_t mode = u8(r);
+  s[0] = s[1] = s[2] = s[3] = 0;
+  switch (mode % 8) {
+    case 0:
+      s[0] = n / 4, s[1] = s[2] = 3 * n / 8, s[3] = n - s[0] - s[1] - s[2];
+      break;
+    case 1:
+      s[1] = s[2] = 5 * n / 16, s[0] = n - s[1] - s[2];
+      break;
+    case 3:
+      s[0] = n / 2, s[1] = n - n / 2;
+      break;
+    case 4: /* the first three 0 */
+      s[3] = u8(r);
+      break;
+    case 5:
+      s[0] = n, s[u8(r) % 4] = ((size_t)1 << 20) + (mode >> 7);
+      break;
+    case 6:
+      c->sections_null = 1;
+      break;
+    default:
+      for (int k = 0; k < 4; ++k) s[k] = u8(r) % (n + 2);
+      if (mode % 8 == 7) s[3] = (size_t)1 << 20;
+      break;
+  }
+}
+
+/* With a byte % 4 == 3: the plan replaced by posenc_rope_plan_create_ggml_mode's for ggml's
+ * mode (VISION with bit 2, else IMROPE or MROPE as the call interleaves) with the call's
+ * sections, R kept (VISION: n_dims R/2); bit 3 a mismatch: bit 4 the other interleaving,
+ * bit 5 another s3, bit 6 no GGML flag on the call. Checks the flags it returns. */
+static void decode_ggml_plan(reader *r, mrope_call *c, size_t rd) {
+  rope_call *p = &c->rope;
+  const uint8_t b = u8(r);
+  if (b % 4 != 3 || c->sections_null || rd < 2 || rd % 2 || rd > 4096) return;
+  const int inter = (p->flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0, mis = (b & 8) != 0;
+  posenc_rope_ggml_params g = {0};
+  g.mode = b & 4 && rd % 4 == 0 ? 24 : inter != (mis && (b & 16)) ? 40 : 8; /* n_dims even */
+  g.n_dims = g.mode == 24 ? rd / 2 : rd;
+  g.freq_base = b & 32 ? 1e6 : 10000.0;
+  for (int k = 0; k < 4; ++k) g.sections[k] = c->sections[k] > INT_MAX ? -1 : (int)c->sections[k];
+  if (mis && (b & 32)) g.sections[3] += 1;
+  if (mis && (b & 64)) p->flags &= ~(unsigned)POSENC_ROPE_MROPE_GGML;
+  posenc_rope_plan_destroy(p->plan);
+  p->plan = (posenc_rope_plan *)&g;
+  unsigned flags = 0x5A5A;
+  const posenc_status st = posenc_rope_plan_create_ggml_mode(&p->plan, &g, &flags);
+  const unsigned want = POSENC_ROPE_NEOX | POSENC_ROPE_MROPE_GGML |
+                        (g.mode == 40 ? (unsigned)POSENC_ROPE_MROPE_INTERLEAVED : 0u);
+  if (st != POSENC_OK && (p->plan || flags != 0x5A5A))
+    violation(&p->base, "-", "ggml mode plan: *plan or *flags set on error", 0, 0, 0);
+  if (st == POSENC_OK && flags != want)
+    violation(&p->base, "-", "ggml mode plan: flags not posenc_rope_ggml_flags'", flags, 0, 0);
+  if (st != POSENC_OK && ggml_sections_valid(c->sections) && !(mis && (b & 32))) {
+    fprintf(stderr, "fuzz_mrope: ggml mode %d n_dims %zu sections %d %d %d %d: status %d\n", g.mode,
+            g.n_dims, g.sections[0], g.sections[1], g.sections[2], g.sections[3], (int)st);
+    violation(&p->base, "-", "ggml mode plan: valid parameters refused", (size_t)st, 0, 0);
+  }
+  if (st != POSENC_OK) p->plan = NULL;
+  p->att = posenc_rope_plan_attention_factor(p->plan);
+  c->plan_mode = g.mode;
+  c->plan_match = (p->flags & POSENC_ROPE_MROPE_GGML) && !(mis && (b & 32)) &&
+                  inter == (g.mode == 40); /* its flag, its sections, its interleaving */
+}
+
 /* An image (T = 1) or a video (T = 2) of T x H x W patches at token t, position next:
  * temporal by frame, height by patch row, width by patch column. Returns the next token. */
 static size_t patches(reader *r, int32_t *p, size_t n, size_t t, int64_t next, size_t T,
@@ -111,11 +211,11 @@ static size_t patches(reader *r, int32_t *p, size_t n, size_t t, int64_t next, s
  * of the previous token, or a special value in one row. NULL (an error with n > 0) 1/16 of
  * the time; for a huge n, a 3-element array that the call must not read (it must fail: its
  * positions or its views cannot be addressed) or NULL. */
-static int32_t *mrope_positions_of(reader *r, size_t n) {
+static int32_t *mrope_positions_of(reader *r, size_t n, size_t rows) {
   const uint8_t mode = u8(r);
   if (mode % 16 == 0) return NULL;
-  if (n > 4096) return (mode & 1) ? calloc(3, sizeof(int32_t)) : NULL;
-  int32_t *p = malloc(3 * (n ? n : 1) * sizeof *p);
+  if (n > 4096) return (mode & 1) ? calloc(rows, sizeof(int32_t)) : NULL;
+  int32_t *p = malloc(rows * (n ? n : 1) * sizeof *p);
   if (!p) abort();
   int64_t next = mode % 4 == 1 ? special_position(r) : u8(r);
   size_t t = 0;
@@ -147,6 +247,11 @@ static int32_t *mrope_positions_of(reader *r, size_t n) {
     ++next;
     ++t;
   }
+  if (rows == 4) { /* ggml's e row: 0 (llama.cpp's text), t, or specials among zeros */
+    const uint8_t e = u8(r);
+    for (t = 0; t < n; ++t)
+      p[3 * n + t] = e % 4 == 1 ? p[t] : e % 4 == 2 && u8(r) % 8 == 7 ? special_position(r) : 0;
+  }
   return p;
 }
 
@@ -154,9 +259,16 @@ static int32_t *mrope_positions_of(reader *r, size_t n) {
 static int mrope_must_fail(const mrope_call *c, size_t rd) {
   const rope_call *p = &c->rope;
   const unsigned known = POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES |
-                         POSENC_ROPE_MROPE_INTERLEAVED;
+                         POSENC_ROPE_MROPE_INTERLEAVED | POSENC_ROPE_MROPE_GGML;
+  if (c->ggml || c->plan_mode) {
+    if (!c->ggml || (c->plan_mode && !c->plan_match) || c->sections_null ||
+        !ggml_sections_valid(c->sections))
+      return 1;
+    if (p->plan) rd = posenc_rope_plan_rotary_dim(p->plan);
+  }
   return !p->plan || c->null_view || (p->flags & ~known) || p->head_dim < rd || c->sections_null ||
-         !sections_valid(c->sections, rd / 2, p->flags & POSENC_ROPE_MROPE_INTERLEAVED) ||
+         (!c->ggml &&
+          !sections_valid(c->sections, rd / 2, p->flags & POSENC_ROPE_MROPE_INTERLEAVED)) ||
          (!p->positions && p->n_tokens > 0) ||
          (p->base.null_data && p->n_tokens > 0 && p->q_heads > 0);
 }
@@ -165,16 +277,23 @@ static call *decode(reader *r) {
   mrope_call *c = calloc(1, sizeof *c);
   if (!c) abort();
   rope_call *p = &c->rope;
+  p->base.target = "fuzz_mrope";
   p->base.family = u8(r) % 2;
   c->null_view = decode_header(r, &p->base, p->base.family == 1) % 32 == 2;
   size_t rd;
   p->plan = decode_rope_plan_new(r, &rd);
   p->att = posenc_rope_plan_attention_factor(p->plan);
   decode_rope_views(r, p, rd);
-  /* three sections: ggml's four-section rule is not drawn (rope_ggml_mrope_test.cc's) */
-  p->flags = new_rope_flags(r, 1) & ~(unsigned)POSENC_ROPE_MROPE_GGML;
-  decode_sections(r, c, rd / 2);
-  p->positions = mrope_positions_of(r, p->n_tokens);
+  p->flags = new_rope_flags(r, 1);
+  c->ggml = (p->flags & POSENC_ROPE_MROPE_GGML) != 0;
+  if (c->ggml) {
+    decode_ggml_sections(r, c, rd / 2);
+    decode_ggml_plan(r, c, rd);
+    c->ggml = (p->flags & POSENC_ROPE_MROPE_GGML) != 0;
+  } else {
+    decode_sections(r, c, rd / 2);
+  }
+  p->positions = mrope_positions_of(r, p->n_tokens, c->ggml ? 4 : 3);
   p->base.must_fail = mrope_must_fail(c, rd);
   return &p->base;
 }
@@ -228,10 +347,24 @@ static void check_mrope_rows(const call *base, const run_result *scalar) {
   if (!buf) abort();
   float *got = rope_elements(p, scalar->buf, GUARD);
   if (posenc_set_isa(POSENC_ISA_SCALAR) != POSENC_OK) abort();
-  for (int row = 0; row < 3; ++row) {
+  const unsigned flags =
+      p->flags & ~(unsigned)(POSENC_ROPE_MROPE_INTERLEAVED | POSENC_ROPE_MROPE_GGML);
+  rope_call twin = *p; /* a ggml-mode plan's frequencies in a plan of one-position forms */
+  if (c->plan_mode) {
     fill_buffer(base, buf);
-    if (invoke_plain_rope(p, buf + GUARD, p->positions + (size_t)row * p->n_tokens, p->start_pos,
-                          p->flags & ~(unsigned)POSENC_ROPE_MROPE_INTERLEAVED) != POSENC_OK)
+    if (invoke_plain_rope(p, buf + GUARD, p->positions, p->start_pos, flags) == POSENC_OK)
+      violation(base, "scalar", "posenc_rope_* accepts a plan of a ggml M-RoPE mode", 0, 0, 0);
+    const size_t R = posenc_rope_plan_rotary_dim(p->plan);
+    double *w = malloc(R / 2 * sizeof *w + 1);
+    if (!w || posenc_rope_plan_freqs(p->plan, w) != POSENC_OK ||
+        posenc_rope_plan_create_from_freqs(&twin.plan, R, w, p->att) != POSENC_OK)
+      abort();
+    free(w);
+  }
+  for (int row = 0; row < (c->ggml ? 4 : 3); ++row) {
+    fill_buffer(base, buf);
+    if (invoke_plain_rope(&twin, buf + GUARD, p->positions + (size_t)row * p->n_tokens,
+                          p->start_pos, flags) != POSENC_OK)
       violation(base, "scalar", "posenc_rope rejects a row of an accepted M-RoPE call", 0, 0.0f,
                 0.0f);
     float *want = rope_elements(p, buf, GUARD);
@@ -239,6 +372,7 @@ static void check_mrope_rows(const call *base, const run_result *scalar) {
     each_rope_pair(p, check_row_pair, &k);
     free(want);
   }
+  if (c->plan_mode) posenc_rope_plan_destroy(twin.plan);
   free(got);
   free(buf);
 }

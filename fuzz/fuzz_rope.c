@@ -1,7 +1,8 @@
 /* libFuzzer target: posenc_rope_f32 (byte 0 % 3 == 0), posenc_rope_bf16 (1) and
  * posenc_rope_f16 (2): rotary_dim odd, too large or any, frequencies from a base or given
  * (NaN, Inf, 0, negative, huge: mostly rejected), attention factors incl. extremes; views
- * in every layout (rope_common.c), flags with unknown bits, positions near the int32
+ * in every layout (rope_common.c), flags with unknown bits (never POSENC_ROPE_POSITIONS_INT64:
+ * the positions are int32), positions near the int32
  * limits. Checked as rope_common.h and common.h say. */
 #include <stdlib.h>
 
@@ -39,7 +40,8 @@ static call *decode(reader *r) {
   c->plan = decode_rope_plan(r, &rd);
   c->att = posenc_rope_plan_attention_factor(c->plan);
   decode_rope_views(r, c, rd);
-  c->flags = flags_of(r, POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES);
+  c->flags = flags_of(r, POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES) &
+             ~ROPE_FLAG_INT64; /* int32 positions */
   c->positions = positions_of(r, c->n_tokens, &c->start_pos);
   return &c->base;
 }

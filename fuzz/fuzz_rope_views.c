@@ -49,14 +49,16 @@
  *    rope_element_within of scalar's and the copied elements [R, D) identical; with
  *    POSENC_ROPE_DETERMINISTIC every element, and the factor rows, bitwise scalar's.
  * The decoder is rope_views_decode.c, what posenc.h says of a call (view geometry, factor
- * rows, the errors it lists) rope_views_rules.c; the decoded call is in rope_views.h. */
+ * rows, the errors it lists) rope_views_rules.c; the decoded call is in rope_views.h, with
+ * the element helpers (widen, same_elem, load_bits, narrow, views_make) this target and
+ * fuzz_rope_kv share. Unknown flag bits never include POSENC_ROPE_POSITIONS_INT64 (bit 6):
+ * the positions passed are int32. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/half.h"
 #include "rope_views.h"
 
 /* ---------------------------------------------------------------------- small helpers */
@@ -65,50 +67,6 @@ static uint32_t float_bits(float f) {
   uint32_t b;
   memcpy(&b, &f, sizeof b);
   return b;
-}
-
-static float widen(int dtype, uint32_t bits) {
-  if (dtype == POSENC_DTYPE_F32) return posenc_bits_float(bits);
-  return dtype == POSENC_DTYPE_BF16 ? posenc_bf16_to_f32((uint16_t)bits)
-                                    : posenc_f16_to_f32((uint16_t)bits);
-}
-
-/* Bit-identical, any NaN for a NaN (posenc.h). */
-static int same_elem(int dtype, uint32_t a, uint32_t b) {
-  return a == b || (isnan(widen(dtype, a)) && isnan(widen(dtype, b)));
-}
-
-static uint32_t load_bits(const void *p, size_t size) {
-  if (size == 4) {
-    uint32_t b;
-    memcpy(&b, p, 4);
-    return b;
-  }
-  uint16_t h;
-  memcpy(&h, p, 2);
-  return h;
-}
-
-/* An element of a 32-bit value narrowed to dst's type as the library narrows. */
-static uint32_t narrow(int src, int dst, uint32_t bits) {
-  if (src == dst || src != POSENC_DTYPE_F32) return bits;
-  const float f = posenc_bits_float(bits);
-  return dst == POSENC_DTYPE_BF16 ? posenc_f32_to_bf16(f) : posenc_f32_to_f16(f);
-}
-
-/* Tensor data: two input bytes per float while they last (1/16 special), then a PRNG. */
-static float data_float(reader *r) {
-  if (r->n >= 2) {
-    const uint16_t v = u16(r);
-    if ((v >> 12) == 0xF) return special_float(v & 0xF, (uint32_t)v * 2654435761u);
-    return (float)(int16_t)(v << 1) / 4096.0f;
-  }
-  r->rng ^= r->rng << 13;
-  r->rng ^= r->rng >> 7;
-  r->rng ^= r->rng << 17;
-  const uint32_t x = (uint32_t)(r->rng >> 16);
-  if ((x & 63) == 0) return special_float(x >> 6, x);
-  return (float)(int32_t)(x - 0x80000000u) / (float)(1u << 29);
 }
 
 /* ---------------------------------------------------------------------- running */
@@ -126,15 +84,6 @@ typedef struct run {
 static void fill_storage(const vcall *c, float *buf) {
   for (size_t i = 0; i < c->cap + 2 * GUARD; ++i)
     buf[i] = posenc_bits_float(STORAGE_SENTINEL ^ (uint32_t)i);
-}
-
-static posenc_rope_view make_view(const view *v, float *arena) {
-  return (posenc_rope_view){v->null_data ? NULL : (char *)arena + v->off,
-                            (posenc_dtype)v->dtype,
-                            v->n_heads,
-                            v->ts,
-                            v->hs,
-                            v->bs};
 }
 
 /* The factors as applied: the computed ones, changed as decoded. */
@@ -172,7 +121,7 @@ static void run_call(const vcall *c, posenc_isa isa, run *out) {
   fill_buffer(&c->base, out->arena);
   if (posenc_set_isa(isa) != POSENC_OK) abort();
   float *arena = out->arena + GUARD;
-  const posenc_rope_view s = make_view(&c->src, arena), d = make_view(&c->dst, arena);
+  const posenc_rope_view s = views_make(&c->src, arena), d = views_make(&c->dst, arena);
   const posenc_rope_view *sp = c->src.null_view ? NULL : &s, *dp = c->dst.null_view ? NULL : &d;
   const size_t *sections = c->sections_null ? NULL : c->sections;
   out->computed = 0;
@@ -329,7 +278,7 @@ static void check_plan_path(const vcall *c, const char *isa, const float *res, f
         pos[(size_t)k * N + b * c->n_tokens + t] = token_pos(c, b, t, is_mrope(c) ? k : 0);
   fill_buffer(&c->base, buf);
   float *arena = buf + GUARD;
-  const posenc_rope_view s = make_view(&c->src, arena), d = make_view(&c->dst, arena);
+  const posenc_rope_view s = views_make(&c->src, arena), d = views_make(&c->dst, arena);
   const posenc_status st = is_mrope(c)
                                ? posenc_mrope_out(c->plan, c->sections, c->head_dim, c->n_batch,
                                                   c->n_tokens, pos, &s, &d, ref_flags(c))
@@ -573,7 +522,7 @@ static int fuzz_views(const uint8_t *data, size_t size) {
   r.rng ^= (uint64_t)u32(&r) << 1 | 1u;
   c->base.input = malloc(c->base.len * sizeof(float));
   if (!c->base.input) abort();
-  for (size_t i = 0; i < c->base.len; ++i) c->base.input[i] = data_float(&r);
+  for (size_t i = 0; i < c->base.len; ++i) c->base.input[i] = views_data(&r);
   const size_t total = 2 * GUARD + c->base.len, sfloats = c->cap + 2 * GUARD;
   pristine = malloc(total * sizeof(float));
   scratch = malloc(total * sizeof(float));

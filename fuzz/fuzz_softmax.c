@@ -1,8 +1,16 @@
-/* libFuzzer target: posenc_softmax (one entry point: the input starts at misc, no family
- * byte). The bytes pick up to 4 heads x 8 query rows x 300 keys (and counts of 0 or past
- * 2^62), x and y dtypes (f32, bf16, f16, sometimes unknown), in place or out of place (y
- * after x, x after y, x starting inside y or at y with another type or strides), each view's
- * layout ([H, n_q, n_k], [n_q, H, n_k], padded, row stride 0, or common.h's arbitrary
+/* libFuzzer target: posenc_softmax and, with misc % 32 in 10..12, posenc_softmax_batched
+ * (the input starts at misc, no family byte). Batched: after n_k, n_batch (0-3, or past
+ * 2^62), the batch strides (x dense, padded, 0: every batch reads one x, or two extents; y
+ * the same, or 0 / one element short: overlapping batches, an error), mask_n_heads (0, 1,
+ * n_heads, 2 or 3: maybe not dividing, an error), mask_n_batch (0, 1, n_batch, 2: maybe not
+ * dividing) with masks m_ext (+ 3) apart and their own values, kpos64 / qpos64 passed
+ * instead of kpos / qpos (both forms, or a value outside int32: errors). Checked besides
+ * the rest below: batch 0 against the reference, and every batch bit for bit
+ * posenc_softmax on that batch (its x and y moved on, the mask of batch b % mask_n_batch,
+ * int32 positions). posenc_softmax: The bytes pick up to 4 heads x 8 query rows x 300 keys (and
+ * counts of 0 or past 2^62), x and y dtypes (f32, bf16, f16, sometimes unknown), in place or out of
+ * place (y after x, x after y, x starting inside y or at y with another type or strides), each
+ * view's layout ([H, n_q, n_k], [n_q, H, n_k], padded, row stride 0, or common.h's arbitrary
  * strides), a mask (none, f32 or f16, shared or per head, row and head strides incl. too
  * small or huge; causal, random -inf, ggml's -|qpos - kpos|, windowed, all -inf rows,
  * special and large values; the gaps between its rows NaN; sometimes -inf at every key of
@@ -48,14 +56,24 @@
 
 /* ---------------------------------------------------------------------- the call */
 
+/* The whole call: posenc_softmax_batched or posenc_softmax (b = ALL); else posenc_softmax on
+ * batch b's heads [h0, h0 + n_heads) and rows [i0, i0 + n_q) (the mask of batch b % its
+ * mask_n_batch; one head: that head's mask, no broadcast), with int32 positions. */
+#define ALL ((size_t)-1)
 static posenc_status call_softmax(const softmax_call *c, unsigned char *arena, size_t n_heads,
-                                  size_t n_q, size_t h0, size_t i0) {
+                                  size_t n_q, size_t h0, size_t i0, size_t b) {
   posenc_softmax_params p = c->p;
+  const size_t bm = b == ALL || p.mask_n_batch <= 1 ? 0 : b % p.mask_n_batch, ob = b == ALL ? 0 : b;
+  if (b != ALL) p.mask_n_batch = 0, p.mask_batch_stride = 0;
+  if (b != ALL && n_heads == 1) p.mask_n_heads = 0;
   const unsigned char *m = aux_ptr(c, AUX_MASK, arena), *sl = aux_ptr(c, AUX_SLOPES, arena);
   const unsigned char *sk = aux_ptr(c, AUX_SINKS, arena), *kp = aux_ptr(c, AUX_KPOS, arena);
   const unsigned char *qp = aux_ptr(c, AUX_QPOS, arena);
   const size_t mrs = p.mask_row_stride ? p.mask_row_stride : c->n_k;
-  p.mask = m ? m + (h0 * p.mask_head_stride + i0 * mrs) * c->msz : NULL;
+  p.mask =
+      m ? m + (bm * c->p.mask_batch_stride + mask_head(c, h0) * p.mask_head_stride + i0 * mrs) *
+                  c->msz
+        : NULL;
   p.slopes = sl ? (const float *)(const void *)(sl + 4 * h0) : NULL;
   p.sinks = sk ? (const float *)(const void *)(sk + 4 * h0) : NULL;
   p.kpos = (const int32_t *)(const void *)kp;
@@ -63,30 +81,43 @@ static posenc_status call_softmax(const softmax_call *c, unsigned char *arena, s
   if (!qp) p.q_offset = (int32_t)(p.q_offset + (int32_t)i0);
   unsigned char *x = c->base.null_data && !c->null_y ? NULL : arena + c->x_byte;
   unsigned char *y = c->base.null_data && c->null_y ? NULL : arena + c->y_byte;
-  if (x) x += (h0 * c->x_hs + i0 * c->x_rse) * c->xsz;
-  if (y) y += (h0 * c->y_hs + i0 * c->y_rse) * c->ysz;
-  const posenc_scores_view xv = {x, c->xdt, c->x_hs, c->x_rs, 0};
-  const posenc_scores_view yv = {y, c->ydt, c->y_hs, c->y_rs, 0};
-  return posenc_softmax(c->null_struct == 1 ? NULL : &p, n_heads, n_q, c->n_k,
-                        c->null_struct == 2 ? NULL : &xv, c->null_struct == 3 ? NULL : &yv);
+  if (x) x += (ob * c->x_bs + h0 * c->x_hs + i0 * c->x_rse) * c->xsz;
+  if (y) y += (ob * c->y_bs + h0 * c->y_hs + i0 * c->y_rse) * c->ysz;
+  const posenc_scores_view xv = {x, c->xdt, c->x_hs, c->x_rs, c->x_bs};
+  const posenc_scores_view yv = {y, c->ydt, c->y_hs, c->y_rs, c->y_bs};
+  const posenc_softmax_params *pp = c->null_struct == 1 ? NULL : &p;
+  const posenc_scores_view *xp = c->null_struct == 2 ? NULL : &xv;
+  const posenc_scores_view *yp = c->null_struct == 3 ? NULL : &yv;
+  if (b != ALL || !c->batched) return posenc_softmax(pp, n_heads, n_q, c->n_k, xp, yp);
+  p.kpos64 = c->kpos64; /* int64 positions: instead of the int32 ones (both: an error) */
+  p.qpos64 = c->qpos64;
+  if (c->kpos64 && !c->pos_both) p.kpos = NULL;
+  if (c->qpos64 && !c->pos_both) p.qpos = NULL;
+  return posenc_softmax_batched(pp, c->n_batch, n_heads, n_q, c->n_k, xp, yp);
 }
 
 static posenc_status invoke(const call *base, float *arena) {
   const softmax_call *c = (const softmax_call *)base;
-  const posenc_status st = call_softmax(c, (unsigned char *)arena, c->n_heads, c->n_q, 0, 0);
+  const posenc_status st = call_softmax(c, (unsigned char *)arena, c->n_heads, c->n_q, 0, 0, ALL);
   if (st != POSENC_OK && st != POSENC_ERR_INVALID_ARGUMENT)
     violation(base, posenc_isa_name(posenc_active_isa()), "status other than OK or INVALID",
               (size_t)st, 0.0f, 0.0f);
-  if (c->must_pass && st != POSENC_OK)
+  if (c->must_pass && st != POSENC_OK) {
+    fprintf(stderr, "fuzz_softmax: %s\n", posenc_last_error());
     violation(base, posenc_isa_name(posenc_active_isa()), "call with valid arguments rejected", 0,
               0.0f, 0.0f);
+  }
   return st;
 }
 
 /* ---------------------------------------------------------------------- the reference */
 
+static size_t y_unit_b(const softmax_call *c, size_t b, size_t h, size_t i, size_t j) {
+  return (c->y_byte + (b * c->y_bs + h * c->y_hs + i * c->y_rse + j) * c->ysz) /
+         (c->base.halves ? 2 : 4);
+}
 static size_t y_unit(const softmax_call *c, size_t h, size_t i, size_t j) {
-  return (c->y_byte + (h * c->y_hs + i * c->y_rse + j) * c->ysz) / (c->base.halves ? 2 : 4);
+  return y_unit_b(c, 0, h, i, j);
 }
 
 static size_t x_elem(const softmax_call *c, size_t h, size_t i, size_t j) {
@@ -113,7 +144,8 @@ static int hidden(const softmax_call *c, const unsigned char *arena, size_t h, s
   const unsigned char *m = aux_ptr(c, AUX_MASK, arena);
   if (!m) return 0;
   const size_t mrs = c->p.mask_row_stride ? c->p.mask_row_stride : c->n_k;
-  return load(m, h * c->p.mask_head_stride + i * mrs + j, c->p.mask_dtype) == -INFINITY;
+  return load(m, mask_head(c, h) * c->p.mask_head_stride + i * mrs + j, c->p.mask_dtype) ==
+         -INFINITY;
 }
 
 /* t of a visible key (long double; soft-capping: the exact c tanh(u / c), then the mask and
@@ -131,7 +163,7 @@ static long double t_of(const softmax_call *c, const unsigned char *arena, size_
   int has_term = 0, has_bias = 0;
   float term = 0.0f, bias = 0.0f;
   if (m) {
-    const float mv = load(m, h * p->mask_head_stride + i * mrs + j, p->mask_dtype);
+    const float mv = load(m, mask_head(c, h) * p->mask_head_stride + i * mrs + j, p->mask_dtype);
     has_term = 1;
     if (flags & POSENC_SOFTMAX_MASK_SLOPE) {
       const float prod = slope * mv;
@@ -259,11 +291,11 @@ static void prepare(call *base) {
   if (getenv("POSENC_FUZZ_VERBOSE"))
     fprintf(stderr,
             "fuzz_softmax: %zu x %zu x %zu, x %d -> y %d%s, flags %#x, mask %d, slopes %d, "
-            "sinks %d, kpos %d, qpos %d, array in arena %d, must %s\n",
+            "sinks %d, kpos %d, qpos %d, array in arena %d, batches %zu%s, must %s\n",
             nh, nq, nk, (int)c->xdt, (int)c->ydt, c->in_place ? " in place" : "", c->p.flags,
             c->aux[AUX_MASK].present ? 1 + (int)c->p.mask_dtype : 0, c->aux[AUX_SLOPES].present,
             c->aux[AUX_SINKS].present, c->aux[AUX_KPOS].present, c->aux[AUX_QPOS].present,
-            aux_in_arena,
+            aux_in_arena, c->n_batch, c->batched ? " (batched)" : "",
             base->must_fail ? "fail"
             : c->must_pass  ? "pass"
                             : "(either)");
@@ -307,9 +339,10 @@ static void prepare(call *base) {
         for (size_t j = 0; j < nk; ++j)
           if (hidden(c, arena, h, i, j)) store(arena + c->x_byte, x_elem(c, h, i, j), NAN, c->xdt);
   /* y's elements, and the reference. */
-  for (size_t h = 0; h < nh; ++h)
-    for (size_t i = 0; i < nq; ++i)
-      for (size_t j = 0; j < nk; ++j) touch(base, y_unit(c, h, i, j));
+  for (size_t b = 0; b < c->n_batch; ++b)
+    for (size_t h = 0; h < nh; ++h)
+      for (size_t i = 0; i < nq; ++i)
+        for (size_t j = 0; j < nk; ++j) touch(base, y_unit_b(c, b, h, i, j));
   const size_t n = nh * nq * nk;
   c->kind = malloc(n);
   c->want = malloc(n * sizeof *c->want);
@@ -380,14 +413,36 @@ static void check_values(const call *base, const char *isa, const run_result *re
               wrong(c, isa, "subnormal probability stored", h, i, j, got);
         }
       }
-  if (!c->split_check) return;
-  /* Row by row, on a fresh copy: the same bits. */
   float *buf = malloc((2 * GUARD + base->len) * sizeof *buf);
   if (!buf) abort();
+  if (c->batched) { /* batch by batch, posenc_softmax on a fresh copy: the same bits */
+    fill_buffer(base, buf);
+    for (size_t b = 0; b < c->n_batch; ++b) {
+      if (call_softmax(c, (unsigned char *)(buf + GUARD), c->n_heads, c->n_q, 0, 0, b) != POSENC_OK)
+        violation(base, isa, "posenc_softmax refuses a batch of an accepted batched call", b, 0, 0);
+      for (size_t k = 0; k < c->n_heads * c->n_q * c->n_k; ++k) {
+        const size_t h = k / (c->n_q * c->n_k), i = k / c->n_k % c->n_q, j = k % c->n_k;
+        uint32_t a, e;
+        const float ga = y_value(c, res->buf, y_unit_b(c, b, h, i, j), &a);
+        const float ge = y_value(c, buf, y_unit_b(c, b, h, i, j), &e);
+        if (a != e && !(isnan(ga) && isnan(ge))) {
+          fprintf(stderr, "fuzz_softmax: batch %zu of %zu, head %zu row %zu key %zu\n", b,
+                  c->n_batch, h, i, j);
+          violation(base, isa, "a batch differs from posenc_softmax on that batch",
+                    y_unit_b(c, b, h, i, j), ga, ge);
+        }
+      }
+    }
+  }
+  if (!c->split_check) {
+    free(buf);
+    return;
+  }
+  /* Row by row, on a fresh copy: the same bits. */
   fill_buffer(base, buf);
   for (size_t h = 0; h < c->n_heads; ++h)
     for (size_t i = 0; i < c->n_q; ++i) {
-      if (call_softmax(c, (unsigned char *)(buf + GUARD), 1, 1, h, i) != POSENC_OK)
+      if (call_softmax(c, (unsigned char *)(buf + GUARD), 1, 1, h, i, 0) != POSENC_OK)
         violation(base, isa, "a row of an accepted call rejected on its own", y_unit(c, h, i, 0),
                   0.0f, 0.0f);
       for (size_t j = 0; j < c->n_k; ++j) {
@@ -404,6 +459,8 @@ static void check_values(const call *base, const char *isa, const run_result *re
 static void destroy(call *base) {
   softmax_call *c = (softmax_call *)base;
   for (int k = 0; k < AUX_COUNT; ++k) free(c->aux[k].heap);
+  free(c->kpos64);
+  free(c->qpos64);
   free(c->kind);
   free(c->want);
   free(c->tol);

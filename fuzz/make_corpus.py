@@ -10,7 +10,8 @@ The targets' cursor readers decode the bytes after misc into shapes, strides, fl
 positions, parameters and data (past the end: zeros, and PRNG data).
 Usage: fuzz/make_corpus.py <dir of the built targets> [out-dir [target...]]
 (e.g. build-fuzz/fuzz; out-dir defaults to fuzz/corpus.) With targets given, only their seeds
-are written. This script does not reproduce the committed seeds byte for byte (they were
+are written. fuzz_rope_kv (QK-norm, slots, q8_0, fp8), fuzz_mrope's ggml M-RoPE seeds and
+fuzz_softmax's batched seeds were written by this script as it is. This script does not reproduce the committed seeds byte for byte (they were
 split from the single fuzz_api target's corpus, byte 0 renumbered; the M-RoPE and
 re-rotation families were added with its predecessor's `... 16 17 18 19`)."""
 import os
@@ -28,6 +29,7 @@ FAMILIES = {
     "fuzz_mrope": ["mrope", "mrope16"],
     "fuzz_rerotate": ["rerotate", "rerotate16"],
     "fuzz_rope_views": ["rope_out", "mrope_out", "rope_factors", "mrope_factors"],
+    "fuzz_rope_kv": ["qknorm", "slots", "q8_0", "fp8"],
     "fuzz_sinusoid": ["sin_fill", "sin_timesteps", "sin_add", "sin_fill16", "sin_timesteps16",
                       "sin_add16"],
     "fuzz_alibi": ["alibi_add", "alibi_bias", "alibi_softmax", "alibi_softmax_bf16",
@@ -112,6 +114,32 @@ HANDMADE = {
         # f16, GPTJ | MROPE_INTERLEAVED, sections [24, 20, 20] (Qwen3-VL's)
         "1-mrope16-hand-qwen3vl-f16-gptj": [1, 4, 1] + PLAN_128 + VIEWS + [3, 20]
         + QWEN_POSITIONS,
+        # POSENC_ROPE_MROPE_GGML (flags bit 5): ggml's sections {16, 24, 24, 0}, e row 0
+        "0-mrope-hand-ggml-qwen2vl": [0, 4] + PLAN_128 + VIEWS + [32, 0, 0] + QWEN_POSITIONS
+        + [0],
+        # a plan of posenc_rope_plan_create_ggml_mode, mode 8 (MROPE), the same sections
+        "0-mrope-hand-ggml-mode8-plan": [0, 4] + PLAN_128 + VIEWS + [32, 0, 3] + QWEN_POSITIONS
+        + [0],
+        # bf16, mode 40 (IMROPE) with Qwen3-VL's {24, 20, 20, 0}, e row = t
+        "1-mrope16-hand-ggml-imrope-plan-qwen3vl": [1, 4, 0] + PLAN_128 + VIEWS + [34, 1, 3]
+        + QWEN_POSITIONS + [1],
+        # mode 24 (VISION: n_dims 64, R 128) with sections {32, 32, 0, 0}
+        "0-mrope-hand-ggml-vision-plan": [0, 4] + PLAN_128 + VIEWS + [32, 3, 7] + QWEN_POSITIONS
+        + [0],
+        # ggml sections {10, 10, 10, 10}: 64 pairs over 40 sectors, e row 0 (llama.cpp's text)
+        "0-mrope-hand-ggml-sectors-wrap-e-row": [0, 4] + PLAN_128 + VIEWS + [32, 2, 10, 10, 10,
+                                                                              10, 0]
+        + QWEN_POSITIONS + [0],
+        # the same interleaved (IMROPE's rule: t, h, w by c % 3 below 3 s, else e)
+        "0-mrope-hand-ggml-imrope-sectors-e-row": [0, 4] + PLAN_128 + VIEWS + [34, 2, 10, 10, 10,
+                                                                                10, 0]
+        + QWEN_POSITIONS + [0],
+        # a mode 8 plan used with MROPE_INTERLEAVED: must fail
+        "0-mrope-hand-error-ggml-plan-interleaving": [0, 4] + PLAN_128 + VIEWS + [34, 1, 27]
+        + QWEN_POSITIONS + [0],
+        # ggml sections whose first three are 0: must fail
+        "0-mrope-hand-error-ggml-sections-zero": [0, 4] + PLAN_128 + VIEWS + [32, 4, 5, 0]
+        + QWEN_POSITIONS + [0],
     },
     "fuzz_rerotate": {
         # the same plan (to = from), positions 100-129 to 90-119: a context shift
@@ -214,6 +242,68 @@ HANDMADE["fuzz_rope_views"] = {
     "3-mrope_factors-hand-qwen3vl-interleaved": [3, 4] + [2, 0, 0, 0] + PLAN + [1] + D_R
     + [1, 12, 2, 1] + [4] + [0, 0] + [0] + [0, 0, 0] + MROPE_POS + [4] + [0],
 }
+# fuzz_rope_kv, in its decode order (rope_kv_decode.c): family, misc, plan (as fuzz_rope_views),
+# type pair (Q8 / FP8: then a byte, src f32 unless 15 mod 16), head_dim, [QKNORM: n_batch],
+# n_tokens, heads, dst's heads, src layout, base offset; then QKNORM: k (kb: 0 none, 7
+# packed; pb: 0 q and k in place, 1 q's dst after), k's heads, [q's dst layout], [k's src
+# layout], [k's dst layout], the q and k norms (b: 0 none, 1 NULL weight, 3 weight, 7 Gemma;
+# eps: 0 1e-6, 1 1e-5, 12 -1e-6; weight pattern: 0 ones, 1 zeros, 2 varied); SLOTS: the
+# slots (cb: cells n_tokens + cb % 5, int64 if bit 4; mb: 1 every third token -1; eb: 5 a
+# duplicate, 6 a cell >= n_cells; u32 seed; tokens a, b) and the cache layout (0 vLLM, 2
+# llama.cpp); Q8 / FP8: slots (0 none, 1 as SLOTS), dst heads, dst layout (0 dense, 5
+# [H, rows, vector], 6 odd), [FP8: scale, 4 = 1/448]; then flags and positions.
+KV_PLAN = [0] + PLAN_128
+KV_RUN_0 = [0, 8, 0, 0]  # positions NULL, start_pos 0
+HANDMADE["fuzz_rope_kv"] = {
+    # Qwen3: bf16 q and k in place, RMSNorm weights varied, eps 1e-6, a run from 0
+    "0-qknorm-hand-qwen3-bf16-in-place": [0, 4] + KV_PLAN + [1, 1] + [1, 6, 4, 1] + [4, 0]
+    + [1, 0, 2] + [4] + [3, 0, 2] + [3, 0, 2] + [0] + KV_RUN_0,
+    # Gemma 3: (1 + w) with eps 1e-5, f32 [B, H, L, D] q out of place, 2 batches, GPTJ
+    "0-qknorm-hand-gemma-f32-out-of-place": [0, 4] + KV_PLAN + [0, 1] + [2, 5, 2, 1] + [6, 0]
+    + [1, 1, 1] + [4] + [6] + [7, 1, 2] + [7, 1, 1] + [1] + [1, 8, 10, 0] + [0] * 10,
+    # packed QKV rows, q and k in place, f16, k without a norm
+    "0-qknorm-hand-packed-qkv-f16": [0, 4] + KV_PLAN + [2, 1] + [1, 7, 4, 1] + [4, 0]
+    + [7, 0, 2] + [3, 0, 2] + [0] + [0] + KV_RUN_0,
+    # f32 -> bf16, R 600 with a norm: must fail (rotary_dim above 512)
+    "0-qknorm-hand-error-rotary-600": [0, 4] + [0, 0, 2, 44, 0, 1] + [3, 1] + [1, 2, 1, 1]
+    + [4, 0] + [0, 0, 0] + [4] + [3, 0, 0] + [0] + [0] + KV_RUN_0,
+    # a NULL q weight: must fail
+    "0-qknorm-hand-error-null-weight": [0, 4] + KV_PLAN + [0, 1] + [1, 3, 2, 1] + [4, 0]
+    + [1, 0, 1] + [4] + [1, 0] + [3, 0, 0] + [0] + KV_RUN_0,
+    # eps -1e-6 on k: must fail
+    "0-qknorm-hand-error-eps-negative": [0, 4] + KV_PLAN + [0, 1] + [1, 3, 2, 1] + [4, 0]
+    + [1, 0, 1] + [4] + [0] + [3, 12, 0] + [0] + KV_RUN_0,
+    # vLLM: int64 slot_mapping into [cells, H, D], 12 cells for 8 tokens, every third padding
+    "1-slots-hand-vllm-int64": [1, 4] + KV_PLAN + [0, 1] + [8, 2, 1] + [4, 0]
+    + [0x13, 1, 0, 1, 2, 3, 4, 0, 0] + [0] + [0] + [1, 8, 0, 1] + [0] * 8,
+    # llama.cpp: int32 cells of an f16 [H, cells, D] K cache
+    "1-slots-hand-llama-cpp-f16": [1, 4] + KV_PLAN + [2, 1] + [6, 2, 1] + [4, 0]
+    + [0x02, 0, 0, 9, 9, 9, 9, 0, 0] + [2] + [0] + [0, 8, 50, 0],
+    # two tokens for one cell: must fail
+    "1-slots-hand-error-duplicate": [1, 4] + KV_PLAN + [0, 1] + [6, 2, 1] + [4, 0]
+    + [0x02, 0, 5, 9, 9, 9, 9, 1, 2] + [0] + [0] + KV_RUN_0,
+    # a cell = n_cells: must fail
+    "1-slots-hand-error-cell-past-end": [1, 4] + KV_PLAN + [0, 1] + [6, 2, 1] + [4, 0]
+    + [0x02, 0, 6, 9, 9, 9, 9, 3, 0, 0] + [0] + [0] + KV_RUN_0,
+    # ggml q8_0 K cache rows, 8 tokens, 2 heads of 128
+    "2-q8_0-hand-rows": [2, 4] + KV_PLAN + [0, 0, 1] + [8, 2, 1] + [4, 0] + [0, 1, 0] + [0]
+    + [1, 8, 0, 0] + [0] * 8,
+    # q8_0 through int32 slots, [H, rows, vector] cache
+    "2-q8_0-hand-slots": [2, 4] + KV_PLAN + [0, 0, 1] + [5, 2, 1] + [4, 0]
+    + [1, 0x03, 0, 0, 5, 6, 7, 8, 0, 0] + [1, 5] + [0] + KV_RUN_0,
+    # odd q8_0 strides: must fail
+    "2-q8_0-hand-error-odd-strides": [2, 4] + KV_PLAN + [0, 0, 1] + [3, 2, 1] + [4, 0]
+    + [0, 1, 6] + [0] + KV_RUN_0,
+    # fp8 E4M3 with scale 1/448, GPTJ | DETERMINISTIC
+    "3-fp8-hand-scale-deterministic": [3, 4] + KV_PLAN + [0, 0, 1] + [8, 2, 1] + [4, 0]
+    + [0, 1, 0, 4] + [33] + KV_RUN_0,
+    # fp8 through int64 slots, scale 1e-30 (every value saturates)
+    "3-fp8-hand-slots-saturating": [3, 4] + KV_PLAN + [0, 0, 1] + [6, 1, 1] + [4, 0]
+    + [1, 0x11, 3, 0, 1, 1, 1, 1, 0, 0] + [1, 0, 6] + [0] + KV_RUN_0,
+    # scale 0: must fail
+    "3-fp8-hand-error-scale-zero": [3, 4] + KV_PLAN + [0, 0, 1] + [4, 2, 1] + [4, 0]
+    + [0, 1, 0, 8] + [0] + KV_RUN_0,
+}
 # fuzz_softmax, in its decode order: misc, which (NULL / misaligned pointer), n_heads, n_q,
 # n_k (< 0xC0: n_k % 70; else 70 + u16 % 231), types (x = t % 3, y = t / 3 % 3, in place if
 # t / 9 % 3 == 0; 0 f32, 1 bf16, 2 f16), x's layout (0 [H, n_q, n_k], 3 [n_q, H, n_k]), y's
@@ -257,6 +347,32 @@ HANDMADE["fuzz_softmax"] = {
                                                 0, 0, 0, 0, 0, 0, 11, 1, 0, 3, 0] + SEED
     + [0, 0, 0],
 }
+# posenc_softmax_batched (misc % 32 in 10..12): after n_k, n_batch (0-3), the batch strides
+# (x: 0 dense, 1 padded, 2 zero; y: the same times 4, 3 one element short: overlapping),
+# mask_n_heads (0, 1, 2 n_heads, 3 2 or 3), mask_n_batch (0, 1, 2 n_batch, 3 two; bit 7
+# the masks 3 elements apart), int64 positions (bit 0 kpos, 1 qpos, 2 both forms: an
+# error, 3 a value outside int32)
+def batched_mask(bat, pattern=1):
+    return [10, 0, 2, 4, 40] + bat + [9, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 1,
+                                      0, pattern, 0] + SEED + [0, 0, 1]
+def batched_positions(bat):
+    return [10, 0, 2, 4, 50] + bat + [9, 0, 0, 0, 0, 0, 3, 0, 20, 0, 0, 0, 1, 1, 0, 5, 0] \
+        + SEED + [4, 40] + SEED + [0, 0, 1]
+HANDMADE["fuzz_softmax"].update({
+    # 2 batches, ggml's broadcast: one mask head (mask_n_heads 1), a mask per batch (random
+    # -inf)
+    "softmax-hand-batched-ggml-mask-broadcast": batched_mask([2, 0, 1, 2, 0], 2),
+    # 3 batches reading one x (batch_stride 0), y padded, a mask per head and batch
+    "softmax-hand-batched-x-repeated-mask-per-batch": batched_mask([3, 6, 2, 0x82, 0]),
+    # kpos64 and qpos64 (vLLM's int64 positions)
+    "softmax-hand-batched-int64-positions": batched_positions([2, 0, 0, 0, 3]),
+    # a kpos64 value past INT32_MAX: must fail
+    "softmax-hand-batched-error-int64-past-int32": batched_positions([2, 0, 0, 0, 9]),
+    # 3 batches, mask_n_batch 2: must fail
+    "softmax-hand-batched-error-mask-batches-do-not-divide": batched_mask([3, 0, 0, 3, 0]),
+    # y batch_stride 0 with 2 batches: must fail
+    "softmax-hand-batched-error-y-batch-stride-0": batched_mask([2, 8, 0, 0, 0]),
+})
 for target, seeds in HANDMADE.items():
     if only and target not in only:
         continue

@@ -117,10 +117,11 @@ void decode_rope_views(reader *r, rope_call *c, size_t rd) {
  * unknown bits as flags_of. */
 unsigned new_rope_flags(reader *r, int mrope) {
   const uint8_t b = u8(r);
-  if (b >= 0xF0) return u32(r) | (1u << (b & 31)); /* unknown bits (maybe) */
+  if (b >= 0xF0) return (u32(r) | 1u << (b & 31)) & ~ROPE_FLAG_INT64; /* unknown bits (maybe) */
   unsigned f = (b & 1 ? POSENC_ROPE_GPTJ : 0u) | (b & 8 ? POSENC_ROPE_F32_ANGLES : 0u);
   if (mrope)
-    f |= (b & 2 ? POSENC_ROPE_MROPE_INTERLEAVED : 0u) | (b & 16 ? POSENC_ROPE_INVERSE : 0u);
+    f |= (b & 2 ? POSENC_ROPE_MROPE_INTERLEAVED : 0u) | (b & 16 ? POSENC_ROPE_INVERSE : 0u) |
+         (b & 32 ? POSENC_ROPE_MROPE_GGML : 0u);
   else if (b % 32 >= 28)
     f |= b & 2 ? POSENC_ROPE_INVERSE : POSENC_ROPE_MROPE_INTERLEAVED;
   return f;

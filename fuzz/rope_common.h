@@ -2,11 +2,17 @@
  * uses the plans and rope_element_within): the views, plans and flags they decode, the pairs
  * they rotate, and the differential on those pairs: every rotated element within
  * POSENC_ROPE_SIMD_TOLERANCE * att * (|u| + |v|) of scalar's (bf16 / f16: plus one ulp of the
- * storage type, on the 16-bit elements widened). */
+ * storage type, on the 16-bit elements widened). new_rope_flags draws POSENC_ROPE_MROPE_GGML
+ * for M-RoPE (fuzz_mrope's four sections), and no generator draws POSENC_ROPE_POSITIONS_INT64
+ * (ROPE_FLAG_INT64): the harnesses pass int32 positions. */
 #ifndef POSENC_FUZZ_ROPE_COMMON_H
 #define POSENC_FUZZ_ROPE_COMMON_H
 
 #include "common.h"
+
+/* Bit 6 of the RoPE flags, posenc.h's POSENC_ROPE_POSITIONS_INT64 (the positions' type):
+ * left out of the drawn unknown bits, as the harnesses pass int32 positions. */
+#define ROPE_FLAG_INT64 64u
 
 /* The most pairs of a plan decode_rope_plan_new creates. */
 #define MAX_NEW_PAIRS 320

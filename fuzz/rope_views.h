@@ -1,13 +1,19 @@
 /* fuzz_rope_views's decoded call (vcall: the plan, the src and dst views, the factor
  * families' rows and storage), shared by the target (fuzz_rope_views.c: the runs and the
  * checks), its decoder (rope_views_decode.c: the input format) and what posenc.h says of a
- * call (rope_views_rules.c: view geometry, the factor rows' layout, the errors it lists). */
+ * call (rope_views_rules.c: view geometry, the factor rows' layout, the errors it lists).
+ * fuzz_rope_kv (posenc_rope_qknorm, _out_slots, _out_q8_0, _out_fp8) decodes its views and
+ * plans with the same pieces (views_plan, views_layout, views_types, views_flags) and checks
+ * them with the same rules (view_errors, op_errors, elem_off, view_bytes). */
 #ifndef POSENC_FUZZ_ROPE_VIEWS_H
 #define POSENC_FUZZ_ROPE_VIEWS_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "../kernels/half.h"
 #include "rope_common.h"
 
 enum { FAM_OUT, FAM_MOUT, FAM_FACTORS, FAM_MFACTORS };
@@ -68,6 +74,45 @@ static inline int pair_supported(int x, int y) {
   return dtype_known(x) && dtype_known(y) && (x == y || x == POSENC_DTYPE_F32);
 }
 
+static inline float widen(int dtype, uint32_t bits) {
+  if (dtype == POSENC_DTYPE_F32) return posenc_bits_float(bits);
+  return dtype == POSENC_DTYPE_BF16 ? posenc_bf16_to_f32((uint16_t)bits)
+                                    : posenc_f16_to_f32((uint16_t)bits);
+}
+
+/* Bit-identical, any NaN for a NaN (posenc.h). */
+static inline int same_elem(int dtype, uint32_t a, uint32_t b) {
+  return a == b || (isnan(widen(dtype, a)) && isnan(widen(dtype, b)));
+}
+
+static inline uint32_t load_bits(const void *p, size_t size) {
+  if (size == 4) {
+    uint32_t b;
+    memcpy(&b, p, 4);
+    return b;
+  }
+  uint16_t h;
+  memcpy(&h, p, 2);
+  return h;
+}
+
+/* An element of a 32-bit value narrowed to dst's type as the library narrows. */
+static inline uint32_t narrow(int src, int dst, uint32_t bits) {
+  if (src == dst || src != POSENC_DTYPE_F32) return bits;
+  const float f = posenc_bits_float(bits);
+  return dst == POSENC_DTYPE_BF16 ? posenc_f32_to_bf16(f) : posenc_f32_to_f16(f);
+}
+
+/* The posenc_rope_view of v in an arena (its offsets from the arena's start). */
+static inline posenc_rope_view views_make(const view *v, float *arena) {
+  return (posenc_rope_view){v->null_data ? NULL : (char *)arena + v->off,
+                            (posenc_dtype)v->dtype,
+                            v->n_heads,
+                            v->ts,
+                            v->hs,
+                            v->bs};
+}
+
 static inline int32_t *alloc_i32(size_t n) {
   int32_t *p = calloc(n ? n : 1, sizeof *p);
   if (!p) abort();
@@ -79,6 +124,15 @@ static inline int32_t *alloc_i32(size_t n) {
 /* A new call decoded from r (rope_views_decode.c): the plan made (and checked), the arena's
  * size set. */
 call *views_decode(reader *r);
+/* Its pieces, shared with fuzz_rope_kv (rope_kv_decode.c): the plan (default, ggml
+ * parameters, scaled; c->plan, rd, att, plan_kind), a view's layout for c's counts and
+ * head_dim, the (src, dst) type pair (unknown dtypes with `unknown`), the op's flags. */
+void views_plan(reader *r, vcall *c);
+void views_layout(reader *r, const vcall *c, view *v);
+void views_types(reader *r, vcall *c, int unknown);
+unsigned views_flags(reader *r, int mrope);
+/* One float of tensor data: from the input while it lasts (1/16 special), then a PRNG. */
+float views_data(reader *r);
 
 /* ---------------------------------------------------------------------- rope_views_rules.c */
 
@@ -106,6 +160,7 @@ size_t factors_bytes_expected(size_t rd, size_t n_rows, unsigned flags);
  * with work to do. */
 void view_errors(const vcall *c, int *sure, int *listed);
 void op_errors(const vcall *c, int *sure, int *listed);
+void plan_op_errors(const vcall *c, int mrope, int *sure, int *listed);
 void compute_errors(const vcall *c, int *sure, int *listed);
 void apply_errors(const vcall *c, const posenc_rope_factors *g, size_t first_row, int *sure,
                   int *listed);

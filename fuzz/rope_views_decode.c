@@ -1,7 +1,9 @@
 /* fuzz_rope_views's decoder: the input format (fuzz_rope_views.c describes what the bytes
  * pick) read into a vcall, the plan made on the way (posenc_rope_plan_create_ggml's plan
  * checked against the header's formula, a scaled plan's status and rotary_dim). The corpus
- * fuzz/corpus/fuzz_rope_views is in this format (fuzz/make_corpus.py). */
+ * fuzz/corpus/fuzz_rope_views is in this format (fuzz/make_corpus.py). Its pieces (views_plan,
+ * views_layout, views_types, views_flags, views_data: rope_views.h) also decode fuzz_rope_kv's
+ * calls. Drawn unknown flag bits leave out POSENC_ROPE_POSITIONS_INT64 (int32 positions). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +13,21 @@
 #include "rope_views.h"
 
 /* ---------------------------------------------------------------------- decoding */
+
+/* Tensor data: two input bytes per float while they last (1/16 special), then a PRNG. */
+float views_data(reader *r) {
+  if (r->n >= 2) {
+    const uint16_t v = u16(r);
+    if ((v >> 12) == 0xF) return special_float(v & 0xF, (uint32_t)v * 2654435761u);
+    return (float)(int16_t)(v << 1) / 4096.0f;
+  }
+  r->rng ^= r->rng << 13;
+  r->rng ^= r->rng >> 7;
+  r->rng ^= r->rng << 17;
+  const uint32_t x = (uint32_t)(r->rng >> 16);
+  if ((x & 63) == 0) return special_float(x >> 6, x);
+  return (float)(int32_t)(x - 0x80000000u) / (float)(1u << 29);
+}
 
 /* posenc_rope_plan_create_ggml's parameters: mostly valid (the seeds' bytes 4-7 give
  * valid ones), with NaN, infinite, negative and zero values, bad YaRN parameters and
@@ -227,7 +244,7 @@ static void decode_scaled(reader *r, vcall *c) {
   free(arr);
 }
 
-static void decode_plan(reader *r, vcall *c) {
+void views_plan(reader *r, vcall *c) {
   switch (u8(r) % 8) {
     case 2:
     case 6:
@@ -250,7 +267,7 @@ static void decode_plan(reader *r, vcall *c) {
 /* A view's strides (in elements) for L tokens of H heads of D: [B, L, H, D] or [B, H, L, D]
  * dense or padded, one cache row per token, batch_stride 0 (valid for a source: every batch
  * reads one tensor), or common.c's stride() for each (overlapping, zero, huge). */
-static void decode_layout(reader *r, const vcall *c, view *v) {
+void views_layout(reader *r, const vcall *c, view *v) {
   const size_t D = c->head_dim, L = c->n_tokens < 64 ? c->n_tokens : 1,
                H = v->n_heads < 64 ? v->n_heads : 1;
   int huge = 0;
@@ -289,7 +306,7 @@ static void decode_layout(reader *r, const vcall *c, view *v) {
 }
 
 /* The (src, dst) types: the five supported pairs, the unsupported ones, unknown values. */
-static void decode_types(reader *r, vcall *c, int unknown) {
+void views_types(reader *r, vcall *c, int unknown) {
   static const int pairs[5][2] = {{POSENC_DTYPE_F32, POSENC_DTYPE_F32},
                                   {POSENC_DTYPE_BF16, POSENC_DTYPE_BF16},
                                   {POSENC_DTYPE_F16, POSENC_DTYPE_F16},
@@ -375,9 +392,9 @@ static int32_t *mrope_positions_of(reader *r, size_t n) {
 
 /* Op flags: bit 0 GPTJ, bit 1 INVERSE, bit 3 F32_ANGLES, bit 4 MROPE_INTERLEAVED (M-RoPE
  * only), bit 5 DETERMINISTIC; bytes from 0xF0 add unknown bits. */
-static unsigned decode_flags(reader *r, int mrope) {
+unsigned views_flags(reader *r, int mrope) {
   const uint8_t b = u8(r);
-  if (b >= 0xF0) return u32(r) | (1u << (b & 31));
+  if (b >= 0xF0) return (u32(r) | 1u << (b & 31)) & ~ROPE_FLAG_INT64;
   return (b & 1 ? POSENC_ROPE_GPTJ : 0u) | (b & 2 ? POSENC_ROPE_INVERSE : 0u) |
          (b & 8 ? POSENC_ROPE_F32_ANGLES : 0u) | (b & 32 ? POSENC_ROPE_DETERMINISTIC : 0u) |
          (mrope && (b & 16) ? POSENC_ROPE_MROPE_INTERLEAVED : 0u);
@@ -397,7 +414,7 @@ static void decode_factor_flags(reader *r, vcall *c) {
   const int mrope = c->base.family == FAM_MFACTORS;
   const uint8_t cb = u8(r);
   if (cb >= 0xF0)
-    c->cflags = u32(r) | (1u << (cb & 31));
+    c->cflags = (u32(r) | 1u << (cb & 31)) & ~ROPE_FLAG_INT64;
   else
     c->cflags =
         (cb & 1 ? POSENC_ROPE_GPTJ : 0u) | (cb & 8 ? POSENC_ROPE_F32_ANGLES : 0u) |
@@ -414,7 +431,7 @@ static void decode_factor_flags(reader *r, vcall *c) {
   if (c->fmut == 1 && (c->fmut_arg & 1)) c->apply_null = 1;
   const uint8_t ab = u8(r);
   if (ab >= 0xF0) {
-    c->flags = u32(r) | (1u << (ab & 31));
+    c->flags = (u32(r) | 1u << (ab & 31)) & ~ROPE_FLAG_INT64;
   } else {
     c->flags = (c->cflags & FACTOR_FLAGS) | (ab & 2 ? POSENC_ROPE_INVERSE : 0u);
     if (ab % 16 == 15) c->flags ^= POSENC_ROPE_GPTJ;          /* layout mismatch */
@@ -506,8 +523,8 @@ call *views_decode(reader *r) {
   unsigned misalign = 0;
   if (misc % 32 == 1) misalign = 1 + u8(r) % 3;
   if (fam >= FAM_FACTORS) decode_factor_flags(r, c);
-  decode_plan(r, c);
-  decode_types(r, c, misc % 32 == 3);
+  views_plan(r, c);
+  views_types(r, c, misc % 32 == 3);
   const size_t R = c->plan ? posenc_rope_plan_rotary_dim(c->plan) : c->rd;
   const uint8_t dshape = u8(r);
   if (dshape % 8 == 7)
@@ -520,13 +537,13 @@ call *views_decode(reader *r) {
   c->n_tokens = count(r, 20, 1);
   c->src.n_heads = count(r, 4, 1);
   c->dst.n_heads = c->src.n_heads + (u8(r) % 16 == 0);
-  decode_layout(r, c, &c->src);
+  views_layout(r, c, &c->src);
   const uint8_t place = u8(r);
   size_t base = 4 * (size_t)(u8(r) % 3);
   if (place % 8 == 0) { /* in place */
     c->dst = c->src;
   } else {
-    decode_layout(r, c, &c->dst);
+    views_layout(r, c, &c->dst);
     if (place % 8 == 1) c->dst.dtype = u8(r) & 1 ? c->src.dtype : c->dst.dtype;
   }
   const size_t sb = view_bytes(c, &c->src), db = view_bytes(c, &c->dst);
@@ -568,11 +585,11 @@ call *views_decode(reader *r) {
   c->base.len = (max_size(c->src.off + sb, c->dst.off + db) + 3) / 4 + 1;
   const size_t N = sat_mul(c->n_batch, c->n_tokens);
   if (fam == FAM_OUT) {
-    c->flags = decode_flags(r, 0);
+    c->flags = views_flags(r, 0);
     c->positions = positions_of(r, N, &c->start_pos);
   } else if (fam == FAM_MOUT) {
     /* three sections: ggml's four-section rule is not drawn (rope_ggml_mrope_test.cc's) */
-    c->flags = decode_flags(r, 1) & ~(unsigned)POSENC_ROPE_MROPE_GGML;
+    c->flags = views_flags(r, 1) & ~(unsigned)POSENC_ROPE_MROPE_GGML;
     decode_sections(r, c, R / 2, (c->flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0);
     c->positions = mrope_positions_of(r, N);
   } else {

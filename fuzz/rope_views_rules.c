@@ -1,5 +1,7 @@
 /* What posenc.h says of a fuzz_rope_views call (rope_views.h): the geometry of a view, the
- * M-RoPE sections and factor rows it accepts, and the errors it lists for each entry point. */
+ * M-RoPE sections and factor rows it accepts, and the errors it lists for each entry point
+ * (posenc_rope_out's split in plan_op_errors and view_errors, which fuzz_rope_kv also uses
+ * for posenc_rope_qknorm, _out_slots, _out_q8_0 and _out_fp8). */
 #include <stdint.h>
 
 #include "rope_views.h"
@@ -112,9 +114,15 @@ void view_errors(const vcall *c, int *sure, int *listed) {
   if (any) *listed = 1;
 }
 
-/* posenc_rope_out / _mrope_out: sure and listed errors (as view_errors). */
+/* posenc_rope_out / _mrope_out: sure and listed errors (as view_errors): plan_op_errors's,
+ * then view_errors'. */
 void op_errors(const vcall *c, int *sure, int *listed) {
-  const int mrope = c->base.family == FAM_MOUT;
+  plan_op_errors(c, c->base.family == FAM_MOUT, sure, listed);
+  view_errors(c, sure, listed);
+}
+
+/* posenc_rope_out's (mrope: posenc_mrope_out's) errors other than the views'. */
+void plan_op_errors(const vcall *c, int mrope, int *sure, int *listed) {
   const size_t R = posenc_rope_plan_rotary_dim(c->plan);
   const unsigned known = mrope ? KNOWN_FLAGS : KNOWN_FLAGS & ~MROPE_FLAGS;
   const int work = c->n_batch && c->n_tokens && c->src.n_heads;
@@ -135,7 +143,6 @@ void op_errors(const vcall *c, int *sure, int *listed) {
    * said to be an error, but posenc_mrope_out refuses 3 rows of positions beyond size_t. */
   if (c->n_batch >= HUGE_BASE || c->n_tokens >= HUGE_BASE) *listed = 1;
   if (*sure) *listed = 1;
-  view_errors(c, sure, listed);
 }
 
 /* The compute: sure and listed errors. Its flags are its plan form's (INVERSE a no-op). */

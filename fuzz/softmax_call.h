@@ -1,6 +1,7 @@
-/* fuzz_softmax's decoded call (softmax_call), shared by the target (fuzz_softmax.c: the
- * call, the long double reference, the checks) and its decoder (softmax_decode.c: the input
- * format), with the element helpers both use. */
+/* fuzz_softmax's decoded call (softmax_call: posenc_softmax, or posenc_softmax_batched with
+ * its batch strides, ggml's mask broadcast and int64 positions), shared by the target
+ * (fuzz_softmax.c: the call, the long double reference, the checks) and its decoder
+ * (softmax_decode.c: the input format), with the element helpers both use. */
 #ifndef POSENC_FUZZ_SOFTMAX_CALL_H
 #define POSENC_FUZZ_SOFTMAX_CALL_H
 
@@ -50,6 +51,12 @@ typedef struct softmax_call {
   aux_array aux[AUX_COUNT];
   size_t msz;
   int must_pass;
+  /* posenc_softmax_batched (misc % 32 in 10..12): batches, the views' batch strides
+   * (elements), int64 positions passed to it instead of kpos / qpos (heap, to the element) */
+  int batched;
+  size_t n_batch, x_bs, y_bs;
+  int64_t *kpos64, *qpos64;
+  int pos_both; /* kpos (qpos) passed too: an error */
   int split_check;
   int poison; /* 1: x NaN at hidden keys, gaps of x NaN */
   /* The reference per key (h * n_q + i) * n_k + j. */
@@ -133,6 +140,11 @@ static inline float read_f32(const unsigned char *p, size_t i) {
   float v;
   memcpy(&v, p + 4 * i, 4);
   return v;
+}
+
+/* The mask head that head h reads: h % mask_n_heads (ggml's broadcast), or h. */
+static inline size_t mask_head(const softmax_call *c, size_t h) {
+  return c->p.mask_n_heads ? h % c->p.mask_n_heads : h;
 }
 
 /* ---------------------------------------------------------------------- decoding */

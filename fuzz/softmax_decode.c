@@ -1,6 +1,9 @@
 /* fuzz_softmax's decoder: the input format (fuzz_softmax.c describes what the bytes pick)
  * read into a softmax_call, with what posenc.h says of the decoded arguments (must_fail,
- * must_pass). The corpus fuzz/corpus/fuzz_softmax is in this format (fuzz/make_corpus.py). */
+ * must_pass): posenc_softmax's, and for posenc_softmax_batched (misc % 32 in 10..12) its
+ * batch count and strides, ggml's mask broadcast (mask_n_heads, mask_n_batch,
+ * mask_batch_stride) and int64 positions. The corpus fuzz/corpus/fuzz_softmax is in this
+ * format (fuzz/make_corpus.py). */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -103,6 +106,19 @@ static int32_t *decode_positions(reader *r, size_t n) {
   return p;
 }
 
+/* int64 copies of n positions for posenc_softmax_batched; with bit 3 of b one value outside
+ * int32 (*bad). */
+static int64_t *positions64(const int32_t *p, size_t n, uint8_t b, int *bad) {
+  int64_t *v = malloc((n ? n : 1) * sizeof *v);
+  if (!v) abort();
+  for (size_t i = 0; i < n; ++i) v[i] = p[i];
+  if ((b & 8) && n) {
+    v[(b >> 5) % n] = b & 16 ? (int64_t)INT32_MAX + 1 : (int64_t)INT32_MIN - 1 - (b >> 5);
+    *bad = 1;
+  }
+  return v;
+}
+
 static void set_heap(aux_array *a, const void *values, size_t bytes, size_t mis) {
   a->present = 1;
   a->bytes = bytes;
@@ -163,7 +179,8 @@ call *softmax_decode(reader *r) {
   softmax_call *c = calloc(1, sizeof *c);
   if (!c) abort();
   call *base = &c->base;
-  decode_header(r, base, 0);
+  const uint8_t misc = decode_header(r, base, 0);
+  c->batched = misc % 32 >= 10 && misc % 32 <= 12;
   const uint8_t which = u8(r);
   c->null_y = which & 1;
   const int mis_target = (which >> 1) % 7;
@@ -174,7 +191,17 @@ call *softmax_decode(reader *r) {
   c->n_q = count(r, MAX_Q, 1);
   const uint8_t kb = u8(r);
   c->n_k = kb == 0xFF ? HUGE_BASE + u8(r) : kb < 0xC0 ? kb % 70 : 70 + u16(r) % (MAX_K - 69);
-  c->work = c->n_heads && c->n_q && c->n_k;
+  /* posenc_softmax_batched: n_batch (0-3, huge), the batch strides, the mask's broadcast,
+   * int64 positions */
+  uint8_t bsm = 0, mhb = 0, mbb = 0, p64 = 0;
+  c->n_batch = 1;
+  if (c->batched) {
+    const uint8_t bb = u8(r);
+    c->n_batch = bb == 0xFF ? HUGE_BASE + u8(r) : bb % 4;
+    bsm = u8(r), mhb = u8(r), mbb = u8(r), p64 = u8(r);
+  }
+  const size_t nb = c->n_batch < HUGE_BASE ? c->n_batch : 1;
+  c->work = c->n_heads && c->n_q && c->n_k && c->n_batch;
   const int small = c->n_heads <= MAX_HEADS && c->n_q <= MAX_Q && c->n_k <= MAX_K;
 
   /* Types, in place or not. */
@@ -206,8 +233,18 @@ call *softmax_decode(reader *r) {
       c->work && extent_of(c->n_heads, c->x_hs, c->n_q, c->x_rse, c->n_k, c->xsz, &x_ext);
   const int y_ok =
       c->work && extent_of(c->n_heads, c->y_hs, c->n_q, c->y_rse, c->n_k, c->ysz, &y_ext);
-  c->x_bytes = x_ok && small ? x_ext * c->xsz : 0;
-  c->y_bytes = y_ok && small ? y_ext * c->ysz : 0;
+  /* batch strides: x dense, padded, 0 (every batch reads one x) or 2 extents; y the same or
+   * one element short of its extent (batches overlap: an error, as 0 is) */
+  int y_batch_overlap = 0;
+  if (c->batched) {
+    const size_t pad = 1 + bsm / 16 % 4, yk = bsm / 4 % 4;
+    c->x_bs = bsm % 4 == 0 ? x_ext : bsm % 4 == 1 ? x_ext + pad : bsm % 4 == 2 ? 0 : 2 * x_ext;
+    c->y_bs = yk == 0 ? y_ext : yk == 1 ? y_ext + pad : yk == 2 ? 0 : y_ext ? y_ext - 1 : 0;
+    if (c->in_place) c->y_bs = c->x_bs;
+    y_batch_overlap = nb > 1 && c->y_bs < y_ext;
+  }
+  c->x_bytes = x_ok && small ? (x_ext + (nb - 1) * c->x_bs) * c->xsz : 0;
+  c->y_bytes = y_ok && small ? (y_ext + (nb - 1) * c->y_bs) * c->ysz : 0;
   int y_overlap = 0; /* two rows of y share an element */
   if (y_ok && small)
     for (size_t a = 0; a < c->n_heads * c->n_q; ++a)
@@ -319,6 +356,12 @@ call *softmax_decode(reader *r) {
       mis_target == MIS_AUX + AUX_MASK ? mis : 0, mis_target == MIS_AUX + AUX_SLOPES ? mis : 0,
       mis_target == MIS_AUX + AUX_SINKS ? mis : 0, mis_target == MIS_AUX + AUX_KPOS ? mis : 0,
       mis_target == MIS_AUX + AUX_QPOS ? mis : 0};
+  int bad64 = 0;
+  if (c->batched && (p64 & 1) && kpos && !amis[AUX_KPOS])
+    c->kpos64 = positions64(kpos, c->n_k, p64, &bad64);
+  if (c->batched && (p64 & 2) && qpos && !amis[AUX_QPOS])
+    c->qpos64 = positions64(qpos, c->n_q, p64 >> 1, &bad64);
+  c->pos_both = (p64 & 4) && (c->kpos64 || c->qpos64);
   if (slopes) set_heap(&c->aux[AUX_SLOPES], slopes, c->n_heads * 4, amis[AUX_SLOPES]);
   if (sinks) set_heap(&c->aux[AUX_SINKS], sinks, c->n_heads * 4, amis[AUX_SINKS]);
   if (kpos) set_heap(&c->aux[AUX_KPOS], kpos, c->n_k * 4, amis[AUX_KPOS]);
@@ -336,6 +379,7 @@ call *softmax_decode(reader *r) {
       if (mb >= 0xF8) p->mask_dtype = (posenc_dtype)(mb & 1 ? 1 : 5); /* bf16 / unknown */
       c->msz = dtype_size(p->mask_dtype);
       const size_t nk = c->n_k <= MAX_K ? c->n_k : 1, nq = c->n_q <= MAX_Q ? c->n_q : 1;
+      const size_t nh = c->n_heads <= MAX_HEADS ? c->n_heads : 1;
       int huge = 0;
       const uint8_t rb = u8(r);
       switch (rb % 8) {
@@ -372,41 +416,54 @@ call *softmax_decode(reader *r) {
         default:
           p->mask_head_stride = mrs;
       }
+      /* ggml's broadcast (batched): mask_n_heads 0, 1, n_heads, 2 or 3; mask_n_batch 0, 1,
+       * n_batch or 2 (maybe not dividing), the masks of the batches m_ext (+ 3) apart */
+      if (c->batched) {
+        p->mask_n_heads = mhb % 4 == 0 ? 0 : mhb % 4 == 1 ? 1 : mhb % 4 == 2 ? nh : 2 + mhb / 4 % 2;
+        p->mask_n_batch = mbb % 4 == 0 ? 0 : mbb % 4 == 1 ? 1 : mbb % 4 == 2 ? nb : 2;
+      }
       const int pattern = u8(r) % 8;
       const uint8_t wb = u8(r);
       const int32_t w2 = 1 + wb % 64;
       const int hide_negative = (wb & 0x40) != 0; /* -inf at every key with kpos < 0 */
       uint64_t s = (uint64_t)u32(r) << 1 | 1u;
       size_t m_ext = 0;
+      const size_t mheads = p->mask_n_heads ? p->mask_n_heads : c->n_heads;
+      const size_t mbatches = p->mask_n_batch > 1 ? p->mask_n_batch : 1;
       if (c->work)
         mask_ok =
-            extent_of(c->n_heads, p->mask_head_stride, c->n_q,
+            extent_of(mheads, p->mask_head_stride, c->n_q,
                       p->mask_row_stride ? p->mask_row_stride : c->n_k, c->n_k, c->msz, &m_ext);
+      p->mask_batch_stride = mbatches > 1 ? m_ext + 3 * (mbb >> 7) : mbb >> 4;
+      const size_t m_all = mask_ok ? (mbatches - 1) * p->mask_batch_stride + m_ext : 0;
       if (c->work && mask_ok && small && dtype_ok(p->mask_dtype)) {
         /* Every element NaN, then the rows' values (overlapping rows: the last). */
-        unsigned char *m = malloc(m_ext * c->msz);
+        unsigned char *m = malloc(m_all * c->msz);
         if (!m) abort();
-        for (size_t e = 0; e < m_ext; ++e) store(m, e, NAN, p->mask_dtype);
-        for (size_t h = 0; h < c->n_heads; ++h)
-          for (size_t i = 0; i < c->n_q; ++i) {
-            const int64_t qp = qpos ? qpos[i] : (int64_t)p->q_offset + (int64_t)i;
-            const int row_hidden = xorshift(&s) % 2;
-            for (size_t j = 0; j < c->n_k; ++j) {
-              const int64_t kp = kpos ? kpos[j] : (int64_t)j;
-              const size_t e = h * p->mask_head_stride + i * mrs + j;
-              const float v = mask_value(pattern, &s, qp, kp, row_hidden, w2);
-              store(m, e, hide_negative && kp < 0 ? -INFINITY : v, p->mask_dtype);
+        for (size_t e = 0; e < m_all; ++e) store(m, e, NAN, p->mask_dtype);
+        for (size_t mb = 0; mb < mbatches; ++mb)
+          for (size_t h = 0; h < mheads; ++h)
+            for (size_t i = 0; i < c->n_q; ++i) {
+              const int64_t qp = qpos ? qpos[i] : (int64_t)p->q_offset + (int64_t)i;
+              const int row_hidden = xorshift(&s) % 2;
+              for (size_t j = 0; j < c->n_k; ++j) {
+                const int64_t kp = kpos ? kpos[j] : (int64_t)j;
+                const size_t e = mb * p->mask_batch_stride + h * p->mask_head_stride + i * mrs + j;
+                const float v = mask_value(pattern, &s, qp, kp, row_hidden, w2);
+                store(m, e, hide_negative && kp < 0 ? -INFINITY : v, p->mask_dtype);
+              }
             }
-          }
         /* What the rows read (overlapping rows: the last value stored). */
         neg_unmasked = 0;
-        for (size_t h = 0; h < c->n_heads; ++h)
+        for (size_t e0 = 0; e0 < mbatches * c->n_heads; ++e0) { /* every mask slice used */
+          const size_t at = e0 / c->n_heads * p->mask_batch_stride +
+                            mask_head(c, e0 % c->n_heads) * p->mask_head_stride;
           for (size_t i = 0; i < c->n_q; ++i)
             for (size_t j = 0; kpos && j < c->n_k; ++j)
-              if (kpos[j] < 0 &&
-                  load(m, h * p->mask_head_stride + i * mrs + j, p->mask_dtype) != -INFINITY)
+              if (kpos[j] < 0 && load(m, at + i * mrs + j, p->mask_dtype) != -INFINITY)
                 neg_unmasked = 1;
-        set_heap(&c->aux[AUX_MASK], m, m_ext * c->msz, amis[AUX_MASK]);
+        }
+        set_heap(&c->aux[AUX_MASK], m, m_all * c->msz, amis[AUX_MASK]);
         free(m);
       } else {
         const uint32_t nan = 0x7fc00000u; /* never read */
@@ -425,7 +482,8 @@ call *softmax_decode(reader *r) {
   const uint8_t ab = u8(r);
   if (ab % 8 == 7 && c->work && small) {
     aux_array *a = &c->aux[u8(r) % AUX_COUNT];
-    if (a->present && a->bytes) {
+    const int as64 = (a == &c->aux[AUX_KPOS] && c->kpos64) || (a == &c->aux[AUX_QPOS] && c->qpos64);
+    if (a->present && a->bytes && !as64) { /* (int64 positions are read from the heap) */
       const uint8_t where = u8(r) % 4;
       const size_t amis_here = a->mis;
       size_t at;
@@ -469,18 +527,20 @@ call *softmax_decode(reader *r) {
   if (has_mask && p->mask_row_stride != 0 && p->mask_row_stride < c->n_k) fail = 1;
   int doubt = 0;
   if (c->work) {
-    const size_t yb = y_ok ? y_ext * c->ysz : 0, xb = x_ok ? x_ext * c->xsz : 0;
+    const size_t yb = y_ok ? (y_ext + (nb - 1) * c->y_bs) * c->ysz : 0;
+    const size_t xb = x_ok ? (x_ext + (nb - 1) * c->x_bs) * c->xsz : 0;
     if (base->null_data || c->x_byte % c->xsz || c->y_byte % c->ysz || !x_ok || !y_ok ||
         y_overlap || !mask_ok)
       fail = 1;
     if (bytes_meet(c->x_byte, xb, c->y_byte, yb)) {
       /* The same view is in place; the same but for a stride that is never used is
        * either; any other overlap is an error. */
+      const int same_b = c->n_batch <= 1 || c->x_bs == c->y_bs; /* batched: its stride too */
       const int loosely = c->x_byte == c->y_byte && c->xdt == c->ydt &&
                           (c->x_hs == c->y_hs || c->n_heads == 1) &&
-                          (c->x_rse == c->y_rse || c->n_q == 1);
-      const int same =
-          c->x_byte == c->y_byte && c->xdt == c->ydt && c->x_hs == c->y_hs && c->x_rse == c->y_rse;
+                          (c->x_rse == c->y_rse || c->n_q == 1) && same_b;
+      const int same = c->x_byte == c->y_byte && c->xdt == c->ydt && c->x_hs == c->y_hs &&
+                       c->x_rse == c->y_rse && same_b;
       if (!same) {
         if (loosely)
           doubt = 1;
@@ -517,7 +577,13 @@ call *softmax_decode(reader *r) {
     for (size_t i = 0; qp->present && i < c->n_q; ++i)
       if (read_i32(qp->heap + qp->mis, i) < 0) fail = 1;
     if (x_odd || y_odd || (c->n_q > 1 && c->x_rse < c->n_k)) doubt = 1;
+    if (bad64 || y_batch_overlap || c->n_batch >= HUGE_BASE) fail = 1;
   }
+  /* posenc_softmax_batched: a mask that does not broadcast, positions given twice */
+  if (has_mask && p->mask_n_heads && c->n_heads % p->mask_n_heads) fail = 1;
+  if (has_mask && p->mask_n_batch > 1 && c->n_batch % p->mask_n_batch) fail = 1;
+  if (c->pos_both) fail = 1;
+  if (c->n_batch >= HUGE_BASE) doubt = 1;
   base->must_fail = fail;
   c->must_pass = !fail && !doubt;
   return base;

@@ -12,7 +12,8 @@
 # families it decodes (entry point x storage type), so each family keeps the share of time
 # it had there; fuzz_rope_views (4 families over runtime-shaped views, added later) has
 # fuzz_rope's weight and fuzz_softmax (posenc_softmax: one entry point, its many options)
-# fuzz_alibi's, both taken from the same SECONDS. Prints each target's executions and
+# fuzz_alibi's, both taken from the same SECONDS, as is fuzz_rope_kv's (QK-norm, slots, q8_0,
+# fp8; weight 3). Prints each target's executions and
 # findings and a total; fails on a crash, a sanitizer report or a differential violation (the
 # target aborts).
 # A long run, e.g. 1,000,000 executions per target in one process:
@@ -31,8 +32,8 @@ shift $(($# < 2 ? $# : 2))
 jobs=${POSENC_JOBS:-$(nproc)}
 seed=${POSENC_FUZZ_SEED:-1}
 # target weight (fuzz/CMakeLists.txt builds the same targets)
-targets=(fuzz_rope 3 fuzz_mrope 2 fuzz_rerotate 2 fuzz_rope_views 3 fuzz_sinusoid 6 fuzz_alibi 6
-  fuzz_learned 1 fuzz_softmax 6)
+targets=(fuzz_rope 3 fuzz_mrope 2 fuzz_rerotate 2 fuzz_rope_views 3 fuzz_rope_kv 3 fuzz_sinusoid 6
+  fuzz_alibi 6 fuzz_learned 1 fuzz_softmax 6)
 names=() weight_sum=0
 for ((k = 0; k < ${#targets[@]}; k += 2)); do
   names+=("${targets[$k]}")

@@ -155,7 +155,8 @@ TEST_P(RopeSlotsTest, BadInputReturnsItsStatusAndWritesNothing) {
   std::vector<int64_t> big = {0, int64_t{1} << 40};
   const posenc_slots s_ok = {ok.data(), 0, cells}, s_dup_small = {dup_small.data(), 0, cells},
                      s_dup_large = {dup_large.data(), 0, cells},
-                     s_range = {out_of_range.data(), 0, cells}, s_big = {big.data(), 1, cells},
+                     s_dup_sparse = {dup_large.data(), 0, 100000},  // the sorted check
+      s_range = {out_of_range.data(), 0, cells}, s_big = {big.data(), 1, cells},
                      s_null = {nullptr, 0, cells}, s_kind = {ok.data(), 2, cells};
   struct Bad {
     const char* what;
@@ -165,6 +166,7 @@ TEST_P(RopeSlotsTest, BadInputReturnsItsStatusAndWritesNothing) {
   };
   const Bad bad[] = {{"a cell twice (3 tokens)", 3, &cv, &s_dup_small},
                      {"a cell twice (40 tokens)", 40, &cv, &s_dup_large},
+                     {"a cell twice (40 tokens of 100000 cells)", 40, &cv, &s_dup_sparse},
                      {"an index >= n_cells", 2, &cv, &s_range},
                      {"an int64 index >= n_cells", 2, &cv, &s_big},
                      {"NULL index", 2, &cv, &s_null},
@@ -291,7 +293,8 @@ TEST_P(RopeSlotsTest, ApplySlotsBadInputReturnsItsStatusAndWritesNothing) {
   std::vector<int64_t> big = {0, int64_t{1} << 40};
   const posenc_slots s_ok = {ok.data(), 0, cells}, s_dup_small = {dup_small.data(), 0, cells},
                      s_dup_large = {dup_large.data(), 0, cells},
-                     s_range = {out_of_range.data(), 0, cells}, s_big = {big.data(), 1, cells},
+                     s_dup_sparse = {dup_large.data(), 0, 100000},  // the sorted check
+      s_range = {out_of_range.data(), 0, cells}, s_big = {big.data(), 1, cells},
                      s_null = {nullptr, 0, cells}, s_kind = {ok.data(), 2, cells};
   posenc_rope_factors gptj = f, bad_bits = f, bad_row = f, short_rows = f, odd_data = f;
   gptj.flags = POSENC_ROPE_GPTJ;
@@ -311,6 +314,8 @@ TEST_P(RopeSlotsTest, ApplySlotsBadInputReturnsItsStatusAndWritesNothing) {
   const Bad bad[] = {
       {"a cell twice (3 tokens)", &f, 0, D, 3, &sv, &cv, &s_dup_small, 0, "slots"},
       {"a cell twice (40 tokens)", &f, 0, D, L, &sv, &cv, &s_dup_large, 0, "slots"},
+      {"a cell twice (40 tokens of 100000 cells)", &f, 0, D, L, &sv, &cv, &s_dup_sparse, 0,
+       "slots"},
       {"an index >= n_cells", &f, 0, D, 2, &sv, &cv, &s_range, 0, "slots"},
       {"an int64 index >= n_cells", &f, 0, D, 2, &sv, &cv, &s_big, 0, "slots"},
       {"NULL index", &f, 0, D, 2, &sv, &cv, &s_null, 0, "slots"},
