@@ -69,43 +69,55 @@ static posenc_status rope_out_quant(const char *fn, const posenc_rope_plan *plan
   return POSENC_OK;
 }
 
-posenc_status posenc_rope_out_q8_0(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
-                                   const int32_t *positions, int32_t start_pos,
-                                   const posenc_rope_view *src, const posenc_q8_0_view *dst,
-                                   const posenc_slots *slots, unsigned flags) {
-  const char *fn = __func__;
+/* Both public forms: int64 positions narrowed, the common checks (dst_view: the caller's
+ * view, for its NULL check; d: its description, read once dst_view is known not NULL), then
+ * rope_out_quant. */
+static posenc_status rope_out_quant_entry(const char *fn, const posenc_rope_plan *plan,
+                                          size_t head_dim, size_t n_tokens,
+                                          const int32_t *positions, int32_t start_pos,
+                                          const posenc_rope_view *src, const void *dst_view,
+                                          const quant_dst *d, const posenc_slots *slots,
+                                          unsigned flags) {
   posenc_positions32 buf;
   posenc_status st =
       posenc_positions_narrow(fn, "positions", &positions, 1, 1, n_tokens, &flags, &buf);
   if (st == POSENC_OK)
-    st = posenc_check_rows_entry(fn, plan, src, dst, head_dim, positions, start_pos, n_tokens,
+    st = posenc_check_rows_entry(fn, plan, src, dst_view, head_dim, positions, start_pos, n_tokens,
                                  flags);
-  if (st == POSENC_OK) {
-    const quant_dst d = {
-        dst->data, dst->n_heads, dst->token_stride, dst->head_stride, ROPE_QUANT_Q8_0,
-        "q8_0",    0.0f};
-    st = rope_out_quant(fn, plan, head_dim, n_tokens, positions, start_pos, src, &d, slots, flags);
-  }
+  if (st == POSENC_OK)
+    st = rope_out_quant(fn, plan, head_dim, n_tokens, positions, start_pos, src, d, slots, flags);
   posenc_positions_release(&buf);
   return st;
+}
+
+posenc_status posenc_rope_out_q8_0(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
+                                   const int32_t *positions, int32_t start_pos,
+                                   const posenc_rope_view *src, const posenc_q8_0_view *dst,
+                                   const posenc_slots *slots, unsigned flags) {
+  const quant_dst d = dst ? (quant_dst){dst->data,
+                                        dst->n_heads,
+                                        dst->token_stride,
+                                        dst->head_stride,
+                                        ROPE_QUANT_Q8_0,
+                                        "q8_0",
+                                        0.0f}
+                          : (quant_dst){0};
+  return rope_out_quant_entry(__func__, plan, head_dim, n_tokens, positions, start_pos, src, dst,
+                              &d, slots, flags);
 }
 
 posenc_status posenc_rope_out_fp8(const posenc_rope_plan *plan, size_t head_dim, size_t n_tokens,
                                   const int32_t *positions, int32_t start_pos,
                                   const posenc_rope_view *src, const posenc_fp8_view *dst,
                                   float scale, const posenc_slots *slots, unsigned flags) {
-  const char *fn = __func__;
-  posenc_positions32 buf;
-  posenc_status st =
-      posenc_positions_narrow(fn, "positions", &positions, 1, 1, n_tokens, &flags, &buf);
-  if (st == POSENC_OK)
-    st = posenc_check_rows_entry(fn, plan, src, dst, head_dim, positions, start_pos, n_tokens,
-                                 flags);
-  if (st == POSENC_OK) {
-    const quant_dst d = {
-        dst->data, dst->n_heads, dst->token_stride, dst->head_stride, ROPE_QUANT_FP8, "fp8", scale};
-    st = rope_out_quant(fn, plan, head_dim, n_tokens, positions, start_pos, src, &d, slots, flags);
-  }
-  posenc_positions_release(&buf);
-  return st;
+  const quant_dst d = dst ? (quant_dst){dst->data,
+                                        dst->n_heads,
+                                        dst->token_stride,
+                                        dst->head_stride,
+                                        ROPE_QUANT_FP8,
+                                        "fp8",
+                                        scale}
+                          : (quant_dst){0};
+  return rope_out_quant_entry(__func__, plan, head_dim, n_tokens, positions, start_pos, src, dst,
+                              &d, slots, flags);
 }

@@ -245,55 +245,40 @@ TEST_P(SplitInvarianceTest, MropeAndRerotation) {
     }
 }
 
-// RoPE into FP8 E4M3 rows (posenc_rope_out_fp8): the rows hold the bytes (H * D per row, as
-// f32 words of H * D / 4), written from a fixed f32 source; both layouts, a partial rotary
-// dim, first positions around an anchor and large.
-TEST_P(SplitInvarianceTest, RopeOutFp8) {
+// RoPE into quantized rows, written from a fixed f32 source: FP8 E4M3 (posenc_rope_out_fp8:
+// H * D bytes per row) and ggml q8_0 blocks (posenc_rope_out_q8_0: H heads x D / 32 blocks of
+// 34 bytes), the bytes held as f32 words; both layouts, a partial rotary dim, first positions
+// around an anchor and large.
+TEST_P(SplitInvarianceTest, RopeOutQuantized) {
   std::mt19937 rng(kSeed + 3);
   const size_t L = 70, H = 2;
-  for (size_t R : {size_t{128}, size_t{40}}) {
-    const size_t D = R == 128 ? 128 : 48;
-    const PlanPtr plan = MakePlan(R, 10000.0, 1.0);
-    Rows source(Storage::kF32, L, H * D);
-    source.Random(rng());
-    for (unsigned flags : {0u, 1u}) {
-      Rows bytes(Storage::kF32, L, H * D / 4);
-      const RowCall call = [&](Rows& rows, size_t a, size_t n, const int32_t* pos, int32_t start) {
-        const posenc_rope_view src = {source.Row(a), POSENC_DTYPE_F32, H, H * D, D, 0};
-        const posenc_fp8_view dst = {rows.Row(a), H, H * D, D};
-        return posenc_rope_out_fp8(plan.get(), D, n, pos, start, &src, &dst, 0.01f, nullptr, flags);
-      };
-      for (int32_t first : {30, 1 << 30})
-        ExpectSplitInvariant(call, bytes, first, rng,
-                             "fp8 R=" + std::to_string(R) + " flags=" + std::to_string(flags) +
-                                 " first=" + std::to_string(first));
+  for (bool q8 : {false, true})
+    for (size_t R : {size_t{128}, size_t{40}}) {
+      const size_t D = R == 128 || q8 ? 128 : 48;
+      const size_t row_bytes = q8 ? H * (D / 32) * 34 : H * D;
+      const PlanPtr plan = MakePlan(R, 10000.0, 1.0);
+      Rows source(Storage::kF32, L, H * D);
+      source.Random(rng());
+      for (unsigned flags : {0u, 1u}) {
+        Rows bytes(Storage::kF32, L, row_bytes / 4);
+        const RowCall call = [&](Rows& rows, size_t a, size_t n, const int32_t* pos,
+                                 int32_t start) {
+          const posenc_rope_view src = {source.Row(a), POSENC_DTYPE_F32, H, H * D, D, 0};
+          if (q8) {
+            const posenc_q8_0_view dst = {rows.Row(a), H, row_bytes, row_bytes / H};
+            return posenc_rope_out_q8_0(plan.get(), D, n, pos, start, &src, &dst, nullptr, flags);
+          }
+          const posenc_fp8_view dst = {rows.Row(a), H, H * D, D};
+          return posenc_rope_out_fp8(plan.get(), D, n, pos, start, &src, &dst, 0.01f, nullptr,
+                                     flags);
+        };
+        for (int32_t first : {30, 1 << 30})
+          ExpectSplitInvariant(call, bytes, first, rng,
+                               std::string(q8 ? "q8_0" : "fp8") + " R=" + std::to_string(R) +
+                                   " flags=" + std::to_string(flags) +
+                                   " first=" + std::to_string(first));
+      }
     }
-  }
-}
-
-// RoPE into ggml q8_0 blocks (posenc_rope_out_q8_0): rows of H heads x D / 32 blocks of 34
-// bytes (as f32 words), written from a fixed f32 source; both layouts, a partial rotary dim,
-// first positions around an anchor and large.
-TEST_P(SplitInvarianceTest, RopeOutQ8_0) {
-  std::mt19937 rng(kSeed + 4);
-  const size_t L = 70, H = 2, D = 128, row_bytes = H * (D / 32) * 34;
-  for (size_t R : {size_t{128}, size_t{40}}) {
-    const PlanPtr plan = MakePlan(R, 10000.0, 1.0);
-    Rows source(Storage::kF32, L, H * D);
-    source.Random(rng());
-    for (unsigned flags : {0u, 1u}) {
-      Rows blocks(Storage::kF32, L, row_bytes / 4);
-      const RowCall call = [&](Rows& rows, size_t a, size_t n, const int32_t* pos, int32_t start) {
-        const posenc_rope_view src = {source.Row(a), POSENC_DTYPE_F32, H, H * D, D, 0};
-        const posenc_q8_0_view dst = {rows.Row(a), H, row_bytes, row_bytes / H};
-        return posenc_rope_out_q8_0(plan.get(), D, n, pos, start, &src, &dst, nullptr, flags);
-      };
-      for (int32_t first : {30, 1 << 30})
-        ExpectSplitInvariant(call, blocks, first, rng,
-                             "q8_0 R=" + std::to_string(R) + " flags=" + std::to_string(flags) +
-                                 " first=" + std::to_string(first));
-    }
-  }
 }
 
 // ggml's M-RoPE (plans from posenc_rope_plan_create_ggml_mode, POSENC_ROPE_MROPE_GGML: four
