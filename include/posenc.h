@@ -976,11 +976,12 @@ enum {
  * subnormal is exact to 2^-149 absolute, so n_d to |w_d| 2^-148), and y is then within
  * posenc_rope_out's bounds of the rotation of n. A NaN or infinite element makes its head's inv NaN
  * or 0 (NaN out, as HF). Every ISA's result is within that bound of the long double one; a token's
- * result does not depend on the call's other tokens (split invariance). Errors (nothing written):
- * those of posenc_rope_out for each tensor, plus a NULL q_src or q_dst, k_dst without k_src or
- * k_src without k_dst, k_norm without k_src, a norm with a NULL weight, eps negative or not finite,
- * or unknown norm flags, k's type pair other than q's, overlapping tensors (above), and with a
- * norm: rotary_dim > 512 or head_dim > 4096. */
+ * result does not depend on the call's other tokens (split invariance).
+ *
+ * Errors (nothing written): those of posenc_rope_out for each tensor, plus a NULL q_src or
+ * q_dst, k_dst without k_src or k_src without k_dst, k_norm without k_src, a norm with a
+ * NULL weight, eps negative or not finite, or unknown norm flags, k's type pair other than
+ * q's, overlapping tensors (above), and with a norm: rotary_dim > 512 or head_dim > 4096. */
 POSENC_API posenc_status posenc_rope_qknorm(
     const posenc_rope_plan *plan, size_t head_dim, size_t n_batch, size_t n_tokens,
     const int32_t *positions, int32_t start_pos, const posenc_rope_view *q_src,
