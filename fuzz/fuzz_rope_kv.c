@@ -247,7 +247,7 @@ static void check_tensor(const kvcall *c, const vcall *t, const norm_arg *n, pos
   }
   const size_t N = B * L * H * D;
   long double *ns = malloc((N + 1) * sizeof *ns);
-  float *nf = malloc((N + 1) * sizeof *nf);
+  float *nf = calloc(N + 1, sizeof *nf); /* skipped heads: 0, rotated but not compared */
   uint8_t *skip = calloc(B * L * H + 1, 1);
   if (!ns || !nf || !skip) abort();
   for (size_t v = 0; v < B * L * H; ++v) { /* n* of head vector v */
