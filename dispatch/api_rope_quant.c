@@ -58,7 +58,7 @@ static posenc_status rope_out_quant(const char *fn, const posenc_rope_plan *plan
     rows.width = head_dim / ROPE_Q8_0_BLOCK * ROPE_Q8_0_BYTES / 2;
   }
   const posenc_status st =
-      posenc_check_src_and_rows(fn, src, sizeof(float), n_tokens, head_dim, &rows);
+      posenc_check_src_and_rows(fn, src, sizeof(float), n_tokens, head_dim, &rows, NULL);
   if (st != POSENC_OK) return st;
   rope_args args = posenc_rope_args(plan, n_tokens, positions, start_pos, flags);
   args.views[0] = posenc_rows_view(src, d->data, d->token_stride, d->head_stride, head_dim, slots);

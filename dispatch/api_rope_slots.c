@@ -84,8 +84,8 @@ posenc_status posenc_check_slots(const char *fn, const posenc_slots *s, size_t n
 }
 
 posenc_status posenc_check_src_and_rows(const char *fn, const posenc_rope_view *src, size_t xs,
-                                        size_t n_tokens, size_t head_dim,
-                                        const posenc_dst_rows *d) {
+                                        size_t n_tokens, size_t head_dim, const posenc_dst_rows *d,
+                                        size_t *dst_bytes) {
   if (!posenc_elem_aligned(src->data, xs))
     return posenc_reject_data(fn, "src", "data", src->data, xs);
   if (!posenc_elem_aligned(d->data, d->unit))
@@ -107,6 +107,7 @@ posenc_status posenc_check_src_and_rows(const char *fn, const posenc_rope_view *
                          d->n_rows, d->n_heads, d->width, d->unit, d->token_stride, d->head_stride);
   if (!posenc_bytes_disjoint(src->data, src_extent * xs, d->data, dst_extent * d->unit))
     return posenc_reject(fn, "dst", "shares addresses with src (the cache is written apart)");
+  if (dst_bytes) *dst_bytes = dst_extent * d->unit;
   return POSENC_OK;
 }
 
@@ -152,16 +153,11 @@ posenc_status posenc_check_slot_dst(const char *fn, size_t head_dim, size_t n_to
   const size_t ys = posenc_elem_size(y);
   const posenc_dst_rows rows = {
       dst->data, ys, dst->n_heads, slots->n_cells, dst->token_stride, dst->head_stride, head_dim};
-  st = posenc_check_src_and_rows(fn, src, posenc_elem_size(x), n_tokens, head_dim, &rows);
+  st =
+      posenc_check_src_and_rows(fn, src, posenc_elem_size(x), n_tokens, head_dim, &rows, dst_bytes);
   if (st != POSENC_OK) return st;
-  /* The cells' extent (accepted above: no overflow). */
-  const size_t count[3] = {1, slots->n_cells, dst->n_heads};
-  const size_t stride[3] = {0, dst->token_stride, dst->head_stride};
-  size_t extent = 0;
-  posenc_grid3_extent_elems(ys, count, stride, head_dim, 1, &extent);
   *kernel_out = kernel;
   *written_out = written;
-  *dst_bytes = extent * ys;
   return POSENC_OK;
 }
 

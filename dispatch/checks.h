@@ -268,9 +268,11 @@ typedef struct posenc_dst_rows {
 /* The checks of a one-batch source of n_tokens tokens (elements of xs bytes, only read) and
  * a destination of rows written by row index (posenc_rope_out_slots, _q8_0, _fp8):
  * both aligned, their extents within PTRDIFF_MAX bytes, the destination's head vectors
- * pairwise disjoint, the two apart (api_rope_slots.c). */
+ * pairwise disjoint, the two apart (api_rope_slots.c). dst_bytes (may be NULL): on
+ * POSENC_OK, the destination's extent in bytes from d->data. */
 posenc_status posenc_check_src_and_rows(const char *fn, const posenc_rope_view *src, size_t xs,
-                                        size_t n_tokens, size_t head_dim, const posenc_dst_rows *d);
+                                        size_t n_tokens, size_t head_dim, const posenc_dst_rows *d,
+                                        size_t *dst_bytes);
 
 /* The kernel view of a row-writing form: src's token and head strides, dst's (slots may be
  * NULL: token t to row t). */

@@ -112,6 +112,19 @@ posenc_status Rope(Storage st, const posenc_rope_plan* plan, size_t head_dim, si
   }
 }
 
+posenc_status Mrope(Storage st, const posenc_rope_plan* plan, const size_t* sections,
+                    size_t head_dim, size_t n, const int32_t* pos, const posenc_rope_tensor* q,
+                    unsigned flags) {
+  switch (st) {
+    case Storage::kBf16:
+      return posenc_mrope_bf16(plan, sections, head_dim, n, pos, q, nullptr, flags);
+    case Storage::kF16:
+      return posenc_mrope_f16(plan, sections, head_dim, n, pos, q, nullptr, flags);
+    default:
+      return posenc_mrope_f32(plan, sections, head_dim, n, pos, q, nullptr, flags);
+  }
+}
+
 // Every scaling type (and a ggml YaRN plan) for rotary_dim R.
 std::vector<std::pair<std::string, PlanPtr>> EveryScaling(size_t R) {
   std::vector<std::pair<std::string, PlanPtr>> plans;
@@ -207,14 +220,7 @@ TEST_P(SplitInvarianceTest, MropeAndRerotation) {
         for (size_t r = 0; r < 3; ++r)
           for (size_t j = 0; j < n; ++j) pos[r * n + j] = table[r * L + a + j];
         const posenc_rope_tensor q = {rows.Row(a), H, H * R, R};
-        switch (st) {
-          case Storage::kBf16:
-            return posenc_mrope_bf16(plan.get(), sections, R, n, pos.data(), &q, nullptr, flags);
-          case Storage::kF16:
-            return posenc_mrope_f16(plan.get(), sections, R, n, pos.data(), &q, nullptr, flags);
-          default:
-            return posenc_mrope_f32(plan.get(), sections, R, n, pos.data(), &q, nullptr, flags);
-        }
+        return Mrope(st, plan.get(), sections, R, n, pos.data(), &q, flags);
       };
       ExpectSplitInvariant(mrope, input, 0, rng, std::string("mrope ") + Name(st));
       if (flags & 8u) continue;
@@ -323,14 +329,7 @@ TEST_P(SplitInvarianceTest, GgmlMrope) {
         for (size_t r = 0; r < 4; ++r)
           for (size_t j = 0; j < n; ++j) pos[r * n + j] = table[r * L + a + j];
         const posenc_rope_tensor q = {rows.Row(a), H, H * R, R};
-        switch (st) {
-          case Storage::kBf16:
-            return posenc_mrope_bf16(plan.get(), sections, R, n, pos.data(), &q, nullptr, flags);
-          case Storage::kF16:
-            return posenc_mrope_f16(plan.get(), sections, R, n, pos.data(), &q, nullptr, flags);
-          default:
-            return posenc_mrope_f32(plan.get(), sections, R, n, pos.data(), &q, nullptr, flags);
-        }
+        return Mrope(st, plan.get(), sections, R, n, pos.data(), &q, flags);
       };
       ExpectSplitInvariant(mrope, input, 0, rng,
                            "ggml mode " + std::to_string(m.mode) + " " + Name(st));
