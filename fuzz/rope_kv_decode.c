@@ -3,6 +3,7 @@
  * .listed). Plans, type pairs, layouts, flags and tensor data are fuzz_rope_views' pieces
  * (rope_views_decode.c), the rules of posenc_rope_out its rope_views_rules.c. The corpus
  * fuzz/corpus/fuzz_rope_kv is in this format (fuzz/make_corpus.py). */
+#include <stdint.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -274,9 +275,13 @@ static void decode_quant(reader *r, kvcall *c, size_t *end, unsigned misalign) {
     case 6: /* odd strides: q8_0 refuses them */
       c->qd_hs = hv + 1, c->qd_ts = H * (hv + 1) + 1;
       break;
-    case 7:
+    case 7: /* strides in bytes: a huge one is made to pass PTRDIFF_MAX bytes on its own, as
+             * common.c's huge element strides do (the library must refuse it) */
       c->qd_hs = stride(r, hv, &huge);
+      if (huge && c->qd_hs <= PTRDIFF_MAX) c->qd_hs += (size_t)PTRDIFF_MAX;
+      huge = 0;
       c->qd_ts = stride(r, H * hv, &huge);
+      if (huge && c->qd_ts <= PTRDIFF_MAX) c->qd_ts += (size_t)PTRDIFF_MAX;
       break;
     default:
       c->qd_hs = hv, c->qd_ts = H * hv;
