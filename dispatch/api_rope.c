@@ -2,10 +2,22 @@
  * through the dispatch table. All validation lives here, once. */
 #include <float.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/rope_driver.h"
 #include "checks.h"
+
+rope_anchor *posenc_rope_anchor_cache(void) {
+  /* 4 KiB per thread (zero: no plan has serial 0), in the general TLS model so that the
+   * library may be dlopen()ed (Python's ctypes) */
+  static _Thread_local rope_anchor anchor;
+  return &anchor;
+}
+
+/* The next plan's serial (struct posenc_rope_plan). */
+static atomic_uint_fast64_t next_plan_serial = 1;
 
 /* |w| <= 1024 rad/position keeps p * w / 2pi below 2^39 turns for |p| <= 2^31: the split
  * parts stay exact and p * turn_lo stays below 2^-3 turns, so the reduction keeps its
@@ -113,6 +125,7 @@ posenc_status posenc_rope_plan_make(const char *fn, const char *freqs_arg, const
   p->step_c = step_c;
   p->step_s = step_s;
   p->n_pad = n_pad;
+  p->serial = (uint64_t)atomic_fetch_add_explicit(&next_plan_serial, 1, memory_order_relaxed);
   *plan = p;
   return POSENC_OK;
 }

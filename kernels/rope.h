@@ -51,6 +51,9 @@ struct posenc_rope_plan {
    * for every other plan) and its four sections, which M-RoPE calls must repeat. */
   int ggml_mode;
   size_t ggml_sections[4];
+  /* Unique per plan made in this process (from 1): the key of a thread's cached anchor
+   * (rope_driver.h), which a plan made later at the same address must not take. */
+  uint64_t serial;
 };
 
 /* The spacing of anchor positions: multiples of it. A power of two. */

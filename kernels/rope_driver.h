@@ -8,7 +8,8 @@
  *       of each buffer. `anchor` (NULL in the scalar reference and where the plan has no
  *       step table or the angles follow the float32 recipe): a SIMD variant forms the values
  *       of pos from those of its anchor a = pos - (pos mod POSENC_ROPE_ANCHOR), computed by
- *       the accurate sincos and kept in *anchor while the next tokens share it, and the
+ *       the accurate sincos and kept in *anchor while the next tokens (of this call or, with
+ *       the thread's anchor, the next calls) share it, and the
  *       plan's cos/sin(k w_i) for k = pos - a, by angle addition in double. Either way the
  *       values are a function of (plan, pos, flags, att) alone: whatever the call's first
  *       token, split, batch or form (plan, factors, in place, out of place), a position's
@@ -47,7 +48,18 @@ typedef struct rope_anchor {
   _Alignas(64) double s[POSENC_ROPE_CHUNK];
   int32_t pos;
   int valid;
+  /* The thread's anchor (posenc_rope_anchor_cache) only: what its values were computed for,
+   * besides pos: the plan (its serial, never reused; its pair count with it) and the variant
+   * (its prepare function). */
+  uint64_t plan_serial;
+  void (*variant)(void);
 } rope_anchor;
+
+/* The calling thread's anchor, kept from one call to the next (dispatch/api_rope.c): the
+ * anchor's values are a function of (plan, variant, pos) alone, so a decode step's calls
+ * (every layer's, at positions that share an anchor for 64 tokens) compute its sincos once
+ * instead of once per call, with the same bits. */
+rope_anchor *posenc_rope_anchor_cache(void);
 
 typedef void (*rope_prepare_fn)(const struct posenc_rope_plan *plan, int32_t pos, unsigned flags,
                                 float att, size_t p0, size_t n, float *c, float *s,
@@ -299,9 +311,18 @@ POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem d
    * (whose values must not depend on the step table's libm cos/sin) are computed directly. */
   const int use_anchor = anchored && a->plan->step_c &&
                          !(a->flags & (POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC));
-  rope_anchor anchors[ROPE_MROPE_ROWS];
+  rope_anchor anchors[ROPE_MROPE_ROWS]; /* M-RoPE rows' anchors, for this call */
   for (int r = 0; r < ROPE_MROPE_ROWS; ++r) anchors[r].valid = 0;
-  rope_anchor *const anchor = use_anchor ? &anchors[0] : NULL;
+  rope_anchor *anchor = NULL; /* plain tokens': the thread's, kept across calls */
+  if (use_anchor) {
+    anchor = posenc_rope_anchor_cache();
+    void (*const variant)(void) = (void (*)(void))prepare;
+    if (anchor->plan_serial != a->plan->serial || anchor->variant != variant) {
+      anchor->valid = 0;
+      anchor->plan_serial = a->plan->serial;
+      anchor->variant = variant;
+    }
+  }
   rope_token prev = {TOKEN_POSITION, {0, 0, 0, 0}};
   for (size_t g = 0; g < n_all; ++g) {
     const size_t b = g / a->n_tokens, t = g - b * a->n_tokens;

@@ -174,6 +174,12 @@ POSENC_INLINE void VFN(neox_part_)(const void *x, void *y, size_t iu, size_t iv,
 /* Two vectors of pairs at once (iu, iu + VF_W; iv, iv + VF_W): the same operations, the
  * results stored two vectors at a time (ve_store2: one conversion for both where the layer
  * has one). */
+POSENC_INLINE void VFN(neox_rot2_)(void *y, size_t iu, size_t iv, vf u0, vf v0, vf u1, vf v1, vf c0,
+                                   vf s0, vf c1, vf s1, int det, posenc_elem ey) {
+  ve_store2(y, iu, VFN(msub_)(u0, c0, v0, s0, det), VFN(msub_)(u1, c1, v1, s1, det), ey);
+  ve_store2(y, iv, VFN(madd_)(v0, c0, u0, s0, det), VFN(madd_)(v1, c1, u1, s1, det), ey);
+}
+
 POSENC_INLINE void VFN(neox_vec2_)(const void *x, void *y, size_t iu, size_t iv, vf c0, vf s0,
                                    vf c1, vf s1, int det, posenc_elem ex, posenc_elem ey,
                                    int normed, vf ninv, const float *w) {
@@ -181,8 +187,7 @@ POSENC_INLINE void VFN(neox_vec2_)(const void *x, void *y, size_t iu, size_t iv,
   const vf v0 = VFN(nload_)(x, iv, VF_W, ex, normed, ninv, w);
   const vf u1 = VFN(nload_)(x, iu + VF_W, VF_W, ex, normed, ninv, w);
   const vf v1 = VFN(nload_)(x, iv + VF_W, VF_W, ex, normed, ninv, w);
-  ve_store2(y, iu, VFN(msub_)(u0, c0, v0, s0, det), VFN(msub_)(u1, c1, v1, s1, det), ey);
-  ve_store2(y, iv, VFN(madd_)(v0, c0, u0, s0, det), VFN(madd_)(v1, c1, u1, s1, det), ey);
+  VFN(neox_rot2_)(y, iu, iv, u0, v0, u1, v1, c0, s0, c1, s1, det, ey);
 }
 
 /* GPTJ: x' = x * (c, c) + swap(x) * (-s, s). */
@@ -237,15 +242,38 @@ POSENC_INLINE double VFN(norm_sum_sq_)(const void *x, size_t dim, posenc_elem ex
 /* QK-norm: the heads are taken ROPE_NORM_RUN at a time, the invs of a run first: their
  * sums of squares, then their square roots and divisions in vectors. */
 #define ROPE_NORM_RUN 16
+#ifndef VF_SIZELESS
+_Static_assert(ROPE_NORM_RUN % VF_W == 0, "a run of means is whole vectors");
+#endif
 
 /* The invs of heads [h, h + ROPE_NORM_RUN) (those below nh) of a token's row into inv. */
 POSENC_INLINE void VFN(norm_run_)(const rope_view *view, const char *xr, size_t xs, size_t h,
                                   size_t nh, posenc_elem ex, float *inv) {
   const size_t run = nh - h < ROPE_NORM_RUN ? nh - h : ROPE_NORM_RUN;
-  for (size_t k = 0; k < run; ++k)
-    inv[k] = rope_norm_mean(VFN(norm_sum_sq_)(xr + (h + k) * xs, view->head_dim, ex),
-                            view->head_dim, view->norm_eps);
+  const size_t dim = view->head_dim;
   const vf one = vf_set1(1.0f);
+#ifndef VF_SIZELESS
+  /* A power-of-two head_dim: sum / dim is sum * (1 / dim) exactly (both exact powers of two;
+   * no double underflows there), so the means of a run are formed in vectors, the same values
+   * as rope_norm_mean's, without a scalar division on each head's path to its inv. */
+  if ((dim & (dim - 1)) == 0) {
+    double sums[ROPE_NORM_RUN] = {0};
+    for (size_t k = 0; k < run; ++k) sums[k] = VFN(norm_sum_sq_)(xr + (h + k) * xs, dim, ex);
+    const vd rd = vd_set1(1.0 / (double)dim), e = vd_set1((double)view->norm_eps);
+    for (size_t k = 0; k < run; k += VF_W) {
+      const vf mean = vf_from_vd(vd_add(vd_mul(vd_load(sums + k), rd), e),
+                                 vd_add(vd_mul(vd_load(sums + k + VD_W), rd), e));
+      const size_t m = run - k < VF_W ? run - k : VF_W;
+      if (m == VF_W)
+        vf_store(inv + k, vf_div(one, vf_sqrt(mean)));
+      else
+        vf_store_n(inv + k, vf_div(one, vf_sqrt(mean)), m);
+    }
+    return;
+  }
+#endif
+  for (size_t k = 0; k < run; ++k)
+    inv[k] = rope_norm_mean(VFN(norm_sum_sq_)(xr + (h + k) * xs, dim, ex), dim, view->norm_eps);
   for (size_t k = 0; k < run; k += VF_W) {
     const size_t m = run - k < VF_W ? run - k : VF_W;
     if (m == VF_W)
@@ -281,13 +309,34 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
       cb[b] = vf_load(c + b * VF_W);
       sb[b] = vf_mul(vf_load(s + b * VF_W), sg);
     }
+    if (normed) { /* the weights of the block's elements held in registers too */
+      const float *w = view->norm_w;
+      vf wu[ROPE_BLOCK], wv[ROPE_BLOCK];
+      for (int b = 0; b < ROPE_BLOCK; ++b) {
+        wu[b] = vf_load(w + p0 + b * VF_W);
+        wv[b] = vf_load(w + p0 + half + b * VF_W);
+      }
+      for (size_t h = 0; h < nh; ++h) {
+        const char *x = xr + h * xs;
+        char *y = yr + h * ys;
+        if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
+        niv = vf_set1(inv[h % ROPE_NORM_RUN]);
+        for (int b = 0; b < ROPE_BLOCK; b += 2) {
+          const size_t iu = p0 + b * VF_W, iv = iu + half;
+          const vf u0 = vf_mul(vf_mul(ve_load(x, iu, ex), niv), wu[b]);
+          const vf v0 = vf_mul(vf_mul(ve_load(x, iv, ex), niv), wv[b]);
+          const vf u1 = vf_mul(vf_mul(ve_load(x, iu + VF_W, ex), niv), wu[b + 1]);
+          const vf v1 = vf_mul(vf_mul(ve_load(x, iv + VF_W, ex), niv), wv[b + 1]);
+          VFN(neox_rot2_)
+          (y, iu, iv, u0, v0, u1, v1, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ey);
+        }
+        if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, w);
+      }
+      return;
+    }
     for (size_t h = 0; h < nh; ++h) {
       const char *x = xr + h * xs;
       char *y = yr + h * ys;
-      if (normed) {
-        if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
-        niv = vf_set1(inv[h % ROPE_NORM_RUN]);
-      }
       for (int b = 0; b < ROPE_BLOCK; b += 2) { /* ROPE_BLOCK is even (VF_W <= 32) */
         const size_t iu = p0 + b * VF_W, iv = iu + half;
         VFN(neox_vec2_)

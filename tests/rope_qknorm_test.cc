@@ -96,7 +96,8 @@ class RopeQknormTest : public EveryIsaTest {};
 struct Shape {
   size_t R, D, H;
 };
-const Shape kShapes[] = {{128, 128, 5}, {64, 80, 3}, {6, 10, 2}, {34, 34, 1}, {256, 256, 2}};
+const Shape kShapes[] = {{128, 128, 5}, {64, 80, 3},   {6, 10, 2},
+                         {34, 34, 1},   {256, 256, 2}, {128, 256, 17}};
 const posenc_dtype kPairs[][2] = {{POSENC_DTYPE_F32, POSENC_DTYPE_F32},
                                   {POSENC_DTYPE_BF16, POSENC_DTYPE_BF16},
                                   {POSENC_DTYPE_F16, POSENC_DTYPE_F16},

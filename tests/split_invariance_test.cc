@@ -12,6 +12,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../kernels/half.h"
@@ -192,6 +193,42 @@ TEST_P(SplitInvarianceTest, RopeEveryStorageLayoutAndScaling) {
                                name + " " + Name(st) + " R=" + std::to_string(R) + " flags=" +
                                    std::to_string(flags) + " first=" + std::to_string(first));
         }
+  }
+}
+
+// A thread keeps the last anchor's cos/sin from one call to the next (rope_driver.h): a call
+// must give the bits it gives in a fresh thread, whatever this thread called before: other
+// plans at the same anchor (other frequencies, another rotary size), a plan made at the
+// address of a destroyed one, the same plan again.
+TEST_P(SplitInvarianceTest, ThreadsAnchorFollowsThePlan) {
+  const size_t H = 3;
+  const auto rotate = [&](const posenc_rope_plan* plan, size_t R, int32_t pos) {
+    std::vector<float> x(H * R);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f + 0.01f * static_cast<float>(i % 37);
+    const posenc_rope_tensor q = {x.data(), H, H * R, R};
+    EXPECT_EQ(posenc_rope_f32(plan, R, 1, &pos, 0, &q, nullptr, POSENC_ROPE_NEOX), POSENC_OK);
+    return x;
+  };
+  const auto fresh = [&](const posenc_rope_plan* plan, size_t R, int32_t pos) {
+    std::vector<float> y;
+    std::thread t([&] { y = rotate(plan, R, pos); });
+    t.join();
+    return y;
+  };
+  PlanPtr a = MakePlan(128, 10000.0, 1.0), b = MakePlan(128, 500000.0, 1.0);
+  const PlanPtr c = MakePlan(64, 10000.0, 1.0);
+  // 1000 and 1001 share the anchor 960; -1 is in another.
+  for (int32_t pos : {1000, 1001, 1000, -1})
+    for (const auto& [plan, R] :
+         {std::make_pair(a.get(), size_t{128}), std::make_pair(b.get(), size_t{128}),
+          std::make_pair(c.get(), size_t{64})})
+      ASSERT_EQ(rotate(plan, R, pos), fresh(plan, R, pos)) << "R=" << R << " pos=" << pos;
+  // A plan made where a destroyed one was (the allocator usually reuses the block).
+  for (int round = 0; round < 4; ++round) {
+    ASSERT_EQ(rotate(b.get(), 128, 1000), fresh(b.get(), 128, 1000));
+    b.reset();
+    b = MakePlan(128, round % 2 ? 500000.0 : 20000.0, 1.0);
+    ASSERT_EQ(rotate(b.get(), 128, 1000), fresh(b.get(), 128, 1000)) << "round " << round;
   }
 }
 

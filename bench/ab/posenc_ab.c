@@ -8,7 +8,9 @@
  * GPT-J with scattered positions, sinusoid fill (1024 wide), ALiBi add (32 heads x 512 keys),
  * learned add (1024 wide), softmax decode (32 heads, 1 query, T keys, causal), causal
  * softmax (min(T/16, 64) queries) and softmax decode against a KV-cache mask (keys
- * [0, T/2) visible but every fifth, the rest hidden); T in 1, 16, 512, 4096. Not built by
+ * [0, T/2) visible but every fifth, the rest hidden), QK-norm fused with RoPE in place
+ * (posenc_rope_qknorm, q and k with their own weights) and rope_out f32 -> f16 (8 heads);
+ * T in 1, 16, 512, 4096. Not built by
  * CMake (it needs two builds): from the repository root, with a build in build/:
  *   gcc -O2 -Iinclude -Ibuild/include bench/ab/posenc_ab.c -o posenc_ab -ldl -lm
  *   taskset -c 1 ./posenc_ab OLD/libposenc.so.0 NEW/libposenc.so.0 <isa number> 15
@@ -49,6 +51,10 @@ typedef struct {
                            float *, size_t);
   posenc_status (*softmax)(const posenc_softmax_params *, size_t, size_t, size_t,
                            const posenc_scores_view *, const posenc_scores_view *);
+  posenc_status (*qknorm)(const posenc_rope_plan *, size_t, size_t, size_t, const int32_t *,
+                          int32_t, const posenc_rope_view *, const posenc_rope_view *,
+                          const posenc_qk_norm *, const posenc_rope_view *,
+                          const posenc_rope_view *, const posenc_qk_norm *, unsigned);
   posenc_rope_plan *plan;
   posenc_sinusoid_plan *sp;
   void *factors;
@@ -83,6 +89,7 @@ static void load(lib *l, const char *path, posenc_isa isa) {
   *(void **)&l->alibi_add = sym(h, "posenc_alibi_add_f32");
   *(void **)&l->learned = sym(h, "posenc_learned_add_f32");
   *(void **)&l->softmax = sym(h, "posenc_softmax");
+  *(void **)&l->qknorm = sym(h, "posenc_rope_qknorm");
   if (l->set_isa(isa) != POSENC_OK) {
     fprintf(stderr, "isa\n");
     exit(2);
@@ -105,7 +112,7 @@ static int cmpd(const void *a, const void *b) {
 enum { QH = 32, KH = 8, D = 128 };
 static float *xq, *xk, *table, *scores, *emb, *kvmask;
 static uint16_t *hq, *hk, *out16;
-static float slopes[32];
+static float slopes[32], wq[D], wk[D];
 static int32_t pos[4096];
 
 static posenc_status run(lib *l, int c, size_t T) {
@@ -140,7 +147,7 @@ static posenc_status run(lib *l, int c, size_t T) {
       sp.flags = POSENC_SOFTMAX_CAUSAL;
       size_t nq = c == 9 ? 1 : (T / 16 ? (T / 16 > 64 ? 64 : T / 16) : 1);
       sp.q_offset = (int32_t)(T - nq);
-      posenc_scores_view v = {scores, POSENC_DTYPE_F32, nq * T, T};
+      posenc_scores_view v = {scores, POSENC_DTYPE_F32, nq * T, T, 0};
       return l->softmax(&sp, 32, nq, T, &v, &v);
     }
     case 11: {
@@ -150,8 +157,18 @@ static posenc_status run(lib *l, int c, size_t T) {
       sp.q_offset = (int32_t)(T - 1);
       sp.mask = kvmask;
       sp.mask_dtype = POSENC_DTYPE_F32;
-      posenc_scores_view v = {scores, POSENC_DTYPE_F32, T, T};
+      posenc_scores_view v = {scores, POSENC_DTYPE_F32, T, T, 0};
       return l->softmax(&sp, 32, 1, T, &v, &v);
+    }
+    case 12: {
+      const posenc_rope_view kv = {xk, POSENC_DTYPE_F32, KH, KH * D, D, 0};
+      const posenc_qk_norm qn = {wq, 1e-6f, 0}, kn = {wk, 1e-6f, 0};
+      return l->qknorm(l->plan, D, 1, T, NULL, 1000, &srcq, &srcq, &qn, &kv, &kv, &kn,
+                       POSENC_ROPE_NEOX);
+    }
+    case 13: {
+      posenc_rope_view d16 = {out16, POSENC_DTYPE_F16, KH, KH * D, D, 0};
+      return l->rope_out(l->plan, D, 1, T, NULL, 1000, &src, &d16, POSENC_ROPE_NEOX);
     }
   }
   return POSENC_OK;
@@ -194,6 +211,10 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < 32u * 512 * 512; ++i) scores[i] = 0;
   for (int i = 0; i < 32; ++i) slopes[i] = exp2f(-0.25f * (i + 1));
+  for (int i = 0; i < D; ++i) {
+    wq[i] = 1.0f + 0.001f * (float)(i % 7); /* about 1: repeated calls keep the magnitudes */
+    wk[i] = 1.0f - 0.001f * (float)(i % 5);
+  }
   for (int i = 0; i < 4096; ++i) pos[i] = (i * 7919) % 4096;
   const char *names[] = {"rope_f32_neox",
                          "rope_bf16_neox",
@@ -206,17 +227,19 @@ int main(int argc, char **argv) {
                          "learned_add_f32(1024)",
                          "softmax_f32_decode(32h)",
                          "softmax_f32_causal(32h,T/16 q)",
-                         "softmax_f32_decode_kvcache(32h)"};
+                         "softmax_f32_decode_kvcache(32h)",
+                         "qknorm_rope_f32_neox",
+                         "rope_out_f32_f16_neox(8h)"};
   const size_t Ts[] = {1, 16, 512, 4096};
   double *r = malloc(sizeof(double) * rounds);
-  for (int c = 0; c < 12; ++c)
+  for (int c = 0; c < 14; ++c)
     for (int ti = 0; ti < 4; ++ti) {
       size_t T = Ts[ti];
       if (c == 11)
         for (size_t j = 0; j < T; ++j) kvmask[j] = j < T / 2 && j % 5 ? 0.0f : -INFINITY;
       if (getenv("CASE") && atoi(getenv("CASE")) != c) continue;
       if ((c == 7) && T < 512) continue;
-      if (c >= 9 && T < 16) continue;
+      if (c >= 9 && c <= 11 && T < 16) continue;
       int reps = T >= 4096 ? 1 : T >= 512 ? 4 : T >= 16 ? 64 : 512;
       double tot[2] = {0, 0};
       for (int k = 0; k < rounds; ++k) {
