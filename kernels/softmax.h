@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "half.h"
 #include "posenc.h"
@@ -94,6 +95,51 @@ static inline void softmax_visible(const softmax_args *a, int32_t qpos, size_t *
     l = (size_t)qpos - (size_t)a->window + 1;
   *lo = l;
   *hi = h;
+}
+
+/* [lo, hi) of a row narrowed to its columns from the first to the last that mask_row (f32
+ * or f16) does not hide with a -inf value: the columns outside are +0 whatever their scores,
+ * so the row's passes need not read them (a KV cache's empty cells, another sequence's keys).
+ * Leading columns dropped are whole spans of the sum (SOFTMAX_SUM_SPAN vectors: the caller
+ * rounds lo down), trailing ones add +0 to it: the row's result is the same bits.
+ * *memo: the last row's answer, taken again for the same mask row and range (a mask shared by
+ * the heads is scanned once per call). */
+typedef struct softmax_extent_memo {
+  const void *row;
+  size_t lo_in, hi_in, lo, hi;
+} softmax_extent_memo;
+
+static inline int softmax_mask_hides(const void *mask_row, size_t j, posenc_elem me) {
+  if (me == POSENC_ELEM_F16) {
+    uint16_t b;
+    memcpy(&b, (const char *)mask_row + 2 * j, sizeof b);
+    return b == 0xFC00u;
+  }
+  uint32_t b;
+  memcpy(&b, (const char *)mask_row + 4 * j, sizeof b);
+  return b == 0xFF800000u;
+}
+
+static __attribute__((noinline, unused)) void softmax_mask_scan(const void *mask_row,
+                                                                posenc_elem me,
+                                                                softmax_extent_memo *memo) {
+  size_t l = memo->lo_in, h = memo->hi_in;
+  while (l < h && softmax_mask_hides(mask_row, l, me)) ++l;
+  while (h > l && softmax_mask_hides(mask_row, h - 1, me)) --h;
+  memo->lo = l;
+  memo->hi = h;
+}
+
+static inline void softmax_mask_extent(const void *mask_row, posenc_elem me, size_t *lo, size_t *hi,
+                                       softmax_extent_memo *memo) {
+  if (memo->row != mask_row || memo->lo_in != *lo || memo->hi_in != *hi) {
+    memo->row = mask_row;
+    memo->lo_in = *lo;
+    memo->hi_in = *hi;
+    softmax_mask_scan(mask_row, me, memo);
+  }
+  *lo = memo->lo;
+  *hi = memo->hi;
 }
 
 /* 1 if key j of a row is hidden by the row's mask (a -inf value; mask_row: the row's mask or

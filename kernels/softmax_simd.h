@@ -472,7 +472,7 @@ static void VFN(sm_job3_)(const sm_call *c, sm_job *j) {
  * template row t), its hidden columns written; 0 if nothing of it is visible. The prefetch
  * reads row idx + ahead. */
 static int VFN(sm_setup_)(const softmax_args *a, const sm_row *t, size_t idx, size_t ahead,
-                          sm_job *j, void **y_out) {
+                          sm_job *j, void **y_out, softmax_extent_memo *memo) {
   const size_t xs = posenc_elem_size(a->xe), ys = posenc_elem_size(a->ye);
   const size_t ms = posenc_elem_size(a->me);
   const size_t h = idx / a->n_q, i = idx % a->n_q, span = SOFTMAX_SUM_SPAN * VF_W;
@@ -489,6 +489,16 @@ static int VFN(sm_setup_)(const softmax_args *a, const sm_row *t, size_t idx, si
   j->y = (float *)y;
   size_t lo = 0, hi = a->n_k;
   if (!a->kpos) softmax_visible(a, j->r.qpos, &lo, &hi);
+  if (j->r.mask && lo < hi) {
+    /* to whole vectors (within [lo, hi)): the mask's hidden columns inside them are read as
+     * before, and no vector of a short row becomes partial */
+    const size_t l0 = lo, h0 = hi;
+    softmax_mask_extent(j->r.mask, a->me, &lo, &hi, memo);
+    lo -= lo % VF_W;
+    if (lo < l0) lo = l0;
+    hi = hi + (VF_W - 1) - (hi + (VF_W - 1)) % VF_W;
+    if (hi > h0) hi = h0;
+  }
   if (lo >= hi) lo = hi = a->n_k; /* nothing visible: all zeros */
   j->a0 = lo - lo % span;
   j->hi = hi;
@@ -559,6 +569,7 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
                     .cap = softcap ? a->softcap : 1.0f,
                     .rcap = softcap ? 1.0f / a->softcap : 1.0f};
   const size_t rows = a->n_heads * a->n_q;
+  softmax_extent_memo memo = {NULL, 0, 0, 0, 0};
   void *y;
   if (a->ye == POSENC_ELEM_F32) {
     /* Rows of up to SM_PAIR_KEYS keys two at a time, each step of one followed by the same
@@ -570,7 +581,7 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
     while (idx < rows) {
       int n = 0;
       for (; idx < rows && n < batch; ++idx)
-        n += VFN(sm_setup_)(a, &t, idx, (size_t)batch, &jobs[n], &y);
+        n += VFN(sm_setup_)(a, &t, idx, (size_t)batch, &jobs[n], &y, &memo);
       for (int k = 0; k < n; ++k) VFN(sm_job1_)(&c, &jobs[k]);
       for (int k = 0; k < n; ++k) VFN(sm_job2_)(&c, &jobs[k]);
       for (int k = 0; k < n; ++k) VFN(sm_job3_)(&c, &jobs[k]);
@@ -580,7 +591,7 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
   _Alignas(64) float block[SOFTMAX_BLOCK];
   for (size_t idx = 0; idx < rows; ++idx) {
     sm_job j;
-    if (!VFN(sm_setup_)(a, &t, idx, 1, &j, &y)) continue;
+    if (!VFN(sm_setup_)(a, &t, idx, 1, &j, &y, &memo)) continue;
     VFN(sm_row_)(&c, &j.r, y, j.a0, j.hi, j.sink, block, j.hi - j.a0 <= SOFTMAX_BLOCK, j.pf);
   }
 }
