@@ -30,12 +30,6 @@ typedef struct mrope_call {
   int plan_match; /* the call has the plan's flag, sections and interleaving */
 } mrope_call;
 
-/* ggml's sections (posenc.h): each at most 2^20, the first three not all 0; any sum. */
-static int ggml_sections_valid(const size_t *s) {
-  const size_t m = (size_t)1 << 20;
-  return s[0] <= m && s[1] <= m && s[2] <= m && s[3] <= m && s[0] + s[1] + s[2] > 0;
-}
-
 /* posenc_mrope_f32: sections[3] summing to n = R/2 (the sum of the values, not modulo
  * 2^64), and with POSENC_ROPE_MROPE_INTERLEAVED 3 s1 - 2 < n where s1 > 0 and 3 s2 - 1 < n
  * where s2 > 0. */
@@ -116,39 +110,6 @@ static void decode_sections(reader *r, mrope_call *c, size_t n) {
       s[1] = u8(r) % ((interleaved ? max1 : n) + 1);
       s[2] = u8(r) % ((interleaved ? max2 : n - s[1]) + 1);
       s[0] = n - s[1] - s[2];
-      break;
-  }
-}
-
-/* ggml's four sections for n pairs: Qwen2-VL's {16, 24, 24, 0} and Qwen3-VL's {24, 20, 20,
- * 0} proportions, vision's {n/2, n/2, 0, 0}, arbitrary ones (any sum), 2^20; errors: the first
- * three all 0, one past 2^20, NULL. */
-static void decode_ggml_sections(reader *r, mrope_call *c, size_t n) {
-  size_t *s = c->sections;
-  const uint8_t mode = u8(r);
-  s[0] = s[1] = s[2] = s[3] = 0;
-  switch (mode % 8) {
-    case 0:
-      s[0] = n / 4, s[1] = s[2] = 3 * n / 8, s[3] = n - s[0] - s[1] - s[2];
-      break;
-    case 1:
-      s[1] = s[2] = 5 * n / 16, s[0] = n - s[1] - s[2];
-      break;
-    case 3:
-      s[0] = n / 2, s[1] = n - n / 2;
-      break;
-    case 4: /* the first three 0 */
-      s[3] = u8(r);
-      break;
-    case 5:
-      s[0] = n, s[u8(r) % 4] = ((size_t)1 << 20) + (mode >> 7);
-      break;
-    case 6:
-      c->sections_null = 1;
-      break;
-    default:
-      for (int k = 0; k < 4; ++k) s[k] = u8(r) % (n + 2);
-      if (mode % 8 == 7) s[3] = (size_t)1 << 20;
       break;
   }
 }
@@ -247,11 +208,7 @@ static int32_t *mrope_positions_of(reader *r, size_t n, size_t rows) {
     ++next;
     ++t;
   }
-  if (rows == 4) { /* ggml's e row: 0 (llama.cpp's text), t, or specials among zeros */
-    const uint8_t e = u8(r);
-    for (t = 0; t < n; ++t)
-      p[3 * n + t] = e % 4 == 1 ? p[t] : e % 4 == 2 && u8(r) % 8 == 7 ? special_position(r) : 0;
-  }
+  if (rows == 4) ggml_e_row(r, p, n);
   return p;
 }
 
@@ -287,7 +244,7 @@ static call *decode(reader *r) {
   p->flags = new_rope_flags(r, 1);
   c->ggml = (p->flags & POSENC_ROPE_MROPE_GGML) != 0;
   if (c->ggml) {
-    decode_ggml_sections(r, c, rd / 2);
+    decode_ggml_sections(r, c->sections, &c->sections_null, rd / 2);
     decode_ggml_plan(r, c, rd);
     c->ggml = (p->flags & POSENC_ROPE_MROPE_GGML) != 0;
   } else {

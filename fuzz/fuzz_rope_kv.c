@@ -21,8 +21,11 @@
  *    offset (after src, inside it, misaligned), the fp8 scale (1, 1/448, 1e-30, 1e30, 0, -1,
  *    NaN, Inf, ...);
  * then the flags (GPTJ, INVERSE, F32_ANGLES, DETERMINISTIC; unknown bits, never
- * POSENC_ROPE_POSITIONS_INT64) and positions. Not covered: posenc_rope_apply_slots, int64
- * positions.
+ * POSENC_ROPE_POSITIONS_INT64) and positions; SLOTS with the slots' byte's bit 5: the factor
+ * form, posenc_rope_factors_compute of rows holding the tokens' positions (first_row 0-3, rows
+ * before it elsewhere) then posenc_rope_apply_slots (compute flags without INVERSE sometimes;
+ * apply flags with GPTJ or DETERMINISTIC flipped: errors, no-op bits added; NULL factors; a row
+ * short). Not covered: int64 positions (fuzz_rope, fuzz_rope_views draw them).
  *
  * Each call runs with the scalar ISA and every other available one on a fresh copy of one
  * arena framed by GUARD sentinel floats, poisoned for ASan during the call. Required, else
@@ -42,7 +45,9 @@
  *    is not finite or whose bound's base reaches half the storage type's largest value are
  *    not compared. Every ISA holds that bound, so each is within twice of scalar's;
  *  - SLOTS: cell index[t] holds, bitwise, token t of the same ISA's posenc_rope_out into a
- *    dense tensor of dst's type;
+ *    dense tensor of dst's type; the factor form: the arena (guards included) bitwise what
+ *    posenc_rope_out_slots leaves with the same ISA, plan, the tokens' positions and the plan
+ *    path's flags, and the factors unchanged by the apply;
  *  - Q8: each block is, bitwise, ggml's quantize_row_q8_0_ref (written here from the header:
  *    amax by ggml's MAX, d = amax / 127 in float as f16, q = roundf(x / d), 0 where that is
  *    undefined) of the same ISA's posenc_rope_out f32 result; FP8: each byte the OCP E4M3
@@ -61,6 +66,31 @@
 #pragma STDC FP_CONTRACT OFF /* the references' float steps are the header's, unfused */
 
 /* ---------------------------------------------------------------------- the call */
+
+/* SLOTS' factor form: posenc_rope_factors_compute of the rows (heap storage, the active
+ * ISA), then posenc_rope_apply_slots; the apply must leave the factors as they are. */
+static posenc_status invoke_apply(const kvcall *c, const posenc_rope_view *src,
+                                  const posenc_rope_view *dst, const posenc_slots *slots) {
+  const vcall *q = &c->q;
+  const size_t bytes =
+      posenc_rope_factors_bytes(posenc_rope_plan_rotary_dim(q->plan), c->n_rows, c->cflags);
+  float *storage = malloc(bytes + 16), *copy = malloc(bytes + 16);
+  if (!storage || !copy) abort();
+  posenc_rope_factors f;
+  posenc_status st = posenc_rope_factors_compute(q->plan, c->n_rows, c->row_pos, c->row_start,
+                                                 c->cflags, storage, bytes, &f);
+  if (st == POSENC_OK) {
+    memcpy(copy, storage, bytes);
+    st = posenc_rope_apply_slots(c->factors_null ? NULL : &f, c->first_row, q->head_dim,
+                                 q->n_tokens, src, dst, slots, c->aflags);
+    if (memcmp(copy, storage, bytes))
+      violation(&q->base, posenc_isa_name(posenc_active_isa()),
+                "posenc_rope_apply_slots changed its factors", 0, 0, 0);
+  }
+  free(storage);
+  free(copy);
+  return st;
+}
 
 static posenc_status invoke(const kvcall *c, float *arena) {
   const vcall *q = &c->q, *k = &c->k;
@@ -82,6 +112,7 @@ static posenc_status invoke(const kvcall *c, float *arena) {
                                 pass_kd ? &kd : NULL, c->kn.present ? &kn : NULL, q->flags);
     }
     case KV_SLOTS:
+      if (c->apply) return invoke_apply(c, qsp, qdp, c->slots_null ? NULL : &slots);
       return posenc_rope_out_slots(q->plan, D, L, q->positions, q->start_pos, qsp, qdp,
                                    c->slots_null ? NULL : &slots, q->flags);
     case KV_Q8: {
@@ -395,6 +426,28 @@ static void check_cache(const kvcall *c, posenc_isa isa, const float *res, const
   free(ref);
 }
 
+/* SLOTS' factor form: the arena (guards included) bitwise as posenc_rope_out_slots leaves
+ * it with the same ISA, the plan, the tokens' positions (their rows') and the plan path's
+ * flags of the factors (q.flags). */
+static void check_apply_slots(const kvcall *c, posenc_isa isa, const float *res) {
+  const vcall *q = &c->q;
+  const size_t total = 2 * GUARD + q->base.len;
+  float *buf = malloc(total * sizeof *buf);
+  if (!buf) abort();
+  fill_buffer(&q->base, buf);
+  const posenc_rope_view s = views_make(&q->src, buf + GUARD), d = views_make(&q->dst, buf + GUARD);
+  const posenc_slots slots = {c->index, c->is64, c->n_cells};
+  if (posenc_rope_out_slots(q->plan, q->head_dim, q->n_tokens, q->positions, q->start_pos, &s, &d,
+                            &slots, q->flags) != POSENC_OK) {
+    fprintf(stderr, "fuzz_rope_kv: posenc_rope_out_slots: %s\n", posenc_last_error());
+    violation(&q->base, posenc_isa_name(isa),
+              "posenc_rope_out_slots refuses the call of an accepted apply_slots", 0, 0, 0);
+  }
+  expect_unchanged(c, posenc_isa_name(isa),
+                   "posenc_rope_apply_slots differs from posenc_rope_out_slots", res, buf, NULL);
+  free(buf);
+}
+
 /* Every check of one ISA's run (scalar: `scalar` NULL). */
 static void check_run(const kvcall *c, posenc_isa isa, const float *res, posenc_status st,
                       const float *scalar, const float *pristine, uint8_t **mask) {
@@ -416,6 +469,7 @@ static void check_run(const kvcall *c, posenc_isa isa, const float *res, posenc_
     if (c->with_k) check_tensor(c, &c->k, &c->kn, isa, res, pristine);
   } else {
     check_cache(c, isa, res, scalar, pristine);
+    if (c->apply) check_apply_slots(c, isa, res);
   }
 }
 
@@ -443,7 +497,8 @@ static int fuzz_kv(const uint8_t *data, size_t size) {
     fprintf(stderr,
             "fuzz_rope_kv: family %d status %d (must %s) plan %s D %zu B %zu L %zu H %zu/%zu "
             "types %d->%d flags %#x k %d packed %d norms %d/%d slots %d (%s, cells %zu) "
-            "dst off %zu ts %zu hs %zu scale %g arena %zu\n",
+            "dst off %zu ts %zu hs %zu scale %g arena %zu apply %d (cflags %#x aflags %#x "
+            "first_row %zu n_rows %zu factors_null %d)\n",
             base->family, (int)st0,
             c->sure     ? "fail"
             : c->listed ? "either"
@@ -451,7 +506,8 @@ static int fuzz_kv(const uint8_t *data, size_t size) {
             c->q.plan_kind, c->q.head_dim, c->q.n_batch, c->q.n_tokens, c->q.src.n_heads,
             c->q.dst.n_heads, c->q.src.dtype, c->q.dst.dtype, c->q.flags, c->with_k, c->packed,
             c->qn.present, c->kn.present, c->use_slots, c->is64 ? "int64" : "int32", c->n_cells,
-            c->qd_off, c->qd_ts, c->qd_hs, (double)c->scale, base->len);
+            c->qd_off, c->qd_ts, c->qd_hs, (double)c->scale, base->len, c->apply, c->cflags,
+            c->aflags, c->first_row, c->n_rows, c->factors_null);
   if (c->sure && st0 == POSENC_OK)
     violation(base, "scalar", "call with an argument posenc.h lists as an error accepted", 0, 0, 0);
   if (!c->listed && st0 != POSENC_OK)
@@ -480,6 +536,7 @@ done:
   free(c->kn.weight);
   free(c->idx);
   free(c->index);
+  free(c->row_pos);
   free(c);
   return 0;
 }

@@ -51,8 +51,14 @@
  * The decoder is rope_views_decode.c, what posenc.h says of a call (view geometry, factor
  * rows, the errors it lists) rope_views_rules.c; the decoded call is in rope_views.h, with
  * the element helpers (widen, same_elem, load_bits, narrow, views_make) this target and
- * fuzz_rope_kv share. Unknown flag bits never include POSENC_ROPE_POSITIONS_INT64 (bit 6):
- * the positions passed are int32. */
+ * fuzz_rope_kv share. Unknown flag bits never include POSENC_ROPE_POSITIONS_INT64 (bit 6);
+ * the op flags' bit 6 (the compute flags' bit 6) draws it: the positions (the rows') passed
+ * as an int64 copy, sometimes with a value outside int32 (then POSENC_ERR_INVALID_ARGUMENT and
+ * nothing written); the references above run with the int32 positions, so an accepted call
+ * is bitwise the int32 one. The M-RoPE families draw POSENC_ROPE_MROPE_GGML (op flags' bit 2,
+ * compute flags' bit 7): ggml's four sections and a fourth (e) position row, decoded by
+ * fuzz_mrope's code (rope_common.c), checked as above (the in-place posenc_mrope_* of the
+ * same ISA, and posenc_mrope_out for the factor path). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -124,17 +130,20 @@ static void run_call(const vcall *c, posenc_isa isa, run *out) {
   const posenc_rope_view s = views_make(&c->src, arena), d = views_make(&c->dst, arena);
   const posenc_rope_view *sp = c->src.null_view ? NULL : &s, *dp = c->dst.null_view ? NULL : &d;
   const size_t *sections = c->sections_null ? NULL : c->sections;
+  /* POSENC_ROPE_POSITIONS_INT64: the int64 copy (pos64) in place of the int32 positions */
+  const int32_t *pos = c->pos64 ? (const int32_t *)(const void *)c->pos64 : c->positions;
+  const int32_t *rpos = c->pos64 ? (const int32_t *)(const void *)c->pos64 : c->row_pos;
   out->computed = 0;
   POISON(out->arena, GUARD * sizeof(float));
   POISON(out->arena + GUARD + c->base.len, GUARD * sizeof(float));
   switch (c->base.family) {
     case FAM_OUT:
-      out->st = posenc_rope_out(c->plan, c->head_dim, c->n_batch, c->n_tokens, c->positions,
-                                c->start_pos, sp, dp, c->flags);
+      out->st = posenc_rope_out(c->plan, c->head_dim, c->n_batch, c->n_tokens, pos, c->start_pos,
+                                sp, dp, c->flags);
       break;
     case FAM_MOUT:
-      out->st = posenc_mrope_out(c->plan, sections, c->head_dim, c->n_batch, c->n_tokens,
-                                 c->positions, sp, dp, c->flags);
+      out->st = posenc_mrope_out(c->plan, sections, c->head_dim, c->n_batch, c->n_tokens, pos, sp,
+                                 dp, c->flags);
       break;
     default: {
       fill_storage(c, out->storage);
@@ -144,10 +153,10 @@ static void run_call(const vcall *c, posenc_isa isa, run *out) {
       POISON(out->storage + GUARD + c->cap, GUARD * sizeof(float));
       posenc_rope_factors *fo = c->factors_out_null ? NULL : &out->f;
       out->cst = c->base.family == FAM_FACTORS
-                     ? posenc_rope_factors_compute(c->plan, c->n_rows, c->row_pos, c->row_start,
+                     ? posenc_rope_factors_compute(c->plan, c->n_rows, rpos, c->row_start,
                                                    c->cflags, storage, c->storage_bytes, fo)
-                     : posenc_mrope_factors_compute(c->plan, sections, c->n_rows, c->row_pos,
-                                                    c->cflags, storage, c->storage_bytes, fo);
+                     : posenc_mrope_factors_compute(c->plan, sections, c->n_rows, rpos, c->cflags,
+                                                    storage, c->storage_bytes, fo);
       UNPOISON(out->storage, (c->cap + 2 * GUARD) * sizeof(float));
       out->st = out->cst;
       if (out->cst != POSENC_OK) break;
@@ -184,7 +193,7 @@ static void expect_same(const vcall *c, const char *isa, const char *what, const
   }
 }
 
-/* The position of token (b, t) in row k (M-RoPE: 0 temporal, 1 height, 2 width). */
+/* The position of token (b, t) in row k (M-RoPE: 0 temporal, 1 height, 2 width; GGML: 3 e). */
 static int32_t token_pos(const vcall *c, size_t b, size_t t, int k) {
   const size_t g = b * c->n_tokens + t, N = c->n_batch * c->n_tokens;
   switch (c->base.family) {
@@ -201,10 +210,10 @@ static int32_t token_pos(const vcall *c, size_t b, size_t t, int k) {
   }
 }
 
-/* The flags the plan path uses for the call's result. */
+/* The flags the plan path uses for the call's result, with int32 positions. */
 static unsigned ref_flags(const vcall *c) {
-  if (c->base.family <= FAM_MOUT) return c->flags;
-  return (c->cflags & (FACTOR_FLAGS | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_MROPE_INTERLEAVED)) |
+  if (c->base.family <= FAM_MOUT) return c->flags & ~ROPE_FLAG_INT64;
+  return (c->cflags & (FACTOR_FLAGS | POSENC_ROPE_F32_ANGLES | MROPE_FLAGS)) |
          (c->flags & POSENC_ROPE_INVERSE);
 }
 
@@ -220,15 +229,16 @@ static void check_in_place_form(const vcall *c, const char *isa, const float *re
                ys = dsize(d->dtype);
   const char *in = (const char *)(c->base.input), *out = (const char *)(res + GUARD);
   char *tmp = malloc(L * H * D * xs + 4);
-  int32_t *pos = alloc_i32(3 * L);
-  if (!tmp) abort();
   const unsigned flags = ref_flags(c);
+  const int rows = mrope_rows(flags);
+  int32_t *pos = alloc_i32((size_t)rows * L);
+  if (!tmp) abort();
   for (size_t b = 0; b < c->n_batch; ++b) {
     for (size_t t = 0; t < L; ++t)
       for (size_t h = 0; h < H; ++h)
         for (size_t e = 0; e < D; ++e)
           memcpy(tmp + ((t * H + h) * D + e) * xs, in + elem_off(s, b, t, h, e), xs);
-    for (int k = 0; k < 3; ++k)
+    for (int k = 0; k < rows; ++k)
       for (size_t t = 0; t < L; ++t)
         pos[(size_t)k * L + t] = token_pos(c, b, t, is_mrope(c) ? k : 0);
     const posenc_rope_tensor q = {tmp, H, H * D, D};
@@ -239,10 +249,10 @@ static void check_in_place_form(const vcall *c, const char *isa, const float *re
                 ? posenc_mrope_bf16
                 : posenc_mrope_f16)(c->plan, c->sections, D, L, pos, &q, NULL, flags);
     else
-      st = (s->dtype == POSENC_DTYPE_F32    ? posenc_rope_f32
-            : s->dtype == POSENC_DTYPE_BF16 ? posenc_rope_bf16
-                                            : posenc_rope_f16)(
-          c->plan, D, L, pos, 0, &q, NULL, flags & ~(unsigned)POSENC_ROPE_MROPE_INTERLEAVED);
+      st = (s->dtype == POSENC_DTYPE_F32 ? posenc_rope_f32
+            : s->dtype == POSENC_DTYPE_BF16
+                ? posenc_rope_bf16
+                : posenc_rope_f16)(c->plan, D, L, pos, 0, &q, NULL, flags & ~MROPE_FLAGS);
     if (st != POSENC_OK)
       violation(&c->base, isa, "the in-place form refuses a batch of an accepted call", b, 0, 0);
     for (size_t t = 0; t < L; ++t)
@@ -271,10 +281,11 @@ static void check_in_place_form(const vcall *c, const char *isa, const float *re
  * bitwise. */
 static void check_plan_path(const vcall *c, const char *isa, const float *res, float *buf) {
   const size_t N = c->n_batch * c->n_tokens;
-  int32_t *pos = alloc_i32(3 * N);
+  const int rows = mrope_rows(ref_flags(c));
+  int32_t *pos = alloc_i32((size_t)rows * N);
   for (size_t b = 0; b < c->n_batch; ++b)
     for (size_t t = 0; t < c->n_tokens; ++t)
-      for (int k = 0; k < 3; ++k)
+      for (int k = 0; k < rows; ++k)
         pos[(size_t)k * N + b * c->n_tokens + t] = token_pos(c, b, t, is_mrope(c) ? k : 0);
   fill_buffer(&c->base, buf);
   float *arena = buf + GUARD;
@@ -566,6 +577,10 @@ static int fuzz_views(const uint8_t *data, size_t size) {
       check_status(c, "apply", x[0].st, sure, listed);
     }
   }
+  /* an int64 position outside int32: POSENC_ERR_INVALID_ARGUMENT (posenc.h) */
+  if (c->bad64 && (c->base.family <= FAM_MOUT ? x[0].st : x[0].cst) != POSENC_ERR_INVALID_ARGUMENT)
+    violation(&c->base, "scalar",
+              "int64 position outside int32 not refused with POSENC_ERR_INVALID_ARGUMENT", 0, 0, 0);
   check_run(c, "scalar", &x[0], NULL, pristine, &written, scratch);
   for (int isa = 1; isa < POSENC_ISA_COUNT; ++isa) {
     if (!posenc_isa_available((posenc_isa)isa)) continue;
@@ -585,6 +600,7 @@ done:
   posenc_rope_plan_destroy(c->plan);
   free(c->positions);
   free(c->row_pos);
+  free(c->pos64);
   free(c);
   return 0;
 }

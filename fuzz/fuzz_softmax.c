@@ -7,7 +7,11 @@
  * instead of kpos / qpos (both forms, or a value outside int32: errors). Checked besides
  * the rest below: batch 0 against the reference, and every batch bit for bit
  * posenc_softmax on that batch (its x and y moved on, the mask of batch b % mask_n_batch,
- * int32 positions). posenc_softmax: The bytes pick up to 4 heads x 8 query rows x 300 keys (and
+ * int32 positions). posenc_softmax also takes mask_n_heads (the mask head byte's bits 2-4:
+ * 1, n_heads, 2 or 3, maybe not dividing: an error) and mask_n_batch (bits 5-7: 1, or 2: an
+ * error), and with a broadcast mask is checked bit for bit against posenc_softmax_batched of
+ * one batch and against posenc_softmax with the mask expanded per head (check_broadcast).
+ * posenc_softmax: The bytes pick up to 4 heads x 8 query rows x 300 keys (and
  * counts of 0 or past 2^62), x and y dtypes (f32, bf16, f16, sometimes unknown), in place or out of
  * place (y after x, x after y, x starting inside y or at y with another type or strides), each
  * view's layout ([H, n_q, n_k], [n_q, H, n_k], padded, row stride 0, or common.h's arbitrary
@@ -60,8 +64,13 @@
  * batch b's heads [h0, h0 + n_heads) and rows [i0, i0 + n_q) (the mask of batch b % its
  * mask_n_batch; one head: that head's mask, no broadcast), with int32 positions. */
 #define ALL ((size_t)-1)
-static posenc_status call_softmax(const softmax_call *c, unsigned char *arena, size_t n_heads,
-                                  size_t n_q, size_t h0, size_t i0, size_t b) {
+/* The forms of the whole unbatched call that check_broadcast compares with it: as decoded,
+ * posenc_softmax_batched of one batch, or posenc_softmax with the mask at `expanded` (one
+ * mask head per head, n_q rows of the decoded row stride; no broadcast). */
+enum { FORM_AS_DECODED, FORM_BATCHED_ONE, FORM_EXPANDED };
+static posenc_status call_form(const softmax_call *c, unsigned char *arena, size_t n_heads,
+                               size_t n_q, size_t h0, size_t i0, size_t b, int form,
+                               const unsigned char *expanded) {
   posenc_softmax_params p = c->p;
   const size_t bm = b == ALL || p.mask_n_batch <= 1 ? 0 : b % p.mask_n_batch, ob = b == ALL ? 0 : b;
   if (b != ALL) p.mask_n_batch = 0, p.mask_batch_stride = 0;
@@ -74,6 +83,11 @@ static posenc_status call_softmax(const softmax_call *c, unsigned char *arena, s
       m ? m + (bm * c->p.mask_batch_stride + mask_head(c, h0) * p.mask_head_stride + i0 * mrs) *
                   c->msz
         : NULL;
+  if (form == FORM_EXPANDED) {
+    p.mask = expanded;
+    p.mask_n_heads = 0;
+    p.mask_head_stride = c->n_q * mrs;
+  }
   p.slopes = sl ? (const float *)(const void *)(sl + 4 * h0) : NULL;
   p.sinks = sk ? (const float *)(const void *)(sk + 4 * h0) : NULL;
   p.kpos = (const int32_t *)(const void *)kp;
@@ -88,12 +102,18 @@ static posenc_status call_softmax(const softmax_call *c, unsigned char *arena, s
   const posenc_softmax_params *pp = c->null_struct == 1 ? NULL : &p;
   const posenc_scores_view *xp = c->null_struct == 2 ? NULL : &xv;
   const posenc_scores_view *yp = c->null_struct == 3 ? NULL : &yv;
+  if (form == FORM_BATCHED_ONE) return posenc_softmax_batched(pp, 1, n_heads, n_q, c->n_k, xp, yp);
   if (b != ALL || !c->batched) return posenc_softmax(pp, n_heads, n_q, c->n_k, xp, yp);
   p.kpos64 = c->kpos64; /* int64 positions: instead of the int32 ones (both: an error) */
   p.qpos64 = c->qpos64;
   if (c->kpos64 && !c->pos_both) p.kpos = NULL;
   if (c->qpos64 && !c->pos_both) p.qpos = NULL;
   return posenc_softmax_batched(pp, c->n_batch, n_heads, n_q, c->n_k, xp, yp);
+}
+
+static posenc_status call_softmax(const softmax_call *c, unsigned char *arena, size_t n_heads,
+                                  size_t n_q, size_t h0, size_t i0, size_t b) {
+  return call_form(c, arena, n_heads, n_q, h0, i0, b, FORM_AS_DECODED, NULL);
 }
 
 static posenc_status invoke(const call *base, float *arena) {
@@ -377,6 +397,54 @@ static _Noreturn void wrong(const softmax_call *c, const char *isa, const char *
             (float)c->want[k]);
 }
 
+/* posenc_softmax with a broadcast mask (mask_n_heads: head h reads mask head h %
+ * mask_n_heads) is bit for bit posenc_softmax_batched on one batch with the same
+ * arguments, and posenc_softmax with that mask expanded to one mask per head (each head's
+ * rows copied from its mask head, the gaps NaN: never read): a fresh copy each time. */
+static void check_broadcast(const softmax_call *c, const char *isa, const run_result *res,
+                            float *buf) {
+  const call *base = &c->base;
+  const size_t mrs = c->p.mask_row_stride ? c->p.mask_row_stride : c->n_k;
+  const size_t n = c->n_heads * c->n_q * mrs;
+  unsigned char *expanded = malloc(n * c->msz + 4);
+  if (!expanded) abort();
+  fill_buffer(base, buf);
+  const unsigned char *m = aux_ptr(c, AUX_MASK, (const unsigned char *)(buf + GUARD));
+  for (size_t e = 0; e < n; ++e) store(expanded, e, NAN, c->p.mask_dtype);
+  for (size_t h = 0; h < c->n_heads; ++h)
+    for (size_t i = 0; i < c->n_q; ++i)
+      memcpy(expanded + ((h * c->n_q + i) * mrs) * c->msz,
+             m + (mask_head(c, h) * c->p.mask_head_stride + i * mrs) * c->msz, c->n_k * c->msz);
+  for (int form = FORM_BATCHED_ONE; form <= FORM_EXPANDED; ++form) {
+    fill_buffer(base, buf);
+    if (call_form(c, (unsigned char *)(buf + GUARD), c->n_heads, c->n_q, 0, 0, ALL, form,
+                  expanded) != POSENC_OK) {
+      fprintf(stderr, "fuzz_softmax: %s\n", posenc_last_error());
+      violation(base, isa,
+                form == FORM_BATCHED_ONE
+                    ? "posenc_softmax_batched of one batch refuses an accepted broadcast call"
+                    : "posenc_softmax refuses the mask expanded per head",
+                0, 0, 0);
+    }
+    for (size_t k = 0; k < c->n_heads * c->n_q * c->n_k; ++k) {
+      const size_t h = k / (c->n_q * c->n_k), i = k / c->n_k % c->n_q, j = k % c->n_k;
+      uint32_t a, e;
+      const float ga = y_value(c, res->buf, y_unit(c, h, i, j), &a);
+      const float ge = y_value(c, buf, y_unit(c, h, i, j), &e);
+      if (a != e && !(isnan(ga) && isnan(ge))) {
+        fprintf(stderr, "fuzz_softmax: mask_n_heads %zu, head %zu row %zu key %zu\n",
+                c->p.mask_n_heads, h, i, j);
+        violation(base, isa,
+                  form == FORM_BATCHED_ONE
+                      ? "broadcast mask: posenc_softmax differs from the batched form of one batch"
+                      : "broadcast mask: posenc_softmax differs from the mask expanded per head",
+                  y_unit(c, h, i, j), ga, ge);
+      }
+    }
+  }
+  free(expanded);
+}
+
 static void check_values(const call *base, const char *isa, const run_result *res,
                          const run_result *scalar) {
   const softmax_call *c = (const softmax_call *)base;
@@ -415,6 +483,8 @@ static void check_values(const call *base, const char *isa, const run_result *re
       }
   float *buf = malloc((2 * GUARD + base->len) * sizeof *buf);
   if (!buf) abort();
+  if (!c->batched && c->aux[AUX_MASK].present && c->p.mask_n_heads)
+    check_broadcast(c, isa, res, buf);
   if (c->batched) { /* batch by batch, posenc_softmax on a fresh copy: the same bits */
     fill_buffer(base, buf);
     for (size_t b = 0; b < c->n_batch; ++b) {

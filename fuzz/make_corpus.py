@@ -373,6 +373,77 @@ HANDMADE["fuzz_softmax"].update({
     # y batch_stride 0 with 2 batches: must fail
     "softmax-hand-batched-error-y-batch-stride-0": batched_mask([2, 8, 0, 0, 0]),
 })
+# Hand-written seeds of the draws added later, in the formats above:
+#  - fuzz_rope: the flags byte's bit 6 is POSENC_ROPE_POSITIONS_INT64 (with a positions
+#    array, a byte after the positions: 3 mod 4 puts a value outside int32 at index b >> 2 & 7);
+#  - fuzz_rope_views: the op flags' bit 2 is POSENC_ROPE_MROPE_GGML (M-RoPE: ggml's four
+#    sections by rope_common.c's decode_ggml_sections, 0 Qwen2-VL's, 1 Qwen3-VL's, and a 4th
+#    position row whose byte follows the positions), bit 6 POSENC_ROPE_POSITIONS_INT64 (then a
+#    byte as fuzz_rope's); the compute flags' bit 7 GGML, bit 6 INT64;
+#  - fuzz_rope_kv: SLOTS' cb bit 5 is the factor form (posenc_rope_apply_slots): after the
+#    positions ab (ab % 4 == 0 drops INVERSE from the compute; ab >> 2 & 15: 9 GPTJ flipped,
+#    10 DETERMINISTIC flipped, 11-13 no-op bits, 14 NULL factors) and fb (fb >> 3 % 4
+#    first_row with a positions array, fb % 8 == 7 a row short);
+#  - fuzz_softmax: the mask head byte's bits 2-4 pick mask_n_heads for posenc_softmax (4: 1,
+#    5: n_heads, 6: 2, 7: 3), bits 5-7 mask_n_batch (5: 1, 6: 2, an error).
+ROPE_INT64 = [4, 64, 4, 1, 1, 1, 10, 2, 1, 1, 0, 0, 0, 64, 1, 8, 0, 1] + [0] * 10
+HANDMADE["fuzz_rope"] = {
+    "0-rope-hand-int64-positions": [0] + ROPE_INT64 + [0],
+    "1-rope_bf16-hand-int64-positions": [1] + ROPE_INT64 + [0],
+    "0-rope-hand-error-int64-below-int32": [0] + ROPE_INT64 + [3],
+    "2-rope_f16-hand-error-int64-past-int32": [2] + ROPE_INT64 + [0x27],
+}
+HANDMADE["fuzz_rope_views"].update({
+    # ggml's Qwen2-VL M-RoPE {16, 24, 24, 0}, e row 0, bf16 [B, L, H, D] -> [B, H, L, D]
+    "1-mrope_out-hand-ggml-qwen2vl": [1, 4] + PLAN + [1] + D_R + [1, 12, 2, 1] + [4] + AFTER
+    + [6] + [0] + [4] + [0] + MROPE_POS,
+    # ggml's IMROPE (Qwen3-VL {24, 20, 20, 0}) with int64 positions, f32 -> f16
+    "1-mrope_out-hand-ggml-imrope-int64": [1, 4] + PLAN + [4] + D_R + [1, 12, 2, 1] + [4]
+    + AFTER + [4] + [0] + [84] + [1] + MROPE_POS + [0],
+    # int64 positions, f32 [B, H, L, D] -> f16 [B, L, H, D], 2 batches of 7
+    "0-rope_out-hand-int64-positions": [0, 4] + PLAN + [4] + D_R + [2, 7, 3, 1] + [6] + AFTER
+    + [4] + [0] + [64] + [1, 8, 100, 0] + [0] * 14 + [0],
+    # an int64 position below INT32_MIN: must fail
+    "0-rope_out-hand-error-int64-outside-int32": [0, 4] + PLAN + [4] + D_R + [2, 7, 3, 1] + [6]
+    + AFTER + [4] + [0] + [64] + [1, 8, 100, 0] + [0] * 14 + [3],
+    # ggml IMROPE factors (Qwen3-VL's sections) from int64 rows, bf16 in place
+    "3-mrope_factors-hand-ggml-imrope-int64": [3, 4] + [2 | 64 | 128, 0, 0, 0] + PLAN + [1]
+    + D_R + [1, 12, 2, 1] + [4] + [0, 0] + [0] + [0, 0, 0] + MROPE_POS + [1] + [0] + [0],
+    # int64 rows, one past INT32_MAX: the compute must fail
+    "2-rope_factors-hand-error-int64-rows": [2, 4] + [64, 0, 0, 0] + PLAN + [0] + D_R
+    + [1, 4, 2, 1] + [4] + AFTER + [4] + [0] + [0, 0, 0] + [1, 8, 7, 0] + [0] * 4 + [0x23]
+    + [0],
+})
+HANDMADE["fuzz_rope_kv"].update({
+    # posenc_rope_apply_slots: vLLM int64 slot_mapping, first_row 1
+    "1-slots-hand-apply-vllm-int64": [1, 4] + KV_PLAN + [0, 1] + [8, 2, 1] + [4, 0]
+    + [0x33, 1, 0, 1, 2, 3, 4, 0, 0] + [0] + [0] + [1, 8, 0, 1] + [0] * 8 + [0, 8],
+    # posenc_rope_apply_slots into llama.cpp's f16 [H, cells, D], GPTJ, a run from 50
+    "1-slots-hand-apply-llama-cpp-f16-gptj": [1, 4] + KV_PLAN + [2, 1] + [6, 2, 1] + [4, 0]
+    + [0x22, 0, 0, 9, 9, 9, 9, 0, 0] + [2] + [1] + [0, 8, 50, 0] + [1, 0],
+    # applied with GPTJ flipped: must fail
+    "1-slots-hand-apply-error-layout-mismatch": [1, 4] + KV_PLAN + [0, 1] + [6, 2, 1] + [4, 0]
+    + [0x22, 0, 0, 9, 9, 9, 9, 0, 0] + [0] + [0] + KV_RUN_0 + [36, 0],
+    # a factor row short: must fail
+    "1-slots-hand-apply-error-row-short": [1, 4] + KV_PLAN + [0, 1] + [6, 2, 1] + [4, 0]
+    + [0x22, 0, 0, 9, 9, 9, 9, 0, 0] + [0] + [0] + KV_RUN_0 + [1, 7],
+    # two tokens for one cell: must fail, nothing written
+    "1-slots-hand-apply-error-duplicate": [1, 4] + KV_PLAN + [0, 1] + [6, 2, 1] + [4, 0]
+    + [0x22, 0, 5, 9, 9, 9, 9, 1, 2] + [0] + [0] + KV_RUN_0 + [1, 0],
+})
+def broadcast_mask(heads, hb, mb=3):
+    return [4, 0, heads, 4, 40, 10, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, mb, 1, hb, 2,
+            0] + SEED + [0, 0, 1]
+HANDMADE["fuzz_softmax"].update({
+    # posenc_softmax, 4 heads reading 2 mask heads (mask_n_heads 2), random -inf
+    "softmax-hand-mask-n-heads-2": broadcast_mask(4, 1 | 6 << 2),
+    # 4 heads reading one f16 mask head (mask_n_heads 1), split check on
+    "softmax-hand-mask-n-heads-1-f16": broadcast_mask(4, 1 | 4 << 2, 11),
+    # mask_n_heads 3 for 4 heads: must fail
+    "softmax-hand-error-mask-n-heads-3-of-4": broadcast_mask(4, 1 | 7 << 2),
+    # mask_n_batch 2 in the unbatched call: must fail
+    "softmax-hand-error-mask-n-batch-2-unbatched": broadcast_mask(2, 1 | 6 << 5),
+})
 for target, seeds in HANDMADE.items():
     if only and target not in only:
         continue

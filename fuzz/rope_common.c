@@ -127,6 +127,62 @@ unsigned new_rope_flags(reader *r, int mrope) {
   return f;
 }
 
+int ggml_sections_valid(const size_t *s) {
+  const size_t m = (size_t)1 << 20;
+  return s[0] <= m && s[1] <= m && s[2] <= m && s[3] <= m && s[0] + s[1] + s[2] > 0;
+}
+
+void decode_ggml_sections(reader *r, size_t s[4], int *sections_null, size_t n) {
+  const uint8_t mode = u8(r);
+  s[0] = s[1] = s[2] = s[3] = 0;
+  switch (mode % 8) {
+    case 0:
+      s[0] = n / 4, s[1] = s[2] = 3 * n / 8, s[3] = n - s[0] - s[1] - s[2];
+      break;
+    case 1:
+      s[1] = s[2] = 5 * n / 16, s[0] = n - s[1] - s[2];
+      break;
+    case 3:
+      s[0] = n / 2, s[1] = n - n / 2;
+      break;
+    case 4: /* the first three 0 */
+      s[3] = u8(r);
+      break;
+    case 5:
+      s[0] = n, s[u8(r) % 4] = ((size_t)1 << 20) + (mode >> 7);
+      break;
+    case 6:
+      *sections_null = 1;
+      break;
+    default:
+      for (int k = 0; k < 4; ++k) s[k] = u8(r) % (n + 2);
+      if (mode % 8 == 7) s[3] = (size_t)1 << 20;
+      break;
+  }
+}
+
+void ggml_e_row(reader *r, int32_t *p, size_t n) {
+  const uint8_t e = u8(r);
+  for (size_t t = 0; t < n; ++t)
+    p[3 * n + t] = e % 4 == 1 ? p[t] : e % 4 == 2 && u8(r) % 8 == 7 ? special_position(r) : 0;
+}
+
+int64_t *positions64_of(reader *r, const int32_t *p, size_t n, int *bad) {
+  const uint8_t b = u8(r);
+  int64_t *v = malloc((n ? n : 1) * sizeof *v);
+  if (!v) abort();
+  for (size_t i = 0; i < n; ++i) v[i] = p[i];
+  if (b % 4 == 3 && n) {
+    const int64_t k = b >> 5;
+    v[(size_t)(b >> 2 & 7) % n] = k == 6   ? INT64_MIN
+                                  : k == 7 ? INT64_MAX
+                                  : k % 2  ? (int64_t)INT32_MAX + 1 + k
+                                           : (int64_t)INT32_MIN - 1 - k;
+    *bad = 1;
+  }
+  return v;
+}
+
 void *rope_data(const rope_call *c, float *arena, size_t off) {
   return c->base.halves ? arena_16(&c->base, arena, off) : (void *)arena_f32(&c->base, arena, off);
 }
@@ -250,4 +306,5 @@ void check_rope_values(const call *base, const char *isa, const run_result *res,
 void free_rope_call(rope_call *c) {
   posenc_rope_plan_destroy(c->plan);
   free(c->positions);
+  free(c->pos64);
 }

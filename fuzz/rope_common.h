@@ -3,15 +3,17 @@
  * they rotate, and the differential on those pairs: every rotated element within
  * POSENC_ROPE_SIMD_TOLERANCE * att * (|u| + |v|) of scalar's (bf16 / f16: plus one ulp of the
  * storage type, on the 16-bit elements widened). new_rope_flags draws POSENC_ROPE_MROPE_GGML
- * for M-RoPE (fuzz_mrope's four sections), and no generator draws POSENC_ROPE_POSITIONS_INT64
- * (ROPE_FLAG_INT64): the harnesses pass int32 positions. */
+ * for M-RoPE (fuzz_mrope's four sections; decode_ggml_sections and ggml_e_row, shared with
+ * fuzz_rope_views); fuzz_rope and fuzz_rope_views draw POSENC_ROPE_POSITIONS_INT64
+ * (ROPE_FLAG_INT64) with int64 copies of their positions (positions64_of), the other
+ * harnesses pass int32 positions. */
 #ifndef POSENC_FUZZ_ROPE_COMMON_H
 #define POSENC_FUZZ_ROPE_COMMON_H
 
 #include "common.h"
 
 /* Bit 6 of the RoPE flags, posenc.h's POSENC_ROPE_POSITIONS_INT64 (the positions' type):
- * left out of the drawn unknown bits, as the harnesses pass int32 positions. */
+ * left out of the drawn unknown bits (a call passes int64 positions with it, or no array). */
 #define ROPE_FLAG_INT64 64u
 
 /* The most pairs of a plan decode_rope_plan_new creates. */
@@ -27,12 +29,29 @@ typedef struct rope_call {
   unsigned flags;
   int32_t *positions; /* fuzz_mrope: 3 rows of n_tokens; fuzz_rerotate: rotated to */
   int32_t start_pos;
-  double att; /* the tolerance's factor: the attention factor (fuzz_rerotate: r) */
+  int64_t *pos64; /* fuzz_rope, POSENC_ROPE_POSITIONS_INT64: positions as passed, or NULL */
+  int bad64;      /* one of them outside int32: the call must fail */
+  double att;     /* the tolerance's factor: the attention factor (fuzz_rerotate: r) */
 } rope_call;
 
 posenc_rope_plan *decode_rope_plan_new(reader *r, size_t *rotary);
 void decode_rope_views(reader *r, rope_call *c, size_t rd);
 unsigned new_rope_flags(reader *r, int mrope);
+
+/* ggml's M-RoPE (POSENC_ROPE_MROPE_GGML; fuzz_mrope, and fuzz_rope_views' M-RoPE families):
+ * its four sections valid (posenc.h: each at most 2^20, the first three not all 0; any sum);
+ * four sections for n pairs (Qwen2-VL's {16, 24, 24, 0} and Qwen3-VL's {24, 20, 20, 0}
+ * proportions, vision's {n/2, n/2, 0, 0}, arbitrary ones (any sum), 2^20; errors: the first
+ * three all 0, one past 2^20, NULL: *sections_null); and the fourth position row (e) of n
+ * tokens after the t, h, w rows at p: 0 (llama.cpp's text), t, or specials among zeros. */
+int ggml_sections_valid(const size_t *s);
+void decode_ggml_sections(reader *r, size_t s[4], int *sections_null, size_t n);
+void ggml_e_row(reader *r, int32_t *p, size_t n);
+
+/* POSENC_ROPE_POSITIONS_INT64 (fuzz_rope, fuzz_rope_views): an int64 copy of n positions
+ * (heap, to the element), with one value outside int32 when the byte read says so (*bad):
+ * INT32_MAX + 1.., INT32_MIN - 1.., INT64_MIN or INT64_MAX. */
+int64_t *positions64_of(reader *r, const int32_t *p, size_t n, int *bad);
 
 /* Element off of the call's tensor type in the arena. */
 void *rope_data(const rope_call *c, float *arena, size_t off);

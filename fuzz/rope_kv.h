@@ -31,6 +31,14 @@ typedef struct kvcall {
   size_t n_cells;
   int64_t *idx; /* n_tokens cells as decoded (huge values only as int64) */
   void *index;  /* the array passed: int32 or int64, malloc'd to the element */
+  /* SLOTS in the factor form (posenc_rope_factors_compute, then posenc_rope_apply_slots):
+   * the compute's and the apply's flags (q.flags: the plan path's for the same rotation),
+   * n_rows rows at row_pos (NULL: row_start + r), token t at row first_row + t */
+  int apply, apply_bit, factors_null;
+  unsigned cflags, aflags;
+  size_t first_row, n_rows;
+  int32_t *row_pos;
+  int32_t row_start;
   /* Q8 / FP8 destination: byte offset and strides, its rows (n_tokens, or n_cells) */
   int qd_null, qd_null_data;
   size_t qd_off, qd_heads, qd_ts, qd_hs, rows;

@@ -135,6 +135,7 @@ static void decode_slots(reader *r, kvcall *c) {
   c->use_slots = 1;
   c->n_cells = cb % 16 == 15 ? 0 : L + cb % 5;
   c->is64 = (cb >> 4) & 1;
+  c->apply_bit = (cb >> 5) & 1; /* SLOTS: the factor form */
   c->idx = calloc(L + 1, sizeof *c->idx);
   size_t *cells = calloc(c->n_cells + 1, sizeof *cells);
   if (!c->idx || !cells) abort();
@@ -323,6 +324,80 @@ static void quant_errors(kvcall *c) {
   expect(c, meet(s->off, view_range(q, s), c->qd_off, de), work);
 }
 
+/* SLOTS in the factor form, read after the positions: the compute's flags (the call's;
+ * INVERSE dropped 1/4, a no-op there), the apply's (the call's, or with GPTJ or
+ * DETERMINISTIC flipped: errors; F32_ANGLES, MROPE_INTERLEAVED or POSENC_ROPE_POSITIONS_INT64
+ * added: no-ops for the apply), NULL factors (an error); the rows: with a positions array
+ * first_row 0-3 (the rows before it other positions, one more row after the tokens
+ * sometimes), else first_row 0 and the run from start_pos; a row short (an error). q.flags
+ * becomes the plan path's flags of that rotation (compute's GPTJ, DETERMINISTIC, F32_ANGLES;
+ * apply's INVERSE), unless the call's flags have unknown bits. */
+static void decode_apply(reader *r, kvcall *c) {
+  vcall *q = &c->q;
+  const size_t L = q->n_tokens;
+  const uint8_t ab = u8(r), fb = u8(r);
+  const unsigned f = q->flags, plan_path = KNOWN_FLAGS & ~MROPE_FLAGS;
+  c->apply = 1;
+  c->cflags = ab % 4 == 0 ? f & ~(unsigned)POSENC_ROPE_INVERSE : f;
+  c->aflags = f;
+  switch (ab >> 2 & 15) {
+    case 9:
+      c->aflags ^= POSENC_ROPE_GPTJ;
+      break;
+    case 10:
+      c->aflags ^= POSENC_ROPE_DETERMINISTIC;
+      break;
+    case 11:
+      c->aflags |= POSENC_ROPE_F32_ANGLES;
+      break;
+    case 12:
+      c->aflags |= POSENC_ROPE_MROPE_INTERLEAVED;
+      break;
+    case 13:
+      c->aflags |= ROPE_FLAG_INT64;
+      break;
+    case 14:
+      c->factors_null = 1;
+      break;
+    default:
+      break;
+  }
+  const int short_row = fb % 8 == 7 && L > 0;
+  if (q->positions) {
+    c->first_row = (fb >> 3) % 4;
+    c->n_rows = c->first_row + L + (fb >> 5 & 1) - (size_t)short_row;
+    c->row_pos = alloc_i32(c->n_rows + 1);
+    for (size_t k = 0; k < c->n_rows; ++k)
+      c->row_pos[k] = k < c->first_row       ? wrap32((int64_t)k * 7919 - 3)
+                      : k - c->first_row < L ? q->positions[k - c->first_row]
+                                             : INT32_MIN;
+  } else {
+    c->n_rows = L - (size_t)short_row;
+    c->row_start = q->start_pos;
+  }
+  if (!(f & ~plan_path))
+    q->flags =
+        (c->cflags & (POSENC_ROPE_GPTJ | POSENC_ROPE_DETERMINISTIC | POSENC_ROPE_F32_ANGLES)) |
+        (c->aflags & POSENC_ROPE_INVERSE);
+}
+
+/* The factor form's errors besides posenc_rope_out_slots': the compute's (its flags; a run
+ * past INT32_MAX), the apply's (NULL factors, GPTJ / DETERMINISTIC other than the factors',
+ * rows beyond n_rows). */
+static void apply_slots_errors(kvcall *c) {
+  const vcall *q = &c->q;
+  const unsigned plan_path = KNOWN_FLAGS & ~MROPE_FLAGS;
+  const int work = q->n_tokens && q->src.n_heads && some_row(c);
+  expect(c, (c->cflags & ~plan_path) || (c->aflags & ~KNOWN_FLAGS), 1);
+  expect(c,
+         !c->row_pos && c->n_rows &&
+             (int64_t)c->row_start + (int64_t)(c->n_rows - 1) > (int64_t)INT32_MAX,
+         1);
+  const unsigned rec = POSENC_ROPE_GPTJ | POSENC_ROPE_DETERMINISTIC;
+  expect(c, c->factors_null || (c->aflags & rec) != (c->cflags & rec), 1);
+  expect(c, c->first_row + q->n_tokens > c->n_rows, work);
+}
+
 kvcall *kv_decode(reader *r) {
   kvcall *c = calloc(1, sizeof *c);
   if (!c) abort();
@@ -381,10 +456,11 @@ kvcall *kv_decode(reader *r) {
       c->qd_null = 1;
   }
   q->base.len = end / 4 + 2;
-  q->flags = views_flags(r, 0);
+  q->flags = views_flags(r, 0) & ~ROPE_FLAG_INT64; /* int32 positions */
   const size_t N =
       q->n_batch && q->n_tokens > SIZE_MAX / q->n_batch ? SIZE_MAX : q->n_batch * q->n_tokens;
   q->positions = positions_of(r, N, &q->start_pos);
+  if (fam == KV_SLOTS && c->apply_bit) decode_apply(r, c);
   c->k.positions = q->positions;
   c->k.start_pos = q->start_pos;
   c->k.flags = q->flags;
@@ -421,6 +497,7 @@ kvcall *kv_decode(reader *r) {
   }
   if (fam != KV_QKNORM && c->use_slots) slots_errors(c);
   if (fam == KV_SLOTS) cache_errors(c);
+  if (c->apply) apply_slots_errors(c);
   if (fam >= KV_Q8) quant_errors(c);
   c->sure |= sure;
   c->listed |= listed | sure;

@@ -22,7 +22,7 @@ enum { FAM_OUT, FAM_MOUT, FAM_FACTORS, FAM_MFACTORS };
 #define STORAGE_SENTINEL 0x7FB4D200u /* signalling-NaN patterns, index-tagged */
 #define KNOWN_FLAGS                                                                              \
   (POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE | POSENC_ROPE_F32_ANGLES | POSENC_ROPE_DETERMINISTIC | \
-   POSENC_ROPE_MROPE_INTERLEAVED | POSENC_ROPE_MROPE_GGML)
+   POSENC_ROPE_MROPE_INTERLEAVED | POSENC_ROPE_MROPE_GGML | ROPE_FLAG_INT64)
 /* The M-RoPE flags, which the one-position forms refuse. */
 #define MROPE_FLAGS ((unsigned)(POSENC_ROPE_MROPE_INTERLEAVED | POSENC_ROPE_MROPE_GGML))
 /* What posenc_rope_factors records of the flags that made them. */
@@ -46,13 +46,17 @@ typedef struct vcall {
   size_t head_dim, n_batch, n_tokens;
   view src, dst;
   unsigned flags;     /* posenc_rope_out / _mrope_out; apply */
-  int32_t *positions; /* FAM_OUT: n_batch * n_tokens or NULL; FAM_MOUT: 3 rows */
+  int32_t *positions; /* FAM_OUT: n_batch * n_tokens or NULL; FAM_MOUT: 3 rows (GGML: 4) */
   int32_t start_pos;
-  size_t sections[3];
+  /* POSENC_ROPE_POSITIONS_INT64 in flags (FAM_OUT, FAM_MOUT) or cflags (the computes): the
+   * positions (or the rows') as passed, int64, and one outside int32 (an error) */
+  int64_t *pos64;
+  int bad64;
+  size_t sections[4]; /* GGML: four */
   int sections_null;
   /* the factor families */
   size_t n_rows;
-  int32_t *row_pos; /* FAM_FACTORS: n_rows or NULL; FAM_MFACTORS: 3 rows */
+  int32_t *row_pos; /* FAM_FACTORS: n_rows or NULL; FAM_MFACTORS: 3 rows (GGML: 4) */
   int32_t row_start;
   unsigned cflags;
   int factors_out_null, storage_null;
@@ -149,8 +153,11 @@ size_t elem_off(const view *v, size_t b, size_t t, size_t h, size_t d);
 /* The in-place case of posenc_rope_out: the same data, type and strides. */
 int in_place(const vcall *c);
 
-/* M-RoPE sections valid for n = R/2 pairs (and the interleaved layout). */
-int sections_valid(const vcall *c, size_t n, int interleaved);
+/* M-RoPE sections valid for n = R/2 pairs and the flags (the interleaved layout; ggml's
+ * four sections with POSENC_ROPE_MROPE_GGML). */
+int sections_valid(const vcall *c, size_t n, unsigned flags);
+/* The rows of M-RoPE positions for the flags: 3, or 4 with POSENC_ROPE_MROPE_GGML. */
+static inline int mrope_rows(unsigned flags) { return flags & POSENC_ROPE_MROPE_GGML ? 4 : 3; }
 /* A factor row's floats, and posenc_rope_factors_bytes, as posenc.h describes the rows. */
 size_t row_floats_of(size_t rd, unsigned layout);
 size_t factors_bytes_expected(size_t rd, size_t n_rows, unsigned flags);

@@ -3,7 +3,8 @@
  * checked against the header's formula, a scaled plan's status and rotary_dim). The corpus
  * fuzz/corpus/fuzz_rope_views is in this format (fuzz/make_corpus.py). Its pieces (views_plan,
  * views_layout, views_types, views_flags, views_data: rope_views.h) also decode fuzz_rope_kv's
- * calls. Drawn unknown flag bits leave out POSENC_ROPE_POSITIONS_INT64 (int32 positions). */
+ * calls. Drawn unknown flag bits leave out POSENC_ROPE_POSITIONS_INT64 (drawn on its own, with
+ * int64 positions; fuzz_rope_kv takes it off). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -359,14 +360,15 @@ static void decode_sections(reader *r, vcall *c, size_t n, int interleaved) {
   }
 }
 
-/* 3 rows of n M-RoPE positions (temporal, height, width): text tokens (equal, consecutive),
+/* 3 rows of n M-RoPE positions (temporal, height, width; with POSENC_ROPE_MROPE_GGML a 4th,
+ * e: ggml_e_row): text tokens (equal, consecutive),
  * patches (distinct), a special value in one row, repeats; NULL 1/16; for n > MAX_ROWS a
  * 3-element array the call must not read (it must fail) or NULL. */
-static int32_t *mrope_positions_of(reader *r, size_t n) {
+static int32_t *mrope_positions_of(reader *r, size_t n, int rows) {
   const uint8_t mode = u8(r);
   if (mode % 16 == 15) return NULL;
-  if (n > MAX_ROWS) return (mode & 1) ? alloc_i32(3) : NULL;
-  int32_t *p = alloc_i32(3 * n);
+  if (n > MAX_ROWS) return (mode & 1) ? alloc_i32((size_t)rows) : NULL;
+  int32_t *p = alloc_i32((size_t)rows * n);
   int64_t next = mode % 4 == 1 ? special_position(r) : u8(r);
   for (size_t t = 0; t < n; ++t) {
     const uint8_t b = u8(r);
@@ -387,17 +389,27 @@ static int32_t *mrope_positions_of(reader *r, size_t n) {
     }
     ++next;
   }
+  if (rows == 4) ggml_e_row(r, p, n); /* ggml's e row (rope_common.c, as fuzz_mrope's) */
   return p;
 }
 
-/* Op flags: bit 0 GPTJ, bit 1 INVERSE, bit 3 F32_ANGLES, bit 4 MROPE_INTERLEAVED (M-RoPE
- * only), bit 5 DETERMINISTIC; bytes from 0xF0 add unknown bits. */
+/* Op flags: bit 0 GPTJ, bit 1 INVERSE, bit 3 F32_ANGLES, bit 4 MROPE_INTERLEAVED and bit 2
+ * MROPE_GGML (M-RoPE only), bit 5 DETERMINISTIC, bit 6 POSENC_ROPE_POSITIONS_INT64 (the
+ * caller passes int64 positions then, or takes the bit off); bytes from 0xF0 add unknown
+ * bits (never POSENC_ROPE_POSITIONS_INT64). */
 unsigned views_flags(reader *r, int mrope) {
   const uint8_t b = u8(r);
   if (b >= 0xF0) return (u32(r) | 1u << (b & 31)) & ~ROPE_FLAG_INT64;
   return (b & 1 ? POSENC_ROPE_GPTJ : 0u) | (b & 2 ? POSENC_ROPE_INVERSE : 0u) |
          (b & 8 ? POSENC_ROPE_F32_ANGLES : 0u) | (b & 32 ? POSENC_ROPE_DETERMINISTIC : 0u) |
-         (mrope && (b & 16) ? POSENC_ROPE_MROPE_INTERLEAVED : 0u);
+         (mrope && (b & 16) ? POSENC_ROPE_MROPE_INTERLEAVED : 0u) |
+         (mrope && (b & 4) ? POSENC_ROPE_MROPE_GGML : 0u) | (b & 64 ? ROPE_FLAG_INT64 : 0u);
+}
+
+/* With POSENC_ROPE_POSITIONS_INT64: the int64 copy of the n positions at p (c->pos64; one
+ * outside int32 sometimes: c->bad64); none for NULL positions (the flag a no-op). */
+static void views_int64(reader *r, vcall *c, const int32_t *p, size_t n) {
+  if (p) c->pos64 = positions64_of(r, p, n, &c->bad64);
 }
 
 /* Saturating size arithmetic for the decoded shapes. */
@@ -420,10 +432,8 @@ static void decode_factor_flags(reader *r, vcall *c) {
         (cb & 1 ? POSENC_ROPE_GPTJ : 0u) | (cb & 8 ? POSENC_ROPE_F32_ANGLES : 0u) |
         (cb & 32 ? POSENC_ROPE_DETERMINISTIC : 0u) |
         (mrope && (cb & 2) ? POSENC_ROPE_MROPE_INTERLEAVED : 0u) |
-        (cb % 32 >= 28 ? (cb & 2 ? POSENC_ROPE_INVERSE : POSENC_ROPE_MROPE_INTERLEAVED) : 0u);
-  /* The harness passes three sections: ggml's four-section rule is not drawn (it is
-   * tests/rope_ggml_mrope_test.cc's). */
-  if (mrope) c->cflags &= ~(unsigned)POSENC_ROPE_MROPE_GGML;
+        (cb % 32 >= 28 ? (cb & 2 ? POSENC_ROPE_INVERSE : POSENC_ROPE_MROPE_INTERLEAVED) : 0u) |
+        (cb & 64 ? ROPE_FLAG_INT64 : 0u) | (mrope && (cb & 128) ? POSENC_ROPE_MROPE_GGML : 0u);
   /* the change to the returned factors, and the apply's flags */
   const uint8_t mb = u8(r);
   c->fmut = mb % 16 < 10 ? 0 : mb % 16 - 9; /* 1..6 */
@@ -434,9 +444,10 @@ static void decode_factor_flags(reader *r, vcall *c) {
     c->flags = (u32(r) | 1u << (ab & 31)) & ~ROPE_FLAG_INT64;
   } else {
     c->flags = (c->cflags & FACTOR_FLAGS) | (ab & 2 ? POSENC_ROPE_INVERSE : 0u);
-    if (ab % 16 == 15) c->flags ^= POSENC_ROPE_GPTJ;          /* layout mismatch */
-    if (ab % 16 == 13) c->flags ^= POSENC_ROPE_DETERMINISTIC; /* mode mismatch */
-    if (ab % 16 == 14) c->flags |= POSENC_ROPE_F32_ANGLES;    /* a no-op for apply */
+    if (ab & 64) c->flags |= c->cflags & (ROPE_FLAG_INT64 | MROPE_FLAGS); /* no-ops for apply */
+    if (ab % 16 == 15) c->flags ^= POSENC_ROPE_GPTJ;                      /* layout mismatch */
+    if (ab % 16 == 13) c->flags ^= POSENC_ROPE_DETERMINISTIC;             /* mode mismatch */
+    if (ab % 16 == 14) c->flags |= POSENC_ROPE_F32_ANGLES;                /* a no-op for apply */
   }
 }
 
@@ -482,11 +493,18 @@ static void decode_factors(reader *r, vcall *c) {
   else
     c->n_rows = rows;
   /* the rows' positions (M-RoPE: and the sections) */
+  const int prow = mrope_rows(c->cflags);
   if (mrope)
-    c->row_pos = mrope_positions_of(r, c->n_rows);
+    c->row_pos = mrope_positions_of(r, c->n_rows, prow);
   else
     c->row_pos = positions_of(r, c->n_rows, &c->row_start);
-  if (mrope) decode_sections(r, c, R / 2, (c->cflags & POSENC_ROPE_MROPE_INTERLEAVED) != 0);
+  if (mrope && (c->cflags & POSENC_ROPE_MROPE_GGML))
+    decode_ggml_sections(r, c->sections, &c->sections_null, R / 2);
+  else if (mrope)
+    decode_sections(r, c, R / 2, (c->cflags & POSENC_ROPE_MROPE_INTERLEAVED) != 0);
+  if (c->cflags & ROPE_FLAG_INT64)
+    views_int64(r, c, c->row_pos,
+                c->n_rows > MAX_ROWS ? (size_t)prow : (mrope ? (size_t)prow : 1) * c->n_rows);
   /* storage */
   c->need = factors_bytes_expected(R, c->n_rows, c->cflags & FACTOR_FLAGS);
   const size_t row = row_floats_of(R, c->cflags) * sizeof(float);
@@ -587,11 +605,18 @@ call *views_decode(reader *r) {
   if (fam == FAM_OUT) {
     c->flags = views_flags(r, 0);
     c->positions = positions_of(r, N, &c->start_pos);
+    if (c->flags & ROPE_FLAG_INT64) views_int64(r, c, c->positions, N);
   } else if (fam == FAM_MOUT) {
-    /* three sections: ggml's four-section rule is not drawn (rope_ggml_mrope_test.cc's) */
-    c->flags = views_flags(r, 1) & ~(unsigned)POSENC_ROPE_MROPE_GGML;
-    decode_sections(r, c, R / 2, (c->flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0);
-    c->positions = mrope_positions_of(r, N);
+    /* GGML: ggml's four sections and four rows (rope_common.c, as fuzz_mrope's) */
+    c->flags = views_flags(r, 1);
+    const int rows = mrope_rows(c->flags);
+    if (c->flags & POSENC_ROPE_MROPE_GGML)
+      decode_ggml_sections(r, c->sections, &c->sections_null, R / 2);
+    else
+      decode_sections(r, c, R / 2, (c->flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0);
+    c->positions = mrope_positions_of(r, N, rows);
+    if (c->flags & ROPE_FLAG_INT64)
+      views_int64(r, c, c->positions, N <= MAX_ROWS ? (size_t)rows * N : (size_t)rows);
   } else {
     decode_factors(r, c);
   }

@@ -69,8 +69,10 @@ int in_place(const vcall *c) {
 
 /* ---------------------------------------------------------------------- sections and rows */
 
-int sections_valid(const vcall *c, size_t n, int interleaved) {
+int sections_valid(const vcall *c, size_t n, unsigned flags) {
   const size_t *s = c->sections;
+  const int interleaved = (flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0;
+  if (flags & POSENC_ROPE_MROPE_GGML) return !c->sections_null && ggml_sections_valid(s);
   if (c->sections_null || s[0] > n || s[1] > n || s[2] > n || s[0] + s[1] + s[2] != n) return 0;
   return !interleaved || ((s[1] == 0 || 3 * s[1] - 2 < n) && (s[2] == 0 || 3 * s[2] - 1 < n));
 }
@@ -129,8 +131,8 @@ void plan_op_errors(const vcall *c, int mrope, int *sure, int *listed) {
   if (!c->plan || (c->flags & ~known) || c->head_dim < R ||
       (u128)c->n_batch * c->n_tokens > SIZE_MAX)
     *sure = 1;
-  if (mrope && !sections_valid(c, R / 2, (c->flags & POSENC_ROPE_MROPE_INTERLEAVED) != 0))
-    *sure = 1;
+  if (mrope && !sections_valid(c, R / 2, c->flags)) *sure = 1;
+  if (c->bad64) *sure = 1; /* an int64 position outside int32 (always checked) */
   int run = 0;
   if (mrope)
     run = !c->positions && c->n_batch && c->n_tokens;
@@ -150,11 +152,11 @@ void compute_errors(const vcall *c, int *sure, int *listed) {
   const int mrope = c->base.family == FAM_MFACTORS;
   const unsigned known = mrope ? KNOWN_FLAGS : KNOWN_FLAGS & ~MROPE_FLAGS;
   const size_t R = posenc_rope_plan_rotary_dim(c->plan);
-  if (!c->plan || c->factors_out_null || (c->cflags & ~known)) *sure = 1;
+  if (!c->plan || c->factors_out_null || (c->cflags & ~known) || c->bad64) *sure = 1;
   if (c->n_rows > 0 && (c->storage_null || c->storage_misalign || c->storage_bytes < c->need))
     *sure = 1;
   if (mrope) {
-    if (!sections_valid(c, R / 2, (c->cflags & POSENC_ROPE_MROPE_INTERLEAVED) != 0)) *sure = 1;
+    if (!sections_valid(c, R / 2, c->cflags)) *sure = 1;
     if (!c->row_pos && c->n_rows > 0) *sure = 1;
   } else if (!c->row_pos && c->n_rows > 0 &&
              (int64_t)c->row_start + (int64_t)(c->n_rows - 1) > (int64_t)INT32_MAX) {

@@ -421,6 +421,10 @@ call *softmax_decode(reader *r) {
       if (c->batched) {
         p->mask_n_heads = mhb % 4 == 0 ? 0 : mhb % 4 == 1 ? 1 : mhb % 4 == 2 ? nh : 2 + mhb / 4 % 2;
         p->mask_n_batch = mbb % 4 == 0 ? 0 : mbb % 4 == 1 ? 1 : mbb % 4 == 2 ? nb : 2;
+      } else { /* posenc_softmax: the head byte's bits 2-4 (0-3: none, as before), 5-7 */
+        const unsigned mh = hb >> 2 & 7;
+        p->mask_n_heads = mh < 4 ? 0 : mh == 4 ? 1 : mh == 5 ? nh : mh - 4;
+        p->mask_n_batch = hb >> 5 == 5 ? 1 : hb >> 5 == 6 ? 2 : 0; /* 2: one batch, an error */
       }
       const int pattern = u8(r) % 8;
       const uint8_t wb = u8(r);
