@@ -120,11 +120,26 @@ static inline int softmax_mask_hides(const void *mask_row, size_t j, posenc_elem
   return b == 0xFF800000u;
 }
 
+/* -inf in each mask type, SOFTMAX_SCAN_RUN of them: runs of hidden keys are compared with
+ * memcmp (vectorised in libc) before the key by key tail. */
+#define SOFTMAX_SCAN_RUN 64
+#define SM_X8(v) v, v, v, v, v, v, v, v
+#define SM_X64(v) SM_X8(v), SM_X8(v), SM_X8(v), SM_X8(v), SM_X8(v), SM_X8(v), SM_X8(v), SM_X8(v)
+static const uint32_t softmax_ninf32[SOFTMAX_SCAN_RUN] = {SM_X64(0xFF800000u)};
+static const uint16_t softmax_ninf16[SOFTMAX_SCAN_RUN] = {SM_X64(0xFC00u)};
+#undef SM_X64
+#undef SM_X8
+
 static __attribute__((noinline, unused)) void softmax_mask_scan(const void *mask_row,
                                                                 posenc_elem me,
                                                                 softmax_extent_memo *memo) {
+  const size_t sz = me == POSENC_ELEM_F16 ? 2 : 4, run = SOFTMAX_SCAN_RUN;
+  const void *ninf = me == POSENC_ELEM_F16 ? (const void *)softmax_ninf16 : softmax_ninf32;
+  const char *m = (const char *)mask_row;
   size_t l = memo->lo_in, h = memo->hi_in;
+  while (h - l >= run && memcmp(m + l * sz, ninf, run * sz) == 0) l += run;
   while (l < h && softmax_mask_hides(mask_row, l, me)) ++l;
+  while (h - l >= run && memcmp(m + (h - run) * sz, ninf, run * sz) == 0) h -= run;
   while (h > l && softmax_mask_hides(mask_row, h - 1, me)) --h;
   memo->lo = l;
   memo->hi = h;

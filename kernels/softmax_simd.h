@@ -255,6 +255,15 @@ static void sm_prefetch_span_(sm_prefetch *pf) {
   }
 }
 
+/* What is left of the next row's bytes, at the end of a pass 2 shorter than the next row
+ * (a row cut to its mask's visible keys, a short causal row). */
+static void sm_prefetch_rest_(sm_prefetch *pf) {
+  for (int s = 0; s < pf->n; ++s) {
+    for (const char *p = pf->p[s]; p < pf->end[s]; p += 64) __builtin_prefetch(p, 0, 3);
+    pf->p[s] = pf->end[s];
+  }
+}
+
 static void sm_prefetch_add_(sm_prefetch *pf, const void *p, size_t bytes) {
   pf->p[pf->n] = (const char *)p;
   pf->end[pf->n] = (const char *)p + bytes;
@@ -296,6 +305,7 @@ POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vf lo, vd *s_
     else
       a1 = vf_add(a1, e);
   }
+  if (pf->n) sm_prefetch_rest_(pf);
   VFN(sm_flush_)(a0, a1, s_lo, s_hi);
 }
 
@@ -430,6 +440,9 @@ static void VFN(sm_row_)(const sm_call *c, const sm_row *r, void *y, size_t a0, 
  *   3. pass 3 (or NaN if the sum is NaN). */
 #define SM_PAIR_KEYS 2048
 
+/* The query rows of a call whose rows are cut to their mask's visible extent (softmax_run). */
+#define SM_MEMO_ROWS 16
+
 typedef struct {
   sm_row r;
   float *y;
@@ -470,7 +483,8 @@ static void VFN(sm_job3_)(const sm_call *c, sm_job *j) {
 
 /* Row idx (queries first, then heads) of the call: its constants into *j (from the call's
  * template row t), its hidden columns written; 0 if nothing of it is visible. The prefetch
- * reads row idx + ahead. */
+ * reads row idx + ahead. memo (NULL: rows are not cut): one entry per query row, the extent
+ * of its mask row (softmax_run). */
 static int VFN(sm_setup_)(const softmax_args *a, const sm_row *t, size_t idx, size_t ahead,
                           sm_job *j, void **y_out, softmax_extent_memo *memo) {
   const size_t xs = posenc_elem_size(a->xe), ys = posenc_elem_size(a->ye);
@@ -489,11 +503,11 @@ static int VFN(sm_setup_)(const softmax_args *a, const sm_row *t, size_t idx, si
   j->y = (float *)y;
   size_t lo = 0, hi = a->n_k;
   if (!a->kpos) softmax_visible(a, j->r.qpos, &lo, &hi);
-  if (j->r.mask && lo < hi) {
+  if (memo && lo < hi) {
     /* to whole vectors (within [lo, hi)): the mask's hidden columns inside them are read as
      * before, and no vector of a short row becomes partial */
     const size_t l0 = lo, h0 = hi;
-    softmax_mask_extent(j->r.mask, a->me, &lo, &hi, memo);
+    softmax_mask_extent(j->r.mask, a->me, &lo, &hi, &memo[i]);
     lo -= lo % VF_W;
     if (lo < l0) lo = l0;
     hi = hi + (VF_W - 1) - (hi + (VF_W - 1)) % VF_W;
@@ -569,7 +583,17 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
                     .cap = softcap ? a->softcap : 1.0f,
                     .rcap = softcap ? 1.0f / a->softcap : 1.0f};
   const size_t rows = a->n_heads * a->n_q;
-  softmax_extent_memo memo = {NULL, 0, 0, 0, 0};
+  /* A mask the heads share, at a few query rows (decode, short chunks): each row's visible
+   * extent is found once per call and serves every head; elsewhere (a mask per head, long
+   * prefills) the scan would be repeated for every row and costs more than it saves (32 x
+   * 512 x 512 with a two-sequence mask: 1.5x the time), so rows are not cut. */
+  softmax_extent_memo memo_rows[SM_MEMO_ROWS];
+  softmax_extent_memo *memo = NULL;
+  if (a->mask && a->mask_head_stride == 0 && a->n_q <= SM_MEMO_ROWS &&
+      a->n_k >= SOFTMAX_SCAN_RUN) { /* (a shorter row has little to cut) */
+    memo = memo_rows;
+    for (size_t i = 0; i < a->n_q; ++i) memo[i].row = NULL;
+  }
   void *y;
   if (a->ye == POSENC_ELEM_F32) {
     /* Rows of up to SM_PAIR_KEYS keys two at a time, each step of one followed by the same
@@ -581,7 +605,7 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
     while (idx < rows) {
       int n = 0;
       for (; idx < rows && n < batch; ++idx)
-        n += VFN(sm_setup_)(a, &t, idx, (size_t)batch, &jobs[n], &y, &memo);
+        n += VFN(sm_setup_)(a, &t, idx, (size_t)batch, &jobs[n], &y, memo);
       for (int k = 0; k < n; ++k) VFN(sm_job1_)(&c, &jobs[k]);
       for (int k = 0; k < n; ++k) VFN(sm_job2_)(&c, &jobs[k]);
       for (int k = 0; k < n; ++k) VFN(sm_job3_)(&c, &jobs[k]);
@@ -591,7 +615,7 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
   _Alignas(64) float block[SOFTMAX_BLOCK];
   for (size_t idx = 0; idx < rows; ++idx) {
     sm_job j;
-    if (!VFN(sm_setup_)(a, &t, idx, 1, &j, &y, &memo)) continue;
+    if (!VFN(sm_setup_)(a, &t, idx, 1, &j, &y, memo)) continue;
     VFN(sm_row_)(&c, &j.r, y, j.a0, j.hi, j.sink, block, j.hi - j.a0 <= SOFTMAX_BLOCK, j.pf);
   }
 }
