@@ -255,8 +255,8 @@ static void sm_prefetch_span_(sm_prefetch *pf) {
   }
 }
 
-/* What is left of the next row's bytes, at the end of a pass 2 shorter than the next row
- * (a row cut to its mask's visible keys, a short causal row). */
+/* What is left of the next row's bytes, after a row's pass 2 shorter than the next row (a
+ * row cut to its mask's visible keys, a short causal row). */
 static void sm_prefetch_rest_(sm_prefetch *pf) {
   for (int s = 0; s < pf->n; ++s) {
     for (const char *p = pf->p[s]; p < pf->end[s]; p += 64) __builtin_prefetch(p, 0, 3);
@@ -305,7 +305,6 @@ POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vf lo, vd *s_
     else
       a1 = vf_add(a1, e);
   }
-  if (pf->n) sm_prefetch_rest_(pf);
   VFN(sm_flush_)(a0, a1, s_lo, s_hi);
 }
 
@@ -414,6 +413,7 @@ static void VFN(sm_row_)(const sm_call *c, const sm_row *r, void *y, size_t a0, 
     if (!whole) c->pass1(r, b, e, work, mx);
     VFN(sm_exp_sum_)(work, e - b, vmax, vfloor, &s_lo, &s_hi, &pf);
   }
+  if (pf.n) sm_prefetch_rest_(&pf);
   const double sum = VFN(sm_sum_)(c, s_lo, s_hi, sink, max);
   if (isnan(sum)) {
     VFN(sm_nan_row_)(c, r, y, a0, hi);
@@ -469,6 +469,7 @@ static void VFN(sm_job2_)(const sm_call *c, sm_job *j) {
   if (j->sink > max) max = j->sink;
   vd s_lo = vd_set1(0.0), s_hi = vd_set1(0.0);
   VFN(sm_exp_sum_)(work, j->hi - j->a0, vf_set1(max), vf_set1(c->floor), &s_lo, &s_hi, &j->pf);
+  if (j->pf.n) sm_prefetch_rest_(&j->pf);
   j->sum = VFN(sm_sum_)(c, s_lo, s_hi, j->sink, max);
 }
 
