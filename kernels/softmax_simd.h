@@ -22,6 +22,7 @@
  * the row constants are floats, broadcast into vector locals where they are used. */
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
@@ -440,7 +441,7 @@ static void VFN(sm_row_)(const sm_call *c, const sm_row *r, void *y, size_t a0, 
  *   3. pass 3 (or NaN if the sum is NaN). */
 #define SM_PAIR_KEYS 2048
 
-/* The query rows of a call whose rows are cut to their mask's visible extent (softmax_run). */
+/* Query rows whose masks' extents softmax_run keeps on the stack (more: a heap table). */
 #define SM_MEMO_ROWS 16
 
 typedef struct {
@@ -584,16 +585,17 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
                     .cap = softcap ? a->softcap : 1.0f,
                     .rcap = softcap ? 1.0f / a->softcap : 1.0f};
   const size_t rows = a->n_heads * a->n_q;
-  /* A mask the heads share, at a few query rows (decode, short chunks): each row's visible
-   * extent is found once per call and serves every head; elsewhere (a mask per head, long
-   * prefills) the scan would be repeated for every row and costs more than it saves (32 x
-   * 512 x 512 with a two-sequence mask: 1.5x the time), so rows are not cut. */
+  /* A mask the heads share: each query row's visible extent is found once per call (on the
+   * stack up to SM_MEMO_ROWS rows, else in a heap table; none if that allocation fails: the
+   * rows are then not cut, the same bits) and serves every head. A mask per head is not
+   * scanned: its scan would serve one row (cut so, a 32 x 512 x 512 prefill with a
+   * two-sequence mask took 1.5x the time). */
   softmax_extent_memo memo_rows[SM_MEMO_ROWS];
-  softmax_extent_memo *memo = NULL;
-  if (a->mask && a->mask_head_stride == 0 && a->n_q <= SM_MEMO_ROWS &&
-      a->n_k >= SOFTMAX_SCAN_RUN) { /* (a shorter row has little to cut) */
-    memo = memo_rows;
-    for (size_t i = 0; i < a->n_q; ++i) memo[i].row = NULL;
+  softmax_extent_memo *memo = NULL, *memo_heap = NULL;
+  if (a->mask && a->mask_head_stride == 0 && a->n_k >= SOFTMAX_SCAN_RUN) {
+    /* (a shorter row has little to cut) */
+    memo = a->n_q <= SM_MEMO_ROWS ? memo_rows : (memo_heap = malloc(a->n_q * sizeof *memo));
+    for (size_t i = 0; memo && i < a->n_q; ++i) memo[i].row = NULL;
   }
   void *y;
   if (a->ye == POSENC_ELEM_F32) {
@@ -611,6 +613,7 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
       for (int k = 0; k < n; ++k) VFN(sm_job2_)(&c, &jobs[k]);
       for (int k = 0; k < n; ++k) VFN(sm_job3_)(&c, &jobs[k]);
     }
+    free(memo_heap);
     return;
   }
   _Alignas(64) float block[SOFTMAX_BLOCK];
@@ -619,4 +622,5 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
     if (!VFN(sm_setup_)(a, &t, idx, 1, &j, &y, memo)) continue;
     VFN(sm_row_)(&c, &j.r, y, j.a0, j.hi, j.sink, block, j.hi - j.a0 <= SOFTMAX_BLOCK, j.pf);
   }
+  free(memo_heap);
 }

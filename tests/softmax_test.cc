@@ -238,6 +238,55 @@ TEST_P(SoftmaxTest, MaskSpellingOutTheFlagsGivesTheFlagsResult) {
           }
 }
 
+// Rows cut to their mask's visible extent (a mask the heads share: the keys before the first
+// and after the last visible one are written +0 unread) give the bits of the same rows uncut:
+// hiding the same keys with -1e30 instead of -inf cuts nothing (the scan looks for -inf) and
+// makes the same zeros (exp underflows; the scores are finite). Query rows on the stack (3)
+// and in the heap table (40), f32 and f16 masks, f32 and bf16 outputs.
+TEST_P(SoftmaxTest, RowsCutToTheMaskGiveTheBitsOfUncutRows) {
+  std::mt19937 rng(kSeed + 7);
+  std::uniform_real_distribution<float> score(-4.0f, 4.0f);
+  const size_t H = 3;
+  for (size_t n_q : {size_t{3}, size_t{40}})
+    for (size_t n_k : {size_t{64}, size_t{200}, size_t{700}})
+      for (posenc_dtype mt : {POSENC_DTYPE_F32, POSENC_DTYPE_F16})
+        for (posenc_dtype yt : {POSENC_DTYPE_F32, POSENC_DTYPE_BF16}) {
+          std::vector<float> x(H * n_q * n_k);
+          for (float& v : x) v = score(rng);
+          // Row i: a visible window [a, b) with holes (its ends visible); row 1 the last key
+          // alone, row 2 every key. (A row with no visible key is not compared: -1e30
+          // everywhere leaves it uniform.)
+          std::vector<float> inf_mask(n_q * n_k), big_mask(n_q * n_k);
+          for (size_t i = 0; i < n_q; ++i) {
+            size_t a = rng() % n_k, b = a + 1 + rng() % (n_k - a);
+            if (i == 1) a = n_k - 1, b = n_k;
+            if (i == 2) a = 0, b = n_k;
+            for (size_t j = 0; j < n_k; ++j) {
+              const bool visible = j >= a && j < b && (j == a || j + 1 == b || rng() % 4 != 0);
+              inf_mask[i * n_k + j] = visible ? 0.0f : -kInf;
+              big_mask[i * n_k + j] = visible ? 0.0f : -1e30f;
+            }
+          }
+          const auto run = [&](const std::vector<float>& m) {
+            std::vector<uint16_t> m16(m.size());
+            for (size_t e = 0; e < m.size(); ++e)
+              m16[e] = m[e] == -kInf ? uint16_t{0xFC00} : m[e] < 0 ? uint16_t{0xFBFF} : uint16_t{0};
+            std::vector<float> y(H * n_q * n_k, -1.0f);  // bf16: the first half, as words
+            posenc_softmax_params p = POSENC_SOFTMAX_PARAMS_INIT;
+            p.mask = mt == POSENC_DTYPE_F32 ? static_cast<const void*>(m.data()) : m16.data();
+            p.mask_dtype = mt;
+            p.scale = 0.5f;
+            const posenc_scores_view xv = {x.data(), POSENC_DTYPE_F32, n_q * n_k, n_k, 0};
+            const posenc_scores_view yv = {y.data(), yt, n_q * n_k, n_k, 0};
+            EXPECT_EQ(posenc_softmax(&p, H, n_q, n_k, &xv, &yv), POSENC_OK);
+            return y;
+          };
+          // (f16: -65504, the largest finite value, in place of -1e30.)
+          ASSERT_EQ(run(inf_mask), run(big_mask))
+              << "n_q " << n_q << " n_k " << n_k << " mask " << mt << " y " << yt;
+        }
+}
+
 // ---------------------------------------------------------------------------- ggml
 
 // ggml_soft_max_ext's CPU operation (ggml_compute_forward_soft_max_f32), per row: w = x * scale
