@@ -61,7 +61,7 @@ static posenc_status rope_out_quant(const char *fn, const posenc_rope_plan *plan
       posenc_check_src_and_rows(fn, src, sizeof(float), n_tokens, head_dim, &rows, NULL);
   if (st != POSENC_OK) return st;
   rope_args args = posenc_rope_args(plan, n_tokens, positions, start_pos, flags);
-  args.views[0] = posenc_rows_view(src, d->data, d->token_stride, d->head_stride, head_dim, slots);
+  posenc_rows_view(&args.views[0], src, d->data, d->token_stride, d->head_stride, head_dim, slots);
   args.views[0].quant = d->quant;
   args.views[0].fp8_scale = d->scale;
   args.n_views = 1;

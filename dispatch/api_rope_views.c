@@ -373,8 +373,8 @@ posenc_status posenc_rope_apply_slots(const posenc_rope_factors *factors, size_t
   st = check_factor_rows(fn, factors, first_row, 0, 1, n_tokens, dst->data, dst_bytes);
   if (st != POSENC_OK) return st;
   rope_args args = apply_args(factors, half, first_row, 0, 1, n_tokens, flags);
-  args.views[0] =
-      posenc_rows_view(src, dst->data, dst->token_stride, dst->head_stride, head_dim, slots);
+  posenc_rows_view(&args.views[0], src, dst->data, dst->token_stride, dst->head_stride, head_dim,
+                   slots);
   args.n_views = 1;
   kernel(&args);
   return POSENC_OK;

@@ -274,10 +274,10 @@ posenc_status posenc_check_src_and_rows(const char *fn, const posenc_rope_view *
                                         size_t n_tokens, size_t head_dim, const posenc_dst_rows *d,
                                         size_t *dst_bytes);
 
-/* The kernel view of a row-writing form: src's token and head strides, dst's (slots may be
- * NULL: token t to row t). */
-rope_view posenc_rows_view(const posenc_rope_view *src, void *dst, size_t dst_token_stride,
-                           size_t dst_head_stride, size_t head_dim, const posenc_slots *slots);
+/* *v: the kernel view of a row-writing form: src's token and head strides, dst's (slots may
+ * be NULL: token t to row t), every other field zero. */
+void posenc_rows_view(rope_view *v, const posenc_rope_view *src, void *dst, size_t dst_token_stride,
+                      size_t dst_head_stride, size_t head_dim, const posenc_slots *slots);
 
 /* The argument block of a plain rotation (posenc_rope_*, posenc_rope_out,
  * posenc_rope_factors_compute) from checked arguments: the plan's pairs and attention
