@@ -292,19 +292,6 @@ int posenc_grid3_refusal(size_t elem_size, const size_t count[3], const size_t s
   return -1;
 }
 
-rope_args posenc_rope_args(const posenc_rope_plan *plan, size_t n_tokens, const int32_t *positions,
-                           int32_t start_pos, unsigned flags) {
-  return (rope_args){.plan = plan,
-                     .n_pairs = plan->n_pairs,
-                     .n_batch = 1,
-                     .n_tokens = n_tokens,
-                     .positions = positions,
-                     .start_pos = start_pos,
-                     .flags = flags,
-                     .att = plan->attention_factor,
-                     .kind = ROPE_PLAIN};
-}
-
 /* A view of n_heads head vectors of head_dim elements, strides (batch, token, head) of the
  * source and the destination in elements. */
 static rope_view rope_view_of(const void *src, void *dst, size_t n_heads, size_t head_dim,

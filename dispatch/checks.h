@@ -281,9 +281,21 @@ void posenc_rows_view(rope_view *v, const posenc_rope_view *src, void *dst, size
 
 /* The argument block of a plain rotation (posenc_rope_*, posenc_rope_out,
  * posenc_rope_factors_compute) from checked arguments: the plan's pairs and attention
- * factor, one batch, no views yet. */
-rope_args posenc_rope_args(const posenc_rope_plan *plan, size_t n_tokens, const int32_t *positions,
-                           int32_t start_pos, unsigned flags);
+ * factor, one batch, no views yet. (Inline: built in the caller's block, whose zeroing an
+ * out-of-line copy made with `rep stos`, ~13 ns of a one-token call.) */
+static inline rope_args posenc_rope_args(const posenc_rope_plan *plan, size_t n_tokens,
+                                         const int32_t *positions, int32_t start_pos,
+                                         unsigned flags) {
+  return (rope_args){.plan = plan,
+                     .n_pairs = plan->n_pairs,
+                     .n_batch = 1,
+                     .n_tokens = n_tokens,
+                     .positions = positions,
+                     .start_pos = start_pos,
+                     .flags = flags,
+                     .att = plan->attention_factor,
+                     .kind = ROPE_PLAIN};
+}
 
 /* The one view check of every RoPE entry point, on behalf of the public function fn whose
  * arguments src_name and dst_name are the views: a (src, dst) pair of views of n_batch x
