@@ -251,7 +251,6 @@ POSENC_INLINE void VFN(norm_run_)(const rope_view *view, const char *xr, size_t 
                                   size_t nh, posenc_elem ex, float *inv) {
   const size_t run = nh - h < ROPE_NORM_RUN ? nh - h : ROPE_NORM_RUN;
   const size_t dim = view->head_dim;
-  const vf one = vf_set1(1.0f);
 #ifndef VF_SIZELESS
   /* A power-of-two head_dim: sum / dim is sum * (1 / dim) exactly (both exact powers of two;
    * no double underflows there), so the means of a run are formed in vectors, the same values
@@ -260,20 +259,14 @@ POSENC_INLINE void VFN(norm_run_)(const rope_view *view, const char *xr, size_t 
     double sums[ROPE_NORM_RUN] = {0};
     for (size_t k = 0; k < run; ++k) sums[k] = VFN(norm_sum_sq_)(xr + (h + k) * xs, dim, ex);
     const vd rd = vd_set1(1.0 / (double)dim), e = vd_set1((double)view->norm_eps);
-    for (size_t k = 0; k < run; k += VF_W) {
-      const vf mean = vf_from_vd(vd_add(vd_mul(vd_load(sums + k), rd), e),
-                                 vd_add(vd_mul(vd_load(sums + k + VD_W), rd), e));
-      const size_t m = run - k < VF_W ? run - k : VF_W;
-      if (m == VF_W)
-        vf_store(inv + k, vf_div(one, vf_sqrt(mean)));
-      else
-        vf_store_n(inv + k, vf_div(one, vf_sqrt(mean)), m);
-    }
-    return;
-  }
+    for (size_t k = 0; k < run; k += VF_W) /* whole vectors: inv holds ROPE_NORM_RUN */
+      vf_store(inv + k, vf_from_vd(vd_add(vd_mul(vd_load(sums + k), rd), e),
+                                   vd_add(vd_mul(vd_load(sums + k + VD_W), rd), e)));
+  } else
 #endif
-  for (size_t k = 0; k < run; ++k)
-    inv[k] = rope_norm_mean(VFN(norm_sum_sq_)(xr + (h + k) * xs, dim, ex), dim, view->norm_eps);
+    for (size_t k = 0; k < run; ++k)
+      inv[k] = rope_norm_mean(VFN(norm_sum_sq_)(xr + (h + k) * xs, dim, ex), dim, view->norm_eps);
+  const vf one = vf_set1(1.0f);
   for (size_t k = 0; k < run; k += VF_W) {
     const size_t m = run - k < VF_W ? run - k : VF_W;
     if (m == VF_W)

@@ -164,7 +164,7 @@ static inline void softmax_mask_extent(const void *mask_row, posenc_elem me, siz
  * [lo, hi).) */
 static inline int softmax_hidden(const softmax_args *a, const void *mask_row, int32_t qpos,
                                  size_t j) {
-  if (mask_row && posenc_elem_load(mask_row, j, a->me) == -INFINITY) return 1;
+  if (mask_row && softmax_mask_hides(mask_row, j, a->me)) return 1;
   if (!a->kpos) return 0;
   if ((a->flags & POSENC_SOFTMAX_KPOS_NEG_HIDDEN) && a->kpos[j] < 0) return 1; /* kpos given */
   const int32_t d = a->kpos[j] - qpos;
