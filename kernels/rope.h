@@ -96,6 +96,13 @@ typedef struct rope_view {
 
 enum { ROPE_QUANT_NONE = 0, ROPE_QUANT_Q8_0 = 1, ROPE_QUANT_FP8 = 2 };
 
+/* A bit of the flags rotate() receives, never a public flag (posenc.h's use the low bits):
+ * set by the driver of a SIMD variant (rope_drive, can_stream) when the call's out-of-place
+ * destinations add up to POSENC_STREAM_MIN_BYTES or more; rotate() then writes the whole,
+ * aligned vectors of an out-of-place view (not QK-norm, not deterministic) with
+ * non-temporal stores, the same bits, and the variant fences them before returning. */
+#define ROPE_STREAM_ (1u << 31)
+
 /* ggml's q8_0 block: an f16 scale d, then 32 int8 q, 34 bytes. */
 #define ROPE_Q8_0_BLOCK 32
 #define ROPE_Q8_0_BYTES 34

@@ -235,11 +235,26 @@ static __attribute__((noinline, unused)) void rope_emit_normed(
   }
 }
 
+/* Whether a call writes its out-of-place destinations with non-temporal stores
+ * (ROPE_STREAM_): plain rotations (no QK-norm, no quantized view, not deterministic) whose
+ * destination views, other than their sources, hold POSENC_STREAM_MIN_BYTES or more. */
+static inline int rope_streams(const rope_args *a, size_t dst_size) {
+  if (a->factors_out || (a->flags & POSENC_ROPE_DETERMINISTIC)) return 0;
+  size_t bytes = 0;
+  for (size_t v = 0; v < a->n_views; ++v) {
+    const rope_view *view = &a->views[v];
+    if (view->src == view->dst || view->quant || view->norm_w) continue;
+    bytes += a->n_batch * a->n_tokens * view->n_heads * view->head_dim * dst_size;
+  }
+  return bytes >= POSENC_STREAM_MIN_BYTES;
+}
+
 /* Token (b, t)'s use of the cos/sin c, s of pairs [p0, p0 + n): written to its factor row
- * (compute), or applied to every view. */
+ * (compute), or applied to every view. rflags: the flags rotate() takes (a->flags, with
+ * ROPE_STREAM_ where the call streams). */
 POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, size_t p0, size_t n,
                              const float *c, const float *s, size_t src_size, size_t dst_size,
-                             rope_rotate_fn rotate, const rope_extra_ops *extra) {
+                             rope_rotate_fn rotate, const rope_extra_ops *extra, unsigned rflags) {
   if (a->factors_out) {
     const size_t per = (a->flags & POSENC_ROPE_GPTJ) ? 2 : 1, half = a->factor_half;
     float *row = a->factors_out + g * 2 * half;
@@ -268,7 +283,7 @@ POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, s
     if (view->norm_w && extra->norm)
       rope_emit_normed(a, view, src_row, dst_row, p0, n, c, s, dst_size, extra);
     else
-      rotate(view, src_row, dst_row, a->n_pairs, p0, n, c, s, a->flags);
+      rotate(view, src_row, dst_row, a->n_pairs, p0, n, c, s, rflags);
   }
 }
 
@@ -276,18 +291,21 @@ POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, s
  * norm_fn, rotate_normed: the variant's QK-norm functions for these types (used only for
  * views with norm_w), or NULL when rotate() normalises such views itself; quant: the
  * quantizer of the f32 kernels (used only for q8_0 and FP8 views), else NULL
- * (rope_extra_ops). */
-POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem dst,
-                              rope_prepare_fn prepare, int anchored,
-                              rope_prepare_delta_fn prepare_delta, rope_rotate_fn rotate,
-                              rope_norm_fn norm_fn, rope_rotate_fn rotate_normed,
-                              rope_quant_fn quant) {
+ * (rope_extra_ops). can_stream: rotate() takes ROPE_STREAM_ (a SIMD variant). Returns
+ * whether rotate() was given it: the caller then fences the non-temporal stores. */
+POSENC_INLINE int rope_drive(const rope_args *a, posenc_elem src, posenc_elem dst,
+                             rope_prepare_fn prepare, int anchored,
+                             rope_prepare_delta_fn prepare_delta, rope_rotate_fn rotate,
+                             rope_norm_fn norm_fn, rope_rotate_fn rotate_normed,
+                             rope_quant_fn quant, int can_stream) {
   _Alignas(64) float c[2 * POSENC_ROPE_CHUNK];
   _Alignas(64) float s[2 * POSENC_ROPE_CHUNK];
   const rope_extra_ops extra_ops = {norm_fn, rotate_normed, quant};
   const rope_extra_ops *const extra = &extra_ops;
   const size_t src_size = posenc_elem_size(src), dst_size = posenc_elem_size(dst);
   const size_t n_pairs = a->n_pairs, n_all = a->n_batch * a->n_tokens;
+  const int stream = can_stream && rope_streams(a, dst_size);
+  const unsigned rflags = a->flags | (stream ? ROPE_STREAM_ : 0u);
   if (a->factors) { /* apply: every token's cos/sin are its factor row */
     const size_t per = (a->flags & POSENC_ROPE_GPTJ) ? 2 : 1, half = a->factor_half;
     for (size_t g = 0; g < n_all; ++g) {
@@ -297,10 +315,10 @@ POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem d
       for (size_t p0 = 0; p0 < n_pairs; p0 += POSENC_ROPE_CHUNK) {
         const size_t n = n_pairs - p0 < POSENC_ROPE_CHUNK ? n_pairs - p0 : POSENC_ROPE_CHUNK;
         rope_emit(a, g, b, t, p0, n, row + per * p0, row + half + per * p0, src_size, dst_size,
-                  rotate, extra);
+                  rotate, extra, rflags);
       }
     }
-    return;
+    return stream;
   }
   rope_mrope_rows mrope_rows;
   for (int r = 0; r < ROPE_MROPE_ROWS; ++r) mrope_rows.valid[r] = 0;
@@ -328,7 +346,7 @@ POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem d
     const size_t b = g / a->n_tokens, t = g - b * a->n_tokens;
     const rope_token k = rope_token_of(a, g, t);
     if (single && g > 0 && rope_token_equal(&k, &prev)) {
-      rope_emit(a, g, b, t, 0, n_pairs, c, s, src_size, dst_size, rotate, extra);
+      rope_emit(a, g, b, t, 0, n_pairs, c, s, src_size, dst_size, rotate, extra, rflags);
       continue;
     }
     for (size_t p0 = 0; p0 < n_pairs; p0 += POSENC_ROPE_CHUNK) {
@@ -341,10 +359,11 @@ POSENC_INLINE void rope_drive(const rope_args *a, posenc_elem src, posenc_elem d
                       c, s);
       else
         prepare(a->plan, (int32_t)k.p[0], a->flags, att, p0, n, c, s, anchor);
-      rope_emit(a, g, b, t, p0, n, c, s, src_size, dst_size, rotate, extra);
+      rope_emit(a, g, b, t, p0, n, c, s, src_size, dst_size, rotate, extra, rflags);
     }
     prev = k;
   }
+  return stream;
 }
 
 #endif /* POSENC_KERNELS_ROPE_DRIVER_H */

@@ -153,13 +153,30 @@ POSENC_INLINE vf VFN(nload_)(const void *x, size_t i, size_t m, posenc_elem ex, 
   return vf_mul(vf_mul(v, ninv), m == VF_W ? vf_load(w + i) : vf_load_n(w + i, m));
 }
 
+/* A result vector (two, a then b, for put2_) stored at element i of y: a plain store, or with
+ * nt (a constant: ROPE_STREAM_) a non-temporal one where y + i is aligned to it. */
+POSENC_INLINE void VFN(put_)(void *y, size_t i, vf v, posenc_elem ey, int nt) {
+  if (nt && ve_stream_aligned(y, i, ey))
+    ve_stream(y, i, v, ey);
+  else
+    ve_store(y, i, v, ey);
+}
+POSENC_INLINE void VFN(put2_)(void *y, size_t i, vf a, vf b, posenc_elem ey, int nt) {
+  if (nt) {
+    VFN(put_)(y, i, a, ey, nt);
+    VFN(put_)(y, i + VF_W, b, ey, nt);
+  } else {
+    ve_store2(y, i, a, b, ey);
+  }
+}
+
 POSENC_INLINE void VFN(neox_vec_)(const void *x, void *y, size_t iu, size_t iv, vf c, vf s, int det,
                                   posenc_elem ex, posenc_elem ey, int normed, vf ninv,
-                                  const float *w) {
+                                  const float *w, int nt) {
   const vf u = VFN(nload_)(x, iu, VF_W, ex, normed, ninv, w),
            v = VFN(nload_)(x, iv, VF_W, ex, normed, ninv, w);
-  ve_store(y, iu, VFN(msub_)(u, c, v, s, det), ey);
-  ve_store(y, iv, VFN(madd_)(v, c, u, s, det), ey);
+  VFN(put_)(y, iu, VFN(msub_)(u, c, v, s, det), ey, nt);
+  VFN(put_)(y, iv, VFN(madd_)(v, c, u, s, det), ey, nt);
 }
 
 POSENC_INLINE void VFN(neox_part_)(const void *x, void *y, size_t iu, size_t iv, vf c, vf s,
@@ -175,27 +192,27 @@ POSENC_INLINE void VFN(neox_part_)(const void *x, void *y, size_t iu, size_t iv,
  * results stored two vectors at a time (ve_store2: one conversion for both where the layer
  * has one). */
 POSENC_INLINE void VFN(neox_rot2_)(void *y, size_t iu, size_t iv, vf u0, vf v0, vf u1, vf v1, vf c0,
-                                   vf s0, vf c1, vf s1, int det, posenc_elem ey) {
-  ve_store2(y, iu, VFN(msub_)(u0, c0, v0, s0, det), VFN(msub_)(u1, c1, v1, s1, det), ey);
-  ve_store2(y, iv, VFN(madd_)(v0, c0, u0, s0, det), VFN(madd_)(v1, c1, u1, s1, det), ey);
+                                   vf s0, vf c1, vf s1, int det, posenc_elem ey, int nt) {
+  VFN(put2_)(y, iu, VFN(msub_)(u0, c0, v0, s0, det), VFN(msub_)(u1, c1, v1, s1, det), ey, nt);
+  VFN(put2_)(y, iv, VFN(madd_)(v0, c0, u0, s0, det), VFN(madd_)(v1, c1, u1, s1, det), ey, nt);
 }
 
 POSENC_INLINE void VFN(neox_vec2_)(const void *x, void *y, size_t iu, size_t iv, vf c0, vf s0,
                                    vf c1, vf s1, int det, posenc_elem ex, posenc_elem ey,
-                                   int normed, vf ninv, const float *w) {
+                                   int normed, vf ninv, const float *w, int nt) {
   const vf u0 = VFN(nload_)(x, iu, VF_W, ex, normed, ninv, w);
   const vf v0 = VFN(nload_)(x, iv, VF_W, ex, normed, ninv, w);
   const vf u1 = VFN(nload_)(x, iu + VF_W, VF_W, ex, normed, ninv, w);
   const vf v1 = VFN(nload_)(x, iv + VF_W, VF_W, ex, normed, ninv, w);
-  VFN(neox_rot2_)(y, iu, iv, u0, v0, u1, v1, c0, s0, c1, s1, det, ey);
+  VFN(neox_rot2_)(y, iu, iv, u0, v0, u1, v1, c0, s0, c1, s1, det, ey, nt);
 }
 
 /* GPTJ: x' = x * (c, c) + swap(x) * (-s, s). */
 POSENC_INLINE void VFN(gptj_vec_)(const void *x, void *y, size_t i, vf c, vf s, int det,
                                   posenc_elem ex, posenc_elem ey, int normed, vf ninv,
-                                  const float *w) {
+                                  const float *w, int nt) {
   const vf v = VFN(nload_)(x, i, VF_W, ex, normed, ninv, w);
-  ve_store(y, i, VFN(madd_)(v, c, vf_swap_pairs(v), s, det), ey);
+  VFN(put_)(y, i, VFN(madd_)(v, c, vf_swap_pairs(v), s, det), ey, nt);
 }
 
 POSENC_INLINE void VFN(gptj_part_)(const void *x, void *y, size_t i, vf c, vf s, size_t m, int det,
@@ -208,10 +225,10 @@ POSENC_INLINE void VFN(gptj_part_)(const void *x, void *y, size_t i, vf c, vf s,
 /* Elements [from, to) of one head vector copied (converted; normalised where `normed`): out
  * of place, and with QK-norm in place too. */
 POSENC_INLINE void VFN(copy_)(const void *x, void *y, size_t from, size_t to, posenc_elem ex,
-                              posenc_elem ey, int normed, vf ninv, const float *w) {
+                              posenc_elem ey, int normed, vf ninv, const float *w, int nt) {
   size_t i = from;
   for (; i + VF_W <= to; i += VF_W)
-    ve_store(y, i, VFN(nload_)(x, i, VF_W, ex, normed, ninv, w), ey);
+    VFN(put_)(y, i, VFN(nload_)(x, i, VF_W, ex, normed, ninv, w), ey, nt);
   if (i < to) ve_store_n(y, i, VFN(nload_)(x, i, to - i, ex, normed, ninv, w), to - i, ey);
 }
 
@@ -288,8 +305,8 @@ POSENC_INLINE void VFN(norm_run_)(const rope_view *view, const char *xr, size_t 
 /* NEOX pairs [p0, p0 + n) of every head. */
 POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char *yr, size_t half,
                                      size_t p0, size_t n, const float *c, const float *s, vf sg,
-                                     int tail, int det, posenc_elem ex, posenc_elem ey,
-                                     int normed) {
+                                     int tail, int det, posenc_elem ex, posenc_elem ey, int normed,
+                                     int nt) {
   const size_t nh = view->n_heads;
   const size_t xs = view->src_head_stride * posenc_elem_size(ex);
   const size_t ys = view->dst_head_stride * posenc_elem_size(ey);
@@ -321,9 +338,9 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
           const vf u1 = vf_mul(vf_mul(ve_load(x, iu + VF_W, ex), niv), wu[b + 1]);
           const vf v1 = vf_mul(vf_mul(ve_load(x, iv + VF_W, ex), niv), wv[b + 1]);
           VFN(neox_rot2_)
-          (y, iu, iv, u0, v0, u1, v1, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ey);
+          (y, iu, iv, u0, v0, u1, v1, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ey, 0);
         }
-        if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, w);
+        if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, w, 0);
       }
       return;
     }
@@ -333,9 +350,10 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
       for (int b = 0; b < ROPE_BLOCK; b += 2) { /* ROPE_BLOCK is even (VF_W <= 32) */
         const size_t iu = p0 + b * VF_W, iv = iu + half;
         VFN(neox_vec2_)
-        (x, y, iu, iv, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ex, ey, normed, niv, view->norm_w);
+        (x, y, iu, iv, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ex, ey, normed, niv, view->norm_w,
+         nt);
       }
-      if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w);
+      if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w, nt);
     }
     return;
   }
@@ -351,20 +369,20 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
     size_t i = 0;
     for (; i + VF_W <= n; i += VF_W) VFN(neox_vec_)
     (x, y, u + i, v + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), det, ex, ey, normed, niv,
-     view->norm_w);
+     view->norm_w, nt);
     if (i < n) { /* c and s may end at n (factor rows are not padded) */
       const vf ct = vf_load_n(c + i, n - i), st = vf_mul(vf_load_n(s + i, n - i), sg);
       VFN(neox_part_)(x, y, u + i, v + i, ct, st, n - i, det, ex, ey, normed, niv, view->norm_w);
     }
-    if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w);
+    if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w, nt);
   }
 }
 
 /* GPTJ: the 2n interleaved elements from 2*p0, in the same two orders. */
 POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char *yr, size_t half,
                                      size_t p0, size_t n, const float *c, const float *s, vf sg,
-                                     int tail, int det, posenc_elem ex, posenc_elem ey,
-                                     int normed) {
+                                     int tail, int det, posenc_elem ex, posenc_elem ey, int normed,
+                                     int nt) {
   const size_t nh = view->n_heads, m = 2 * n;
   const size_t xs = view->src_head_stride * posenc_elem_size(ex);
   const size_t ys = view->dst_head_stride * posenc_elem_size(ey);
@@ -385,8 +403,8 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
         niv = vf_set1(inv[h % ROPE_NORM_RUN]);
       }
       for (int b = 0; b < 2 * ROPE_BLOCK; ++b) VFN(gptj_vec_)
-      (x, y, 2 * p0 + b * VF_W, cb[b], sb[b], det, ex, ey, normed, niv, view->norm_w);
-      if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w);
+      (x, y, 2 * p0 + b * VF_W, cb[b], sb[b], det, ex, ey, normed, niv, view->norm_w, nt);
+      if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w, nt);
     }
     return;
   }
@@ -402,12 +420,12 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
     size_t i = 0;
     for (; i + VF_W <= m; i += VF_W) VFN(gptj_vec_)
     (x, y, o + i, vf_load(c + i), vf_mul(vf_load(s + i), sg), det, ex, ey, normed, niv,
-     view->norm_w);
+     view->norm_w, nt);
     if (i < m) { /* c and s may end at m (factor rows are not padded) */
       const vf ct = vf_load_n(c + i, m - i), st = vf_mul(vf_load_n(s + i, m - i), sg);
       VFN(gptj_part_)(x, y, o + i, ct, st, m - i, det, ex, ey, normed, niv, view->norm_w);
     }
-    if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w);
+    if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w, nt);
   }
 }
 
@@ -415,11 +433,11 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
 POSENC_INLINE void VFN(rotate_mode_)(const rope_view *view, const void *src_row, void *dst_row,
                                      size_t half, size_t p0, size_t n, const float *c,
                                      const float *s, unsigned flags, vf sg, int tail, int det,
-                                     posenc_elem ex, posenc_elem ey, int normed) {
+                                     posenc_elem ex, posenc_elem ey, int normed, int nt) {
   if (flags & POSENC_ROPE_GPTJ)
-    VFN(rotate_gptj_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, det, ex, ey, normed);
+    VFN(rotate_gptj_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, det, ex, ey, normed, nt);
   else
-    VFN(rotate_neox_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, det, ex, ey, normed);
+    VFN(rotate_neox_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, det, ex, ey, normed, nt);
 }
 
 POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void *dst_row,
@@ -431,15 +449,18 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
   const int normed = view->norm_w != NULL;
   const int tail =
       (view->src != view->dst || normed) && p0 + n == half && view->head_dim > 2 * half;
-  if (normed) {
-    if (flags & POSENC_ROPE_DETERMINISTIC)
-      VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 1, ex, ey, 1);
-    else
-      VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 1);
-  } else if (flags & POSENC_ROPE_DETERMINISTIC) {
-    VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 1, ex, ey, 0);
+  /* The constants det, normed and nt (non-temporal stores) of each instance. */
+  const int det = (flags & POSENC_ROPE_DETERMINISTIC) != 0;
+  if (normed && det) {
+    VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 1, ex, ey, 1, 0);
+  } else if (normed) {
+    VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 1, 0);
+  } else if (det) {
+    VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 1, ex, ey, 0, 0);
+  } else if ((flags & ROPE_STREAM_) && view->src != view->dst) {
+    VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, 1);
   } else {
-    VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0);
+    VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, 0);
   }
 }
 
@@ -548,8 +569,9 @@ static void VFN(rotate_f32_)(const rope_view *view, const void *src_row, void *d
   VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F32);
 }
 POSENC_INLINE void rope_run_f32(const rope_args *args) {
-  rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F32, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_f32_), NULL, NULL, VFN(quant_));
+  if (rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F32, VFN(prepare_), 1, VFN(prepare_delta_),
+                 VFN(rotate_f32_), NULL, NULL, VFN(quant_), 1))
+    vf_stream_fence();
 }
 static void VFN(rotate_bf16_)(const rope_view *view, const void *src_row, void *dst_row,
                               size_t half, size_t p0, size_t n, const float *c, const float *s,
@@ -558,16 +580,18 @@ static void VFN(rotate_bf16_)(const rope_view *view, const void *src_row, void *
   (view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_BF16, POSENC_ELEM_BF16);
 }
 POSENC_INLINE void rope_run_bf16(const rope_args *args) {
-  rope_drive(args, POSENC_ELEM_BF16, POSENC_ELEM_BF16, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_bf16_), NULL, NULL, NULL);
+  if (rope_drive(args, POSENC_ELEM_BF16, POSENC_ELEM_BF16, VFN(prepare_), 1, VFN(prepare_delta_),
+                 VFN(rotate_bf16_), NULL, NULL, NULL, 1))
+    vf_stream_fence();
 }
 static void VFN(rotate_f16_)(const rope_view *view, const void *src_row, void *dst_row, size_t half,
                              size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
   VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F16, POSENC_ELEM_F16);
 }
 POSENC_INLINE void rope_run_f16(const rope_args *args) {
-  rope_drive(args, POSENC_ELEM_F16, POSENC_ELEM_F16, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_f16_), NULL, NULL, NULL);
+  if (rope_drive(args, POSENC_ELEM_F16, POSENC_ELEM_F16, VFN(prepare_), 1, VFN(prepare_delta_),
+                 VFN(rotate_f16_), NULL, NULL, NULL, 1))
+    vf_stream_fence();
 }
 static void VFN(rotate_f32_bf16_)(const rope_view *view, const void *src_row, void *dst_row,
                                   size_t half, size_t p0, size_t n, const float *c, const float *s,
@@ -575,8 +599,9 @@ static void VFN(rotate_f32_bf16_)(const rope_view *view, const void *src_row, vo
   VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_BF16);
 }
 POSENC_INLINE void rope_run_f32_bf16(const rope_args *args) {
-  rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_BF16, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_f32_bf16_), NULL, NULL, NULL);
+  if (rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_BF16, VFN(prepare_), 1, VFN(prepare_delta_),
+                 VFN(rotate_f32_bf16_), NULL, NULL, NULL, 1))
+    vf_stream_fence();
 }
 static void VFN(rotate_f32_f16_)(const rope_view *view, const void *src_row, void *dst_row,
                                  size_t half, size_t p0, size_t n, const float *c, const float *s,
@@ -584,6 +609,7 @@ static void VFN(rotate_f32_f16_)(const rope_view *view, const void *src_row, voi
   VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F16);
 }
 POSENC_INLINE void rope_run_f32_f16(const rope_args *args) {
-  rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F16, VFN(prepare_), 1, VFN(prepare_delta_),
-             VFN(rotate_f32_f16_), NULL, NULL, NULL);
+  if (rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F16, VFN(prepare_), 1, VFN(prepare_delta_),
+                 VFN(rotate_f32_f16_), NULL, NULL, NULL, 1))
+    vf_stream_fence();
 }

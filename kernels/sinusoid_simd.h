@@ -18,11 +18,9 @@
  * addresses aligned to their size; the rest stored) for tables too large to stay in cache. */
 typedef enum { PUT_STORE, PUT_ADD, PUT_STREAM } put_mode;
 
-/* Tables of at least this many bytes are written with non-temporal stores: they would evict
- * most of a server's last-level cache anyway, and skipping the read-for-ownership of every
- * line made a 4096 x 4096 f32 table 2.7x faster on avx512 (Zen 5). 16-bit tables stream
- * half a vector at a time (32 bytes on avx512, 16 on avx2; sse4 and neon store normally). */
-#define POSENC_STREAM_MIN_BYTES ((size_t)16 << 20)
+/* Tables of at least POSENC_STREAM_MIN_BYTES (common.h) are written with non-temporal
+ * stores. 16-bit tables stream half a vector at a time (32 bytes on avx512, 16 on avx2; sse4
+ * and neon store normally). */
 
 /* Writes (or adds) the first min(avail, VF_W) lanes of v at element col of row; avail may
  * be 0. */

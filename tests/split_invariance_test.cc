@@ -324,6 +324,89 @@ TEST_P(SplitInvarianceTest, RopeOutQuantized) {
     }
 }
 
+// Out-of-place calls whose destination holds 16 MiB or more write it with non-temporal
+// stores where the ISA has them (kernels/common.h, POSENC_STREAM_MIN_BYTES): the same bits as
+// the same rows written in four calls below that size, and the gaps of a strided destination
+// (its sentinels) untouched. Every type pair, both layouts, a rotary dim below head_dim (the
+// copied tail), a destination one element off its alignment, and the factor-apply form.
+TEST_P(SplitInvarianceTest, RopeOutStreamedToLargeDestinations) {
+  const struct {
+    posenc_dtype src, dst;
+    unsigned flags;
+    size_t D, R, dst_hs, misalign;
+    bool apply;
+  } cases[] = {
+      {POSENC_DTYPE_F32, POSENC_DTYPE_F16, POSENC_ROPE_NEOX, 128, 128, 128, 0, false},
+      {POSENC_DTYPE_F32, POSENC_DTYPE_BF16, POSENC_ROPE_GPTJ, 136, 128, 140, 1, false},
+      {POSENC_DTYPE_F32, POSENC_DTYPE_F32, POSENC_ROPE_NEOX, 128, 128, 128, 0, true},
+      {POSENC_DTYPE_BF16, POSENC_DTYPE_BF16, POSENC_ROPE_NEOX | POSENC_ROPE_INVERSE, 72, 64, 76, 1,
+       false},
+      {POSENC_DTYPE_F16, POSENC_DTYPE_F16, POSENC_ROPE_GPTJ, 128, 128, 128, 0, true},
+  };
+  const size_t kStream = size_t{16} << 20, H = 8;
+  std::mt19937 rng(kSeed + 9);
+  for (const auto& c : cases) {
+    const size_t xs = c.src == POSENC_DTYPE_F32 ? 4 : 2, ys = c.dst == POSENC_DTYPE_F32 ? 4 : 2;
+    const size_t T = kStream / (H * c.D * ys) + 3; /* rotated elements of dst: >= 16 MiB */
+    const std::string what = "src " + std::to_string(xs) + " B dst " + std::to_string(ys) +
+                             " B flags " + std::to_string(c.flags) + " D " + std::to_string(c.D) +
+                             (c.apply ? " apply" : "");
+    const PlanPtr plan = MakePlan(c.R, 10000.0, 1.0);
+    std::vector<uint16_t> src(T * H * c.D * xs / 2);
+    std::uniform_int_distribution<int> u(-1000, 1000);
+    for (size_t i = 0; i < T * H * c.D; ++i) {
+      const float f = 0.002f * static_cast<float>(u(rng));
+      if (xs == 4)
+        std::memcpy(reinterpret_cast<char*>(src.data()) + 4 * i, &f, 4);
+      else
+        src[i] = c.src == POSENC_DTYPE_BF16 ? posenc_f32_to_bf16(f) : posenc_f32_to_f16(f);
+    }
+    std::vector<uint8_t> fstore;
+    posenc_rope_factors factors{};
+    if (c.apply) {
+      const unsigned ff = c.flags & POSENC_ROPE_GPTJ;
+      fstore.resize(posenc_rope_factors_bytes(c.R, T, ff) + 64);
+      ASSERT_EQ(posenc_rope_factors_compute(plan.get(), T, nullptr, 500, ff, fstore.data(),
+                                            fstore.size(), &factors),
+                POSENC_OK);
+    }
+    // The destination from a 64-byte boundary of the buffer, plus c.misalign elements.
+    const size_t dst_bytes = (T * H * c.dst_hs + c.misalign) * ys;
+    std::vector<uint8_t> whole(dst_bytes + 64, 0xA5), split = whole;
+    const auto base = [](std::vector<uint8_t>& v) {
+      return v.data() + (64 - reinterpret_cast<uintptr_t>(v.data()) % 64) % 64;
+    };
+    // Rows [a, a + n) of the call into dst.
+    const auto call = [&](std::vector<uint8_t>& dst, size_t a, size_t n) {
+      const posenc_rope_view sv = {
+          reinterpret_cast<char*>(src.data()) + a * H * c.D * xs, c.src, H, H * c.D, c.D, 0};
+      const posenc_rope_view dv = {
+          base(dst) + (c.misalign + a * H * c.dst_hs) * ys, c.dst, H, H * c.dst_hs, c.dst_hs, 0};
+      if (c.apply) return posenc_rope_apply(&factors, a, 0, c.D, 1, n, &sv, &dv, c.flags);
+      return posenc_rope_out(plan.get(), c.D, 1, n, nullptr, 500 + static_cast<int32_t>(a), &sv,
+                             &dv, c.flags);
+    };
+    ASSERT_EQ(call(whole, 0, T), POSENC_OK) << what;
+    const size_t piece = (T + 3) / 4;
+    for (size_t a = 0; a < T; a += piece)
+      ASSERT_EQ(call(split, a, std::min(piece, T - a)), POSENC_OK) << what;
+    EXPECT_EQ(std::memcmp(base(whole), base(split), dst_bytes), 0) << what;
+    // The sentinels of the gaps between head vectors and around the destination.
+    const uint8_t* w = base(whole);
+    size_t kept = 0, gaps = 0;
+    for (size_t t = 0; t < T; ++t)
+      for (size_t h = 0; h < H; ++h)
+        for (size_t d = c.D; d < c.dst_hs; ++d) {
+          const size_t e = c.misalign + (t * H + h) * c.dst_hs + d;
+          for (size_t b = 0; b < ys; ++b, ++gaps) kept += w[e * ys + b] == 0xA5;
+        }
+    for (const uint8_t* p = whole.data(); p < w + c.misalign * ys; ++p, ++gaps) kept += *p == 0xA5;
+    for (const uint8_t* p = w + dst_bytes; p < whole.data() + whole.size(); ++p, ++gaps)
+      kept += *p == 0xA5;
+    EXPECT_EQ(kept, gaps) << what;
+  }
+}
+
 // ggml's M-RoPE (plans from posenc_rope_plan_create_ggml_mode, POSENC_ROPE_MROPE_GGML: four
 // sections, four position rows t, h, w, e): MROPE, IMROPE and VISION, each row's positions
 // from a fixed table (text tokens, then an image grid), whatever the piece.

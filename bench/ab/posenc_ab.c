@@ -111,7 +111,8 @@ static int cmpd(const void *a, const void *b) {
 }
 enum { QH = 32, KH = 8, D = 128 };
 static float *xq, *xk, *table, *scores, *emb, *kvmask;
-static uint16_t *hq, *hk, *out16;
+static uint16_t *hq, *hk, *out16, *o40;
+static float *x40;
 static float slopes[32], wq[D], wk[D];
 static int32_t pos[4096];
 
@@ -170,6 +171,13 @@ static posenc_status run(lib *l, int c, size_t T) {
       posenc_rope_view d16 = {out16, POSENC_DTYPE_F16, KH, KH * D, D, 0};
       return l->rope_out(l->plan, D, 1, T, NULL, 1000, &src, &d16, POSENC_ROPE_NEOX);
     }
+    case 14:
+    case 15: { /* 40 heads [T, 40, 128] f32 out of place into bf16 (14) or f16 (15) */
+      posenc_rope_view s40 = {x40, POSENC_DTYPE_F32, QH + KH, (QH + KH) * D, D, 0};
+      posenc_rope_view d40 = {
+          o40, c == 14 ? POSENC_DTYPE_BF16 : POSENC_DTYPE_F16, QH + KH, (QH + KH) * D, D, 0};
+      return l->rope_out(l->plan, D, 1, T, NULL, 1000, &s40, &d40, POSENC_ROPE_NEOX);
+    }
   }
   return POSENC_OK;
 }
@@ -192,6 +200,12 @@ int main(int argc, char **argv) {
   hq = aligned_alloc(64, 4096 * QH * D * 2);
   hk = aligned_alloc(64, 4096 * KH * D * 2);
   out16 = aligned_alloc(64, 4096 * KH * D * 2);
+  x40 = aligned_alloc(64, 4096 * (QH + KH) * D * 4);
+  o40 = aligned_alloc(64, 4096 * (QH + KH) * D * 2);
+  for (size_t i = 0; i < 4096u * (QH + KH) * D; ++i) {
+    x40[i] = (float)(i % 83) * 0.01f;
+    o40[i] = 0;
+  }
   table = aligned_alloc(64, 4096 * 1024 * 4);
   emb = aligned_alloc(64, 4096 * 1024 * 4);
   scores = aligned_alloc(64, 32 * 512 * 512 * 4);
@@ -229,10 +243,12 @@ int main(int argc, char **argv) {
                          "softmax_f32_causal(32h,T/16 q)",
                          "softmax_f32_decode_kvcache(32h)",
                          "qknorm_rope_f32_neox",
-                         "rope_out_f32_f16_neox(8h)"};
+                         "rope_out_f32_f16_neox(8h)",
+                         "rope_out_f32_bf16_neox(40h)",
+                         "rope_out_f32_f16_neox(40h)"};
   const size_t Ts[] = {1, 16, 512, 4096};
   double *r = malloc(sizeof(double) * rounds);
-  for (int c = 0; c < 14; ++c)
+  for (int c = 0; c < 16; ++c)
     for (int ti = 0; ti < 4; ++ti) {
       size_t T = Ts[ti];
       if (c == 11)

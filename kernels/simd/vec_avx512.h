@@ -220,13 +220,15 @@ static inline void vf_store2_bf16(uint16_t *p, vf a, vf b) {
   _mm512_storeu_si512(p, r);
 }
 #else
-static inline void vf_store_bf16(uint16_t *p, vf v) {
-  /* One VPERMW: the upper words of the 16 lanes to the lower 256 bits. */
+/* One VPERMW: the upper words of the 16 lanes to the lower 256 bits. */
+static inline __m256i vf_bf16_pack(vf v) {
   const __m512i idx =
       _mm512_setr_epi32(1 | 3 << 16, 5 | 7 << 16, 9 | 11 << 16, 13 | 15 << 16, 17 | 19 << 16,
                         21 | 23 << 16, 25 | 27 << 16, 29 | 31 << 16, 0, 0, 0, 0, 0, 0, 0, 0);
-  _mm256_storeu_si256((__m256i *)p,
-                      _mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, vf_bf16_upper(v))));
+  return _mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, vf_bf16_upper(v)));
+}
+static inline void vf_store_bf16(uint16_t *p, vf v) {
+  _mm256_storeu_si256((__m256i *)p, vf_bf16_pack(v));
 }
 /* MemorySanitizer does not mark the words VPMOVDW's masked store writes as initialised (a
  * false report where the destination was not): they are marked here (kernels/simd/msan.h). */
@@ -235,7 +237,7 @@ static inline void vf_store_bf16_n(uint16_t *p, vf v, size_t n) {
   POSENC_MSAN_UNPOISON(p, n * sizeof *p);
 }
 static inline void vf_stream_bf16(uint16_t *p, vf v) {
-  _mm256_stream_si256((__m256i *)p, _mm512_cvtepi32_epi16(vf_bf16_bits(v)));
+  _mm256_stream_si256((__m256i *)p, vf_bf16_pack(v));
 }
 #endif
 /* IEEE binary16 (f16) to float, exactly, and float to f16 rounded to nearest even (IEEE
