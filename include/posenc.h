@@ -815,7 +815,16 @@ typedef struct posenc_rope_view {
  * head_dim, different head counts, a destination whose head vectors overlap, src and dst
  * overlapping (other than the in-place case), a view whose extent overflows, a run (NULL
  * positions) passing INT32_MAX, n_batch * n_tokens overflowing. n_batch, n_tokens or
- * n_heads 0: a valid no-op. */
+ * n_heads 0: a valid no-op.
+ *
+ * Cache: a call whose destination holds 16 MiB or more (a prefill's K into its cache, say)
+ * writes it with non-temporal stores on sse4, avx2 and avx512 (the same values; bf16 / f16
+ * destinations on avx2 and avx512), fenced before the call returns: such a destination would
+ * evict most of a last-level cache anyway, and skipping the read of every destination line
+ * brings these calls to the machine's copy speed. A smaller destination is written through
+ * the caches as usual. The same holds for every out-of-place form (posenc_rope_apply,
+ * posenc_rope_out_slots, posenc_mrope_out, ...); QK-norm, quantized and deterministic
+ * calls always store normally. */
 POSENC_API posenc_status posenc_rope_out(const posenc_rope_plan *plan, size_t head_dim,
                                          size_t n_batch, size_t n_tokens, const int32_t *positions,
                                          int32_t start_pos, const posenc_rope_view *src,
