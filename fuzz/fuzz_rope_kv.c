@@ -42,8 +42,9 @@
  *    posenc_rope_out of n*, the header's formula (in long
  *    double; Gemma: (1 + w) in float), rounded to float (elements [R, D): of n*); heads with
  *    a non-finite or huge (2^60) element, a mean + eps below 2^-100, and elements whose n
- *    is not finite or whose bound's base reaches half the storage type's largest value are
- *    not compared. Every ISA holds that bound, so each is within twice of scalar's;
+ *    (or its pair's sum |n_u| + |n_w|, before att) passes 2^100, or whose bound's base
+ *    reaches half the storage type's largest value, are not compared. Every ISA holds that
+ *    bound, so each is within twice of scalar's;
  *  - SLOTS: cell index[t] holds, bitwise, token t of the same ISA's posenc_rope_out into a
  *    dense tensor of dst's type; the factor form: the arena (guards included) bitwise what
  *    posenc_rope_out_slots leaves with the same ISA, plan, the tokens' positions and the plan
@@ -325,7 +326,12 @@ static void check_tensor(const kvcall *c, const vcall *t, const norm_arg *n, pos
       const double wu = fabs((double)(gm ? 1.0f + n->weight[e] : n->weight[e]));
       const double ww = fabs((double)(gm ? 1.0f + n->weight[p] : n->weight[p]));
       const double sub = (e >= R ? wu : att * (wu + ww)) * 0x1p-148;
-      if (!(mag <= 0x1p100) || mag >= storage_max(&st) / 2) continue; /* overflow near */
+      /* Overflow near: of the result, or of the normalised values themselves (a float
+       * intermediate, before the attention factor: att 0 makes mag 0 whatever they are, and
+       * an infinite n times 0 is NaN where the long double reference gives 0). */
+      const double pre = e >= R ? (double)fabsl(ns[v * D + e])
+                                : (double)(fabsl(ns[v * D + e]) + fabsl(ns[v * D + p]));
+      if (!(mag <= 0x1p100) || !(pre <= 0x1p100) || mag >= storage_max(&st) / 2) continue;
       const size_t o = elem_off(&t->dst, b, tok, h, e);
       const float got = widen(ddt, load_bits(out + o, ys));
       const float want = widen(ddt, load_bits(ref + (v * D + e) * ys, ys));
