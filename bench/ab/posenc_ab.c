@@ -9,8 +9,9 @@
  * learned add (1024 wide), softmax decode (32 heads, 1 query, T keys, causal), causal
  * softmax (min(T/16, 64) queries) and softmax decode against a KV-cache mask (keys
  * [0, T/2) visible but every fifth, the rest hidden), QK-norm fused with RoPE in place
- * (posenc_rope_qknorm, q and k with their own weights) and rope_out f32 -> f16 (8 heads);
- * T in 1, 16, 512, 4096. Not built by
+ * (posenc_rope_qknorm, q and k with their own weights), rope_out f32 -> f16 (8 heads) and
+ * rope_out f32 -> bf16 / f16 of 40 heads (cases 14, 15: 4096 tokens write 40 MiB, enough to
+ * stream); T in 1, 16, 512, 4096. Not built by
  * CMake (it needs two builds): from the repository root, with a build in build/:
  *   gcc -O2 -Iinclude -Ibuild/include bench/ab/posenc_ab.c -o posenc_ab -ldl -lm
  *   taskset -c 1 ./posenc_ab OLD/libposenc.so.0 NEW/libposenc.so.0 <isa number> 15
