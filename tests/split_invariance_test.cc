@@ -352,15 +352,11 @@ TEST_P(SplitInvarianceTest, RopeOutStreamedToLargeDestinations) {
                              " B flags " + std::to_string(c.flags) + " D " + std::to_string(c.D) +
                              (c.apply ? " apply" : "");
     const PlanPtr plan = MakePlan(c.R, 10000.0, 1.0);
-    std::vector<uint16_t> src(T * H * c.D * xs / 2);
-    std::uniform_int_distribution<int> u(-1000, 1000);
-    for (size_t i = 0; i < T * H * c.D; ++i) {
-      const float f = 0.002f * static_cast<float>(u(rng));
-      if (xs == 4)
-        std::memcpy(reinterpret_cast<char*>(src.data()) + 4 * i, &f, 4);
-      else
-        src[i] = c.src == POSENC_DTYPE_BF16 ? posenc_f32_to_bf16(f) : posenc_f32_to_f16(f);
-    }
+    const Storage sst = c.src == POSENC_DTYPE_F32    ? Storage::kF32
+                        : c.src == POSENC_DTYPE_BF16 ? Storage::kBf16
+                                                     : Storage::kF16;
+    Rows src(sst, T, H * c.D);
+    src.Random(rng());
     std::vector<uint8_t> fstore;
     posenc_rope_factors factors{};
     if (c.apply) {
@@ -378,8 +374,7 @@ TEST_P(SplitInvarianceTest, RopeOutStreamedToLargeDestinations) {
     };
     // Rows [a, a + n) of the call into dst.
     const auto call = [&](std::vector<uint8_t>& dst, size_t a, size_t n) {
-      const posenc_rope_view sv = {
-          reinterpret_cast<char*>(src.data()) + a * H * c.D * xs, c.src, H, H * c.D, c.D, 0};
+      const posenc_rope_view sv = {src.Row(a), c.src, H, H * c.D, c.D, 0};
       const posenc_rope_view dv = {
           base(dst) + (c.misalign + a * H * c.dst_hs) * ys, c.dst, H, H * c.dst_hs, c.dst_hs, 0};
       if (c.apply) return posenc_rope_apply(&factors, a, 0, c.D, 1, n, &sv, &dv, c.flags);
