@@ -76,21 +76,6 @@ posenc_status posenc_reject_flags(const char *fn, const char *arg, unsigned flag
                        flags & ~known, known);
 }
 
-int posenc_dtype_elem(posenc_dtype d, posenc_elem *e) {
-  switch (d) {
-    case POSENC_DTYPE_F32:
-      *e = POSENC_ELEM_F32;
-      return 1;
-    case POSENC_DTYPE_BF16:
-      *e = POSENC_ELEM_BF16;
-      return 1;
-    case POSENC_DTYPE_F16:
-      *e = POSENC_ELEM_F16;
-      return 1;
-  }
-  return 0;
-}
-
 int posenc_bytes_disjoint(const void *a, size_t n_a, const void *b, size_t n_b) {
   const uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
   return pb >= pa + n_a || pa >= pb + n_b;

@@ -45,8 +45,21 @@ posenc_status posenc_out_of_memory(const char *fn, const char *arg, size_t bytes
 #define POSENC_BY_ELEM(e, f32, bf16, f16) \
   ((e) == POSENC_ELEM_BF16 ? (bf16) : (e) == POSENC_ELEM_F16 ? (f16) : (f32))
 
-/* 1 if d is a known storage type, with *e its element type. */
-int posenc_dtype_elem(posenc_dtype d, posenc_elem *e);
+/* 1 if d is a known storage type, with *e its element type (inline: every call's check). */
+static inline int posenc_dtype_elem(posenc_dtype d, posenc_elem *e) {
+  switch (d) {
+    case POSENC_DTYPE_F32:
+      *e = POSENC_ELEM_F32;
+      return 1;
+    case POSENC_DTYPE_BF16:
+      *e = POSENC_ELEM_BF16;
+      return 1;
+    case POSENC_DTYPE_F16:
+      *e = POSENC_ELEM_F16;
+      return 1;
+  }
+  return 0;
+}
 
 /* 1 if the byte ranges [a, a + n_a) and [b, b + n_b) share no byte. */
 int posenc_bytes_disjoint(const void *a, size_t n_a, const void *b, size_t n_b);
