@@ -205,6 +205,10 @@ const std::vector<RowGroup>& RowGroups() {
     for (const GroupRows& rows : AllRows()) {
       v.push_back(rows.group);
       v.back().dispatch_kernel = DispatchKernelOf(rows.group.kernel);
+      // f32 sinusoid fills of 16 MiB or more (non-temporal stores) have a dispatch slot of
+      // their own (posenc.h: POSENC_KERNEL_SINUSOID_F32_STREAMED).
+      if (rows.group.kernel == "sinusoid_fill_f32" && rows.group.limit_bytes >= (size_t{16} << 20))
+        v.back().dispatch_kernel = POSENC_KERNEL_SINUSOID_F32_STREAMED;
       v.back().fma_ops_per_item = FmaOpsPerItem(rows.group.kernel);
     }
     MarkCore(v);

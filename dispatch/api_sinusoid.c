@@ -119,7 +119,9 @@ static posenc_status run(const char *fn, const posenc_sinusoid_plan *plan, size_
                               .start_pos = start_pos,
                               .timesteps = timesteps};
   const posenc_kernel_table *t = posenc_active_table();
-  POSENC_BY_ELEM(e, t->sinusoid_f32, t->sinusoid_bf16, t->sinusoid_f16)(&args);
+  sinusoid_fn f32 =
+      sinusoid_streams(&args, sizeof(float)) ? t->sinusoid_f32_streamed : t->sinusoid_f32;
+  POSENC_BY_ELEM(e, f32, t->sinusoid_bf16, t->sinusoid_f16)(&args);
   return POSENC_OK;
 }
 

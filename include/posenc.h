@@ -120,7 +120,10 @@ POSENC_API const char *posenc_last_error(void);
  * is measurably faster on that CPU family:
  *  - AMD family 19h with AVX-512 (Zen 4: 512-bit operations run as two 256-bit halves):
  *    rope_f16 from avx2 (f16 RoPE measured faster with avx2 than with avx512 at 16 to
- *    4096 tokens on an EPYC Zen 4).
+ *    4096 tokens on an EPYC Zen 4), and f32 sinusoid fills of 16 MiB or more
+ *    (sinusoid_f32_streamed) from avx2: with non-temporal stores to DRAM the avx512 loop
+ *    ran at 0.85-0.89x the avx2 one on an EPYC Zen 4 (4096 x 4096 table, and a loop of the
+ *    same operations outside posenc), while avx512 stays the faster below that size.
  *  - SVE with 128-bit vectors (posenc_cpu_sve_vector_bits() <= 128): every kernel from
  *    neon, which is as wide there and has no predicate overhead; sve's own kernels from
  *    256 bits up. This rule is not measured: it was written without SVE hardware (the sve
@@ -203,7 +206,7 @@ typedef enum posenc_kernel {
   POSENC_KERNEL_ROPE_F16 = 2,      /**< f16 rows */
   POSENC_KERNEL_ROPE_F32_BF16 = 3, /**< f32 rows rotated into bf16 ones */
   POSENC_KERNEL_ROPE_F32_F16 = 4,  /**< f32 rows rotated into f16 ones */
-  POSENC_KERNEL_SINUSOID_F32 = 5,  /**< sinusoid tables, fill and add */
+  POSENC_KERNEL_SINUSOID_F32 = 5,  /**< sinusoid tables, fill and add (but see 14) */
   POSENC_KERNEL_SINUSOID_BF16 = 6,
   POSENC_KERNEL_SINUSOID_F16 = 7,
   POSENC_KERNEL_ALIBI_F32 = 8, /**< ALiBi bias, write and add */
@@ -212,12 +215,16 @@ typedef enum posenc_kernel {
   POSENC_KERNEL_SOFTMAX_F32 = 11, /**< posenc_softmax with f32 x and y (and its ALiBi forms) */
   POSENC_KERNEL_SOFTMAX_16 = 12,  /**< posenc_softmax with a bf16 or f16 x or y */
   POSENC_KERNEL_LEARNED_ADD_F32 = 13,
-  POSENC_KERNEL_COUNT = 14
+  POSENC_KERNEL_SINUSOID_F32_STREAMED = 14, /**< f32 sinusoid fills of 16 MiB or more (written
+                                                 with non-temporal stores); the same variants
+                                                 as sinusoid_f32, with their own rule below */
+  POSENC_KERNEL_COUNT = 15
 } posenc_kernel;
 
 /** "rope_f32", "rope_bf16", "rope_f16", "rope_f32_bf16", "rope_f32_f16", "sinusoid_f32",
  * "sinusoid_bf16", "sinusoid_f16", "alibi_f32", "alibi_bf16", "alibi_f16",
- * "softmax_f32", "softmax_16", "learned_add_f32"; "unknown" otherwise. */
+ * "softmax_f32", "softmax_16", "learned_add_f32", "sinusoid_f32_streamed"; "unknown"
+ * otherwise. */
 POSENC_API const char *posenc_kernel_name(posenc_kernel kernel);
 /* The former names of the softmax kernels. */
 #define POSENC_KERNEL_ALIBI_SOFTMAX_F32 POSENC_KERNEL_SOFTMAX_F32

@@ -33,6 +33,14 @@ typedef struct sinusoid_args {
 
 typedef void (*sinusoid_fn)(const sinusoid_args *args);
 
+/* 1 if a call writes its rows with non-temporal stores (kernels that have them): a fill (not
+ * an add) of POSENC_STREAM_MIN_BYTES or more, elem_size bytes an element. The API picks the
+ * f32 variant of such calls from the sinusoid_f32_streamed slot of the dispatch table. */
+static inline int sinusoid_streams(const sinusoid_args *a, size_t elem_size) {
+  return !(a->flags & POSENC_SINUSOID_ADD_) &&
+         a->n_rows * a->dim >= POSENC_STREAM_MIN_BYTES / elem_size;
+}
+
 /* Row r's position, and whether it is the integer one after row r - 1's. */
 static inline double sinusoid_position(const sinusoid_args *a, size_t r) {
   if (a->timesteps) return (double)a->timesteps[r];

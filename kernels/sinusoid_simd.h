@@ -325,7 +325,7 @@ POSENC_INLINE void VFN(rows_)(const sinusoid_args *a, put_mode mode, posenc_elem
 POSENC_INLINE void VFN(sinusoid_)(const sinusoid_args *a, posenc_elem e) {
   if (a->flags & POSENC_SINUSOID_ADD_) {
     VFN(rows_)(a, PUT_ADD, e);
-  } else if (a->n_rows * a->dim >= POSENC_STREAM_MIN_BYTES / posenc_elem_size(e)) {
+  } else if (sinusoid_streams(a, posenc_elem_size(e))) {
     VFN(rows_)(a, PUT_STREAM, e);
     vf_stream_fence();
   } else {

@@ -49,21 +49,22 @@
 /* The kernels, in the order of the posenc_kernel enum: X(KERNEL, kernel, args). KERNEL:
  * POSENC_KERNEL_<KERNEL>; kernel: posenc_kernel_name() and the dispatch table's member;
  * args: the argument block its variants take, void posenc_<kernel>_<isa>(const args *). */
-#define POSENC_KERNELS(X)                        \
-  X(ROPE_F32, rope_f32, rope_args)               \
-  X(ROPE_BF16, rope_bf16, rope_args)             \
-  X(ROPE_F16, rope_f16, rope_args)               \
-  X(ROPE_F32_BF16, rope_f32_bf16, rope_args)     \
-  X(ROPE_F32_F16, rope_f32_f16, rope_args)       \
-  X(SINUSOID_F32, sinusoid_f32, sinusoid_args)   \
-  X(SINUSOID_BF16, sinusoid_bf16, sinusoid_args) \
-  X(SINUSOID_F16, sinusoid_f16, sinusoid_args)   \
-  X(ALIBI_F32, alibi_f32, alibi_args)            \
-  X(ALIBI_BF16, alibi_bf16, alibi_args)          \
-  X(ALIBI_F16, alibi_f16, alibi_args)            \
-  X(SOFTMAX_F32, softmax_f32, softmax_args)      \
-  X(SOFTMAX_16, softmax_16, softmax_args)        \
-  X(LEARNED_ADD_F32, learned_add_f32, learned_f32_args)
+#define POSENC_KERNELS(X)                               \
+  X(ROPE_F32, rope_f32, rope_args)                      \
+  X(ROPE_BF16, rope_bf16, rope_args)                    \
+  X(ROPE_F16, rope_f16, rope_args)                      \
+  X(ROPE_F32_BF16, rope_f32_bf16, rope_args)            \
+  X(ROPE_F32_F16, rope_f32_f16, rope_args)              \
+  X(SINUSOID_F32, sinusoid_f32, sinusoid_args)          \
+  X(SINUSOID_BF16, sinusoid_bf16, sinusoid_args)        \
+  X(SINUSOID_F16, sinusoid_f16, sinusoid_args)          \
+  X(ALIBI_F32, alibi_f32, alibi_args)                   \
+  X(ALIBI_BF16, alibi_bf16, alibi_args)                 \
+  X(ALIBI_F16, alibi_f16, alibi_args)                   \
+  X(SOFTMAX_F32, softmax_f32, softmax_args)             \
+  X(SOFTMAX_16, softmax_16, softmax_args)               \
+  X(LEARNED_ADD_F32, learned_add_f32, learned_f32_args) \
+  X(SINUSOID_F32_STREAMED, sinusoid_f32_streamed, sinusoid_args)
 
 /* The variants, one line per kernel and tier: X(kernel, ISA, function). The scalar tier has
  * every kernel; another tier may leave a kernel out (its BELOW serves it). */
@@ -74,6 +75,7 @@
   X(rope_f32_bf16, SCALAR, posenc_rope_f32_bf16_scalar)             \
   X(rope_f32_f16, SCALAR, posenc_rope_f32_f16_scalar)               \
   X(sinusoid_f32, SCALAR, posenc_sinusoid_f32_scalar)               \
+  X(sinusoid_f32_streamed, SCALAR, posenc_sinusoid_f32_scalar)      \
   X(sinusoid_bf16, SCALAR, posenc_sinusoid_bf16_scalar)             \
   X(sinusoid_f16, SCALAR, posenc_sinusoid_f16_scalar)               \
   X(alibi_f32, SCALAR, posenc_alibi_f32_scalar)                     \
@@ -89,6 +91,7 @@
   X(rope_f32_bf16, SSE4, posenc_rope_f32_bf16_sse4)                 \
   X(rope_f32_f16, SSE4, posenc_rope_f32_f16_sse4)                   \
   X(sinusoid_f32, SSE4, posenc_sinusoid_f32_sse4)                   \
+  X(sinusoid_f32_streamed, SSE4, posenc_sinusoid_f32_sse4)          \
   X(sinusoid_bf16, SSE4, posenc_sinusoid_bf16_sse4)                 \
   X(sinusoid_f16, SSE4, posenc_sinusoid_f16_sse4)                   \
   X(alibi_f32, SSE4, posenc_alibi_f32_sse4)                         \
@@ -104,6 +107,7 @@
   X(rope_f32_bf16, AVX2, posenc_rope_f32_bf16_avx2)                 \
   X(rope_f32_f16, AVX2, posenc_rope_f32_f16_avx2)                   \
   X(sinusoid_f32, AVX2, posenc_sinusoid_f32_avx2)                   \
+  X(sinusoid_f32_streamed, AVX2, posenc_sinusoid_f32_avx2)          \
   X(sinusoid_bf16, AVX2, posenc_sinusoid_bf16_avx2)                 \
   X(sinusoid_f16, AVX2, posenc_sinusoid_f16_avx2)                   \
   X(alibi_f32, AVX2, posenc_alibi_f32_avx2)                         \
@@ -119,6 +123,7 @@
   X(rope_f32_bf16, AVX512, posenc_rope_f32_bf16_avx512)             \
   X(rope_f32_f16, AVX512, posenc_rope_f32_f16_avx512)               \
   X(sinusoid_f32, AVX512, posenc_sinusoid_f32_avx512)               \
+  X(sinusoid_f32_streamed, AVX512, posenc_sinusoid_f32_avx512)      \
   X(sinusoid_bf16, AVX512, posenc_sinusoid_bf16_avx512)             \
   X(sinusoid_f16, AVX512, posenc_sinusoid_f16_avx512)               \
   X(alibi_f32, AVX512, posenc_alibi_f32_avx512)                     \
@@ -139,6 +144,7 @@
   X(rope_f32_bf16, RVV, posenc_rope_f32_bf16_rvv)                   \
   X(rope_f32_f16, RVV, posenc_rope_f32_f16_rvv)                     \
   X(sinusoid_f32, RVV, posenc_sinusoid_f32_rvv)                     \
+  X(sinusoid_f32_streamed, RVV, posenc_sinusoid_f32_rvv)            \
   X(sinusoid_bf16, RVV, posenc_sinusoid_bf16_rvv)                   \
   X(sinusoid_f16, RVV, posenc_sinusoid_f16_rvv)                     \
   X(alibi_f32, RVV, posenc_alibi_f32_rvv)                           \
@@ -154,6 +160,7 @@
   X(rope_f32_bf16, NEON, posenc_rope_f32_bf16_neon)                 \
   X(rope_f32_f16, NEON, posenc_rope_f32_f16_neon)                   \
   X(sinusoid_f32, NEON, posenc_sinusoid_f32_neon)                   \
+  X(sinusoid_f32_streamed, NEON, posenc_sinusoid_f32_neon)          \
   X(sinusoid_bf16, NEON, posenc_sinusoid_bf16_neon)                 \
   X(sinusoid_f16, NEON, posenc_sinusoid_f16_neon)                   \
   X(alibi_f32, NEON, posenc_alibi_f32_neon)                         \
@@ -169,6 +176,7 @@
   X(rope_f32_bf16, SVE, posenc_rope_f32_bf16_sve)                   \
   X(rope_f32_f16, SVE, posenc_rope_f32_f16_sve)                     \
   X(sinusoid_f32, SVE, posenc_sinusoid_f32_sve)                     \
+  X(sinusoid_f32_streamed, SVE, posenc_sinusoid_f32_sve)            \
   X(sinusoid_bf16, SVE, posenc_sinusoid_bf16_sve)                   \
   X(sinusoid_f16, SVE, posenc_sinusoid_f16_sve)                     \
   X(alibi_f32, SVE, posenc_alibi_f32_sve)                           \

@@ -21,14 +21,17 @@ posenc_cpu_flags Cpu(int amd, unsigned family, int avx512) {
 
 posenc_kernel Kernel(int k) { return static_cast<posenc_kernel>(k); }
 
-TEST(DispatchRules, Zen4TakesF16RopeFromAvx2WhenChosenAutomatically) {
+TEST(DispatchRules, Zen4TakesF16RopeAndStreamedF32SinusoidFromAvx2WhenChosenAutomatically) {
   const posenc_cpu_flags zen4 = Cpu(1, 0x19, 1);
   for (posenc_isa tier : {POSENC_ISA_AVX512, POSENC_ISA_AVX512BF16}) {
-    EXPECT_EQ(posenc_kernel_tier(POSENC_KERNEL_ROPE_F16, tier, 1, &zen4), POSENC_ISA_AVX2);
-    EXPECT_EQ(posenc_kernel_tier(POSENC_KERNEL_ROPE_F16, tier, 0, &zen4), tier)
-        << "a tier named by POSENC_ISA or posenc_set_isa() serves every kernel";
+    for (posenc_kernel moved : {POSENC_KERNEL_ROPE_F16, POSENC_KERNEL_SINUSOID_F32_STREAMED}) {
+      EXPECT_EQ(posenc_kernel_tier(moved, tier, 1, &zen4), POSENC_ISA_AVX2)
+          << posenc_kernel_name(moved);
+      EXPECT_EQ(posenc_kernel_tier(moved, tier, 0, &zen4), tier)
+          << "a tier named by POSENC_ISA or posenc_set_isa() serves every kernel";
+    }
     for (int k = 0; k < POSENC_KERNEL_COUNT; ++k)
-      if (k != POSENC_KERNEL_ROPE_F16) {
+      if (k != POSENC_KERNEL_ROPE_F16 && k != POSENC_KERNEL_SINUSOID_F32_STREAMED) {
         EXPECT_EQ(posenc_kernel_tier(Kernel(k), tier, 1, &zen4), tier)
             << posenc_kernel_name(Kernel(k));
       }
