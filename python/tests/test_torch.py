@@ -351,7 +351,8 @@ def test_ml_dtypes_bfloat16_arrays():
 
 def test_kernel_queries():
     names = posenc.kernels()
-    assert names[0] == "rope_f32" and "softmax_16" in names and len(names) == 14
+    assert names[0] == "rope_f32" and "softmax_16" in names and len(names) == 15
+    assert names[-1] == "sinusoid_f32_streamed"
     for name in names:
         assert posenc.kernel_isa(name) in posenc.available_isas()
         assert posenc.kernel_isa(name, "scalar") == "scalar"
