@@ -123,7 +123,9 @@ POSENC_API const char *posenc_last_error(void);
  *    4096 tokens on an EPYC Zen 4), and f32 sinusoid fills of 16 MiB or more
  *    (sinusoid_f32_streamed) from avx2: with non-temporal stores to DRAM the avx512 loop
  *    ran at 0.85-0.89x the avx2 one on an EPYC Zen 4 (4096 x 4096 table, and a loop of the
- *    same operations outside posenc), while avx512 stays the faster below that size.
+ *    same operations outside posenc), while avx512 stays the faster below that size;
+ *    learned_add_f32 from avx2 (one addition per element, bound by loads and stores: the
+ *    avx512 loop took 1.01-1.03x avx2's time at 16 tokens x 4096 and 1.06-1.11x at 512).
  *  - SVE with 128-bit vectors (posenc_cpu_sve_vector_bits() <= 128): every kernel from
  *    neon, which is as wide there and has no predicate overhead; sve's own kernels from
  *    256 bits up. This rule is not measured: it was written without SVE hardware (the sve
