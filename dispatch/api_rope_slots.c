@@ -17,8 +17,11 @@ static int compare_cells(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-posenc_status posenc_check_slots(const char *fn, const posenc_slots *s, size_t n_tokens,
-                                 size_t *written) {
+/* posenc_check_slots for any number of tokens (out of line: the one-token path below is
+ * what a decode step takes). */
+static __attribute__((noinline)) posenc_status check_slots_all(const char *fn,
+                                                               const posenc_slots *s,
+                                                               size_t n_tokens, size_t *written) {
   if (s->is_int64 != 0 && s->is_int64 != 1)
     return posenc_reject_field(fn, "slots", "is_int64", "%d is neither 0 nor 1", s->is_int64);
   if (!s->index && n_tokens > 0)
@@ -81,6 +84,19 @@ posenc_status posenc_check_slots(const char *fn, const posenc_slots *s, size_t n
     return posenc_reject_field(fn, "slots", "index",
                                "holds cell %lld twice: a cell is written once", (long long)dup);
   return POSENC_OK;
+}
+
+posenc_status posenc_check_slots(const char *fn, const posenc_slots *s, size_t n_tokens,
+                                 size_t *written) {
+  /* One token (a decode step's K write into its cache cell): its index alone. */
+  if (n_tokens == 1 && (s->is_int64 == 0 || s->is_int64 == 1) && s->index) {
+    const int64_t c = slot_at(s, 0);
+    if (c < 0 || (uint64_t)c < (uint64_t)s->n_cells) {
+      *written = c >= 0;
+      return POSENC_OK;
+    }
+  }
+  return check_slots_all(fn, s, n_tokens, written);
 }
 
 posenc_status posenc_check_src_and_rows(const char *fn, const posenc_rope_view *src, size_t xs,

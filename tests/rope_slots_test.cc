@@ -153,11 +153,15 @@ TEST_P(RopeSlotsTest, BadInputReturnsItsStatusAndWritesNothing) {
   dup_small = {4, -1, 4};
   out_of_range = {0, 50};
   std::vector<int64_t> big = {0, int64_t{1} << 40};
+  // One token: the decode step's path of the check (api_rope_slots.c).
+  std::vector<int32_t> out_of_range1 = {50};
+  std::vector<int64_t> big1 = {int64_t{1} << 40};
   const posenc_slots s_ok = {ok.data(), 0, cells}, s_dup_small = {dup_small.data(), 0, cells},
                      s_dup_large = {dup_large.data(), 0, cells},
                      s_dup_sparse = {dup_large.data(), 0, 100000},  // the sorted check
       s_range = {out_of_range.data(), 0, cells}, s_big = {big.data(), 1, cells},
-                     s_null = {nullptr, 0, cells}, s_kind = {ok.data(), 2, cells};
+                     s_null = {nullptr, 0, cells}, s_kind = {ok.data(), 2, cells},
+                     s_range1 = {out_of_range1.data(), 0, cells}, s_big1 = {big1.data(), 1, cells};
   struct Bad {
     const char* what;
     size_t n;
@@ -171,6 +175,10 @@ TEST_P(RopeSlotsTest, BadInputReturnsItsStatusAndWritesNothing) {
                      {"an int64 index >= n_cells", 2, &cv, &s_big},
                      {"NULL index", 2, &cv, &s_null},
                      {"is_int64 2", 2, &cv, &s_kind},
+                     {"an index >= n_cells (1 token)", 1, &cv, &s_range1},
+                     {"an int64 index >= n_cells (1 token)", 1, &cv, &s_big1},
+                     {"NULL index (1 token)", 1, &cv, &s_null},
+                     {"is_int64 2 (1 token)", 1, &cv, &s_kind},
                      {"NULL slots", 2, &cv, nullptr},
                      {"cells overlap", 2, &tight, &s_ok},
                      {"dst is src", 2, &onto_src, &s_ok}};
