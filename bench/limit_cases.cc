@@ -18,6 +18,7 @@
 #include "bench_buffer.h"
 #include "bench_rows.h"
 #include "limit_candidates.h"
+#include "limit_mix.h"
 #include "posenc.h"
 #include "posenc_bench_cases.h"
 
@@ -205,6 +206,45 @@ void RunLimitFma(benchmark::State& state, const limit_fma_loop* loop) {
                  std::to_string(LIMIT_FMA_CHAINS) + " chains");
 }
 
+using LayerMixes = const limit_mix_loop* (*)(size_t* count);
+const LayerMixes kMixLayers[] = {
+#ifdef POSENC_BENCH_LIMIT_AVX2
+    limit_mix_avx2,
+#endif
+#ifdef POSENC_BENCH_LIMIT_AVX512
+    limit_mix_avx512,
+#endif
+    nullptr};
+
+// The operation mixes this CPU runs.
+std::vector<const limit_mix_loop*> UsableMixes() {
+  std::vector<const limit_mix_loop*> mixes;
+  for (LayerMixes layer : kMixLayers) {
+    if (!layer) continue;
+    size_t count = 0;
+    const limit_mix_loop* m = layer(&count);
+    for (size_t i = 0; i < count; ++i)
+      if (posenc_isa_available(m[i].isa)) mixes.push_back(&m[i]);
+  }
+  return mixes;
+}
+
+constexpr size_t kMixRoundsPerPass = 4096;
+
+// Items: the elements the rounds stand for (LIMIT_MIX_CHAINS x rounds x elements).
+void RunLimitMix(benchmark::State& state, const limit_mix_loop* mix) {
+  NotifyRowEnter(LimitMixRowName(mix->kernel, mix->variant), state.max_iterations);
+  float sink = mix->fn(kMixRoundsPerPass);
+  for (auto _ : state) {
+    sink += mix->fn(kMixRoundsPerPass);
+    benchmark::DoNotOptimize(sink);
+  }
+  const double elements = static_cast<double>(state.iterations()) * kMixRoundsPerPass *
+                          LIMIT_MIX_CHAINS * mix->elements;
+  state.SetItemsProcessed(static_cast<int64_t>(elements));
+  state.SetLabel(std::to_string(mix->elements) + " elements: " + mix->ops);
+}
+
 // The compute-limit loops this CPU runs.
 std::vector<const limit_fma_loop*> UsableFmaLoops() {
   std::vector<const limit_fma_loop*> loops;
@@ -259,12 +299,33 @@ std::vector<std::string> LimitFmaRowNames() {
   return names;
 }
 
+std::string LimitMixRowName(const std::string& kernel, const std::string& variant) {
+  return "limit_mix/" + kernel + "/" + variant;
+}
+
+std::vector<std::string> LimitMixRowNames() {
+  std::vector<std::string> names;
+  for (const limit_mix_loop* mix : UsableMixes())
+    names.push_back(LimitMixRowName(mix->kernel, mix->variant));
+  return names;
+}
+
+std::pair<std::string, unsigned> LimitMixOps(const std::string& kernel,
+                                             const std::string& variant) {
+  for (const limit_mix_loop* mix : UsableMixes())
+    if (kernel == mix->kernel && variant == mix->variant) return {mix->ops, mix->elements};
+  return {"", 0};
+}
+
 void RegisterLimitRows(RowSet set) {
   for (const LimitRow& row : LimitRows(set))
     benchmark::RegisterBenchmark(LimitRowName(row.kind, row.bytes).c_str(), RunLimit, row.kind,
                                  row.bytes);
   for (const limit_fma_loop* loop : UsableFmaLoops())
     benchmark::RegisterBenchmark(LimitFmaRowName(loop->name).c_str(), RunLimitFma, loop);
+  for (const limit_mix_loop* mix : UsableMixes())
+    benchmark::RegisterBenchmark(LimitMixRowName(mix->kernel, mix->variant).c_str(), RunLimitMix,
+                                 mix);
 }
 
 }  // namespace posenc_bench

@@ -187,6 +187,16 @@ std::string LimitRowName(LimitKind kind, size_t bytes);
 // fractions of the stream limits skip them.
 std::string LimitFmaRowName(const std::string& layer);
 std::vector<std::string> LimitFmaRowNames();
+// The operation-mix rows (limit_mix.h), registered with the compute limits: for a kernel
+// whose variant is bound by conversions and integer rounding rather than multiplies,
+// LIMIT_MIX_CHAINS chains of the operations it needs per `elements` elements;
+// "limit_mix/<kernel>/<variant>" ("limit_mix/rope_bf16_neox/avx512bf16"), one per mix this
+// CPU runs. Items are elements (the report's compute side of a row's roofline, in place of
+// its multiply-class count); the label lists the operations.
+std::string LimitMixRowName(const std::string& kernel, const std::string& variant);
+std::vector<std::string> LimitMixRowNames();
+// The operations one round of that mix stands for, and its elements ("" and 0: no mix).
+std::pair<std::string, unsigned> LimitMixOps(const std::string& kernel, const std::string& variant);
 
 // The decode-through-layers rows (see above): "layers:32/heads:32/kv:8/dim:128".
 std::string DecodeLayersShape();

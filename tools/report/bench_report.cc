@@ -52,7 +52,8 @@ class CollectingReporter : public benchmark::ConsoleReporter {
       if (run.error_occurred || !wanted) continue;
       const auto bytes = run.counters.find("bytes_per_second");
       const auto fma = run.counters.find("fma");
-      if (bytes == run.counters.end() && fma == run.counters.end()) continue;
+      const bool mix = run.run_name.str().rfind("limit_mix/", 0) == 0;  // items only
+      if (bytes == run.counters.end() && fma == run.counters.end() && !mix) continue;
       const auto rope_ns = run.counters.find("rope_ns_per_layer");
       results_[run.run_name.str()] = {bytes == run.counters.end() ? 0 : bytes->second.value,
                                       run.report_label,
@@ -81,6 +82,7 @@ std::vector<std::string> AllRowNames(posenc_bench::RowSet set) {
   for (const posenc_bench::LimitRow& limit : posenc_bench::LimitRows(set))
     names.push_back(posenc_bench::LimitRowName(limit.kind, limit.bytes));
   for (const std::string& name : posenc_bench::LimitFmaRowNames()) names.push_back(name);
+  for (const std::string& name : posenc_bench::LimitMixRowNames()) names.push_back(name);
   return names;
 }
 
@@ -183,13 +185,26 @@ std::optional<double> LaneFmaRate(const Results& results, const std::string& var
   return it == layer.end() ? std::nullopt : rate(it->second.first, it->second.second);
 }
 
+// The elements per second of the variant's operation mix for the group's kernel (its
+// limit_mix row), if the bench has one and it ran.
+std::optional<double> MixRate(const Results& results, const posenc_bench::RowGroup& group,
+                              const std::string& variant) {
+  const auto it = results.find(posenc_bench::LimitMixRowName(group.kernel, variant));
+  if (it == results.end() || it->second.items_per_second <= 0) return std::nullopt;
+  return it->second.items_per_second;
+}
+
 // A row's fraction of its roofline: the larger of its rate over the limit row's (bytes) and
-// the time its multiply-class operations need at the measured rate over its time.
+// the time its operations need over its time: its elements at its variant's measured
+// operation mix where it has one (limit_mix), else its multiply-class operations at the
+// measured FMA rate.
 std::optional<double> RooflineFraction(const Results& results, const posenc_bench::RowGroup& group,
                                        const std::string& variant, std::optional<double> limit) {
   const auto it = results.find(posenc_bench::RowName(group.kernel, variant, group.shape));
   if (it == results.end() || !limit || *limit <= 0) return std::nullopt;
   double fraction = it->second.bytes_per_second / *limit;
+  if (const auto mix = MixRate(results, group, variant))
+    return std::max(fraction, it->second.items_per_second * group.visible / *mix);
   const auto fma = LaneFmaRate(results, variant);
   if (fma && *fma > 0)
     fraction = std::max(
@@ -211,6 +226,18 @@ void PrintGroupTable(const Results& results, const posenc_bench::RowGroup& group
       << group.fma_ops_per_item << " multiply-class ops per element";
   if (group.visible < 1) out << ", " << static_cast<int>(100 * group.visible + 0.5) << "% computed";
   out << ")\n";
+  // The variants whose compute side is an operation mix (limit_mix): its operations, and the
+  // time per element the mix row measured.
+  for (const std::string& variant : posenc_bench::GroupVariants(group)) {
+    const auto mix = MixRate(results, group, variant);
+    if (!mix) continue;
+    const auto [ops, elements] = posenc_bench::LimitMixOps(group.kernel, variant);
+    char mix_line[320];
+    std::snprintf(mix_line, sizeof mix_line,
+                  "  %s roofline: per %u elements %s: %.2f ns (limit_mix)\n", variant.c_str(),
+                  elements, ops.c_str(), elements / *mix * 1e9);
+    out << mix_line;
+  }
   char line[160];
   const std::string of_limit = std::string("of ") + posenc_bench::LimitKindName(group.limit);
   std::snprintf(line, sizeof line, "  variant     GB/s %14s  of roofline  vs scalar  vs naive\n",
@@ -525,7 +552,10 @@ void PrintTables(const Results& results, std::ostream& out) {
          "against limit_copy of those bytes; rope_apply counts Q + K in place, as rope does.\n"
          "Of roofline: the larger of the row's rate over its limit row's and the time its\n"
          "multiply-class operations (FMA, multiply, scale; counted per kernel in the bench's\n"
-         "FmaOpsPerItem) need at limit_fma of the variant's vector layer over the row's time.\n";
+         "FmaOpsPerItem) need at limit_fma of the variant's vector layer over the row's time;\n"
+         "for the variants with an operation mix (the 16-bit conversions and roundings that\n"
+         "bind them: bench/limit_mix.h, the 'roofline: per n elements' lines), the time its\n"
+         "elements need at that mix's measured rate instead.\n";
   for (const posenc_bench::RowGroup& group : posenc_bench::RowGroups())
     PrintGroupTable(results, group, out);
   PrintRuntimeRopeTables(results, out);
