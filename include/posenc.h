@@ -119,13 +119,14 @@ POSENC_API const char *posenc_last_error(void);
  * posenc_set_isa()), a documented rule keyed on the CPU picks a lower tier where that tier
  * is measurably faster on that CPU family:
  *  - AMD family 19h with AVX-512 (Zen 4: 512-bit operations run as two 256-bit halves):
- *    rope_f16 from avx2 (f16 RoPE measured faster with avx2 than with avx512 at 16 to
- *    4096 tokens on an EPYC Zen 4), and f32 sinusoid fills of 16 MiB or more
- *    (sinusoid_f32_streamed) from avx2: with non-temporal stores to DRAM the avx512 loop
- *    ran at 0.85-0.89x the avx2 one on an EPYC Zen 4 (4096 x 4096 table, and a loop of the
- *    same operations outside posenc), while avx512 stays the faster below that size;
- *    learned_add_f32 from avx2 (one addition per element, bound by loads and stores: the
- *    avx512 loop took 1.01-1.03x avx2's time at 16 tokens x 4096 and 1.06-1.11x at 512).
+ *    f32 sinusoid fills of 16 MiB or more (sinusoid_f32_streamed) from avx2: with
+ *    non-temporal stores to DRAM the avx512 loop ran at 0.83-0.89x the avx2 one on an EPYC
+ *    Zen 4 (4096 x 4096 table, and a loop of the same operations outside posenc), while
+ *    avx512 stays the faster below that size; learned_add_f32 from avx2 (one addition per
+ *    element, bound by loads and stores: the avx512 loop took 1.01-1.03x avx2's time at 16
+ *    tokens x 4096 and 1.06-1.11x at 512). (Earlier builds also took rope_f16 from avx2:
+ *    f16 RoPE now runs within 2% of avx2 in cache and 1.04-1.08x faster at 4096 tokens on
+ *    avx512.)
  *  - SVE with 128-bit vectors (posenc_cpu_sve_vector_bits() <= 128): every kernel from
  *    neon, which is as wide there and has no predicate overhead; sve's own kernels from
  *    256 bits up. This rule is not measured: it was written without SVE hardware (the sve
