@@ -84,35 +84,6 @@ static float mix_rope_bf16_avx512(size_t n_iter) {
   return sum;
 }
 
-/* rope_f16 (every f16 row), avx512 variant, 32 elements: 2 VCVTPH2PS (ve_load), the
- * rotation, 2 VCVTPS2PH (ve_store). Chain: the two results are the next u and v. */
-static float mix_rope_f16_avx512(size_t n_iter) {
-  const __m512 c = _mm512_set1_ps(MIX_C), s = _mm512_set1_ps(MIX_S);
-#define DECL(i)                                           \
-  __m256i hu##i = _mm256_set1_epi16((short)(0x3c00 + i)); \
-  __m256i hv##i = _mm256_set1_epi16((short)(0x3a00 + i));
-  MIX_CHAINS(DECL)
-#undef DECL
-  for (size_t n = 0; n < n_iter; ++n) {
-#define ROUND(i)                                                               \
-  {                                                                            \
-    const __m512 u = _mm512_cvtph_ps(hu##i), v = _mm512_cvtph_ps(hv##i);       \
-    MIX_ROTATE(u, v, a, b);                                                    \
-    hu##i = _mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); \
-    hv##i = _mm512_cvtps_ph(b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); \
-    MIX_KEEP(hu##i);                                                           \
-    MIX_KEEP(hv##i);                                                           \
-  }
-    MIX_CHAINS(ROUND)
-#undef ROUND
-  }
-  float sum = 0;
-#define SUM(i) sum += mix_sum(_mm512_cvtph_ps(hu##i)) + mix_sum(_mm512_cvtph_ps(hv##i));
-  MIX_CHAINS(SUM)
-#undef SUM
-  return sum;
-}
-
 /* ALiBi add into bf16 scores, avx512 variant, 32 elements (alibi_simd.h's put2_ with
  * ALIBI_BF16_PAIR, alibi_avx512.c): the pair's unpacking VPSLLD + VPANDD, the two distance
  * vectors' steps (2 VADDPS), 2 VMULPS of the slope, 2 VMULPS of the scale, 2 VSUBPS, then
@@ -148,35 +119,24 @@ static float mix_alibi_bf16_avx512(size_t n_iter) {
   return sum;
 }
 
-/* ALiBi add into f16 scores, avx512 variant, 16 elements (alibi_simd.h's put2_ for one of
- * its two vectors): VCVTPH2PS (ve_load), the distance step (1 VADDPS per vector), VMULPS of
- * the slope, VMULPS of the scale, VSUBPS, VCVTPS2PH (ve_store). */
-static float mix_alibi_f16_avx512(size_t n_iter) {
-  const __m512 m = _mm512_set1_ps(1.0f / 64), scale = _mm512_set1_ps(0.5f);
-  const __m512 w = _mm512_set1_ps(16.0f);
-#define DECL(i)                                          \
-  __m256i h##i = _mm256_set1_epi16((short)(0x3c00 + i)); \
-  __m512 fa##i = _mm512_set1_ps((float)(i + 1));
-  MIX_CHAINS(DECL)
-#undef DECL
-  for (size_t n = 0; n < n_iter; ++n) {
-#define ROUND(i)                                                                         \
-  {                                                                                      \
-    const __m512 d = _mm512_add_ps(fa##i, w);                                            \
-    const __m512 r =                                                                     \
-        _mm512_sub_ps(_mm512_mul_ps(scale, _mm512_cvtph_ps(h##i)), _mm512_mul_ps(m, d)); \
-    h##i = _mm512_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);            \
-    MIX_KEEP(h##i);                                                                      \
-  }
-    MIX_CHAINS(ROUND)
-#undef ROUND
-  }
-  float sum = 0;
-#define SUM(i) sum += mix_sum(_mm512_cvtph_ps(h##i));
-  MIX_CHAINS(SUM)
-#undef SUM
-  return sum;
+/* The f16 mixes (rope_f16, ALiBi into f16 scores) on 16-lane vectors. */
+#define MIX_W 16
+typedef __m512 mv;
+typedef __m256i mh;
+static inline mv mv_from_f16(mh h) { return _mm512_cvtph_ps(h); }
+static inline mh mh_from_mv(mv v) {
+  return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
+static inline mv mv_set1(float x) { return _mm512_set1_ps(x); }
+static inline mh mh_set1(short x) { return _mm256_set1_epi16(x); }
+static inline mv mv_add(mv a, mv b) { return _mm512_add_ps(a, b); }
+static inline mv mv_sub(mv a, mv b) { return _mm512_sub_ps(a, b); }
+static inline mv mv_mul(mv a, mv b) { return _mm512_mul_ps(a, b); }
+static inline mv mv_fmadd(mv a, mv b, mv c) { return _mm512_fmadd_ps(a, b, c); }
+static inline mv mv_fnmadd(mv a, mv b, mv c) { return _mm512_fnmadd_ps(a, b, c); }
+static float mv_sum(mv v) { return mix_sum(v); }
+
+#include "limit_mix_f16.h"
 
 #ifdef __AVX512BF16__
 /* rope_bf16, avx512bf16 variant, 32 elements: 2 VPERMW widenings, the rotation, one
@@ -218,14 +178,14 @@ static const limit_mix_loop mixes[] = {
     {"rope_bf16_neox", "avx512bf16", POSENC_ISA_AVX512BF16, 32,
      "2 VPERMW, 2 VMULPS, 2 FMA, VCVTNE2PS2BF16, VPTESTNMW", mix_rope_bf16_avx512bf16},
 #endif
-    {"rope_f16_neox", "avx512", POSENC_ISA_AVX512, 32, "2 VCVTPH2PS, 2 VMULPS, 2 FMA, 2 VCVTPS2PH",
-     mix_rope_f16_avx512},
+    {"rope_f16_neox", "avx512", POSENC_ISA_AVX512, 2 * MIX_W,
+     "2 VCVTPH2PS, 2 VMULPS, 2 FMA, 2 VCVTPS2PH", mix_rope_f16},
     {"alibi_add_bf16", "avx512", POSENC_ISA_AVX512, 32,
      "VPSLLD, VPANDD, 2 VADDPS, 4 VMULPS, 2 VSUBPS, 2 x (VFIXUPIMMPS, VPTESTMD, VMOVDQA32, "
      "VPADDD), VPSRLD, VPBLENDMW",
      mix_alibi_bf16_avx512},
-    {"alibi_add_f16", "avx512", POSENC_ISA_AVX512, 16,
-     "VCVTPH2PS, VADDPS, 2 VMULPS, VSUBPS, VCVTPS2PH", mix_alibi_f16_avx512},
+    {"alibi_add_f16", "avx512", POSENC_ISA_AVX512, MIX_W,
+     "VCVTPH2PS, VADDPS, 2 VMULPS, VSUBPS, VCVTPS2PH", mix_alibi_f16},
 };
 
 const limit_mix_loop *limit_mix_avx512(size_t *count) {
