@@ -209,7 +209,8 @@ typedef enum posenc_kernel {
   POSENC_KERNEL_ROPE_F16 = 2,      /**< f16 rows */
   POSENC_KERNEL_ROPE_F32_BF16 = 3, /**< f32 rows rotated into bf16 ones */
   POSENC_KERNEL_ROPE_F32_F16 = 4,  /**< f32 rows rotated into f16 ones */
-  POSENC_KERNEL_SINUSOID_F32 = 5,  /**< sinusoid tables, fill and add (but see 14) */
+  POSENC_KERNEL_SINUSOID_F32 = 5,  /**< sinusoid tables, fill and add (f32 fills of 16 MiB
+                                        or more: POSENC_KERNEL_SINUSOID_F32_STREAMED) */
   POSENC_KERNEL_SINUSOID_BF16 = 6,
   POSENC_KERNEL_SINUSOID_F16 = 7,
   POSENC_KERNEL_ALIBI_F32 = 8, /**< ALiBi bias, write and add */
@@ -220,7 +221,8 @@ typedef enum posenc_kernel {
   POSENC_KERNEL_LEARNED_ADD_F32 = 13,
   POSENC_KERNEL_SINUSOID_F32_STREAMED = 14, /**< f32 sinusoid fills of 16 MiB or more (written
                                                  with non-temporal stores); the same variants
-                                                 as sinusoid_f32, with their own rule below */
+                                                 as sinusoid_f32, with a rule of their own
+                                                 (above) */
   POSENC_KERNEL_COUNT = 15
 } posenc_kernel;
 
