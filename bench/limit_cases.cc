@@ -231,7 +231,7 @@ std::vector<const limit_mix_loop*> UsableMixes() {
 
 constexpr size_t kMixRoundsPerPass = 4096;
 
-// Items: the elements the rounds stand for (LIMIT_MIX_CHAINS x rounds x elements).
+// Items: the elements the rounds stand for (chains x rounds x elements).
 void RunLimitMix(benchmark::State& state, const limit_mix_loop* mix) {
   NotifyRowEnter(LimitMixRowName(mix->kernel, mix->variant), state.max_iterations);
   float sink = mix->fn(kMixRoundsPerPass);
@@ -239,10 +239,11 @@ void RunLimitMix(benchmark::State& state, const limit_mix_loop* mix) {
     sink += mix->fn(kMixRoundsPerPass);
     benchmark::DoNotOptimize(sink);
   }
-  const double elements = static_cast<double>(state.iterations()) * kMixRoundsPerPass *
-                          LIMIT_MIX_CHAINS * mix->elements;
+  const double elements =
+      static_cast<double>(state.iterations()) * kMixRoundsPerPass * mix->chains * mix->elements;
   state.SetItemsProcessed(static_cast<int64_t>(elements));
-  state.SetLabel(std::to_string(mix->elements) + " elements: " + mix->ops);
+  state.SetLabel(std::to_string(mix->elements) + " elements: " + mix->ops + ", " +
+                 std::to_string(mix->chains) + " chains");
 }
 
 // The compute-limit loops this CPU runs.

@@ -4,8 +4,9 @@
 
 #include "limit_mix.h"
 
-#define MIX_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-_Static_assert(LIMIT_MIX_CHAINS == 8, "MIX_CHAINS lists the chains");
+/* The chains of a mix: MIX_CHAINS names the list the next mix uses (limit_mix.h: chains). */
+#define MIX_CHAINS_8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define MIX_CHAINS_16(X) MIX_CHAINS_8(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 #define MIX_KEEP(v) __asm__ volatile("" : "+x"(v))
 
 #define MIX_W 8
@@ -30,12 +31,14 @@ static float mv_sum(mv v) {
   return sum;
 }
 
+#define MIX_CHAINS MIX_CHAINS_16
 #include "limit_mix_f16.h"
+#undef MIX_CHAINS
 
 static const limit_mix_loop mixes[] = {
-    {"rope_f16_neox", "avx2", POSENC_ISA_AVX2, 2 * MIX_W,
+    {"rope_f16_neox", "avx2", POSENC_ISA_AVX2, 2 * MIX_W, 16,
      "2 VCVTPH2PS, 2 VMULPS, 2 FMA, 2 VCVTPS2PH", mix_rope_f16},
-    {"alibi_add_f16", "avx2", POSENC_ISA_AVX2, MIX_W,
+    {"alibi_add_f16", "avx2", POSENC_ISA_AVX2, MIX_W, 16,
      "VCVTPH2PS, VADDPS, 2 VMULPS, VSUBPS, VCVTPS2PH", mix_alibi_f16},
 };
 

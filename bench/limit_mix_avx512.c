@@ -7,8 +7,9 @@
 
 #include "limit_mix.h"
 
-#define MIX_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-_Static_assert(LIMIT_MIX_CHAINS == 8, "MIX_CHAINS lists the chains");
+/* The chains of a mix: MIX_CHAINS names the list the next mix uses (limit_mix.h: chains). */
+#define MIX_CHAINS_8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define MIX_CHAINS_16(X) MIX_CHAINS_8(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 /* Keeps a chain's value in a register and every operation on it executed. */
 #define MIX_KEEP(v) __asm__ volatile("" : "+v"(v))
 
@@ -48,6 +49,8 @@ static float mix_sum(__m512 v) { return _mm512_reduce_add_ps(v); }
   const __m512 a = _mm512_fnmadd_ps(v, s, _mm512_mul_ps(u, c)); \
   const __m512 b = _mm512_fmadd_ps(u, s, _mm512_mul_ps(v, c))
 
+#define MIX_CHAINS MIX_CHAINS_8
+
 /* rope_bf16, avx512 variant, 32 elements (16 pairs): 2 VPERMW widenings (ve_load), the
  * rotation, and for each of the 2 result vectors vf_bf16_pack: vf_bf16_upper (4) + 1 VPERMW
  * (ve_store2 = two ve_store on this layer). Chain: the two packed halves are the next
@@ -58,9 +61,9 @@ static float mix_rope_bf16_avx512(size_t n_iter) {
       _mm512_setr_epi32(1 | 3 << 16, 5 | 7 << 16, 9 | 11 << 16, 13 | 15 << 16, 17 | 19 << 16,
                         21 | 23 << 16, 25 | 27 << 16, 29 | 31 << 16, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512 c = _mm512_set1_ps(MIX_C), s = _mm512_set1_ps(MIX_S);
-#define DECL(i)                                                  \
-  __m512i hu##i = _mm512_set1_epi32(0x3f80 + 0x10000 * (i + 1)); \
-  __m512i hv##i = _mm512_set1_epi32(0x3f40 + 0x10000 * (i + 1));
+#define DECL(i)                                                         \
+  __m512i hu##i = _mm512_set1_epi32(0x3f80 + i + ((0x3f40 + i) << 16)); \
+  __m512i hv##i = _mm512_set1_epi32(0x3f40 + i + ((0x3f80 + i) << 16));
   MIX_CHAINS(DECL)
 #undef DECL
   for (size_t n = 0; n < n_iter; ++n) {
@@ -90,11 +93,11 @@ static float mix_rope_bf16_avx512(size_t n_iter) {
  * vf_bf16_upper of each (4 + 4), VPSRLD and the word blend VPBLENDMW. */
 static float mix_alibi_bf16_avx512(size_t n_iter) {
   const __m512 m = _mm512_set1_ps(1.0f / 64), scale = _mm512_set1_ps(0.5f);
-  const __m512 w2 = _mm512_set1_ps(32.0f), w4 = _mm512_set1_ps(64.0f);
+  const __m512 w2 = _mm512_set1_ps(32.0f);
   const __m512i high = _mm512_set1_epi32((int)0xffff0000u);
 #define DECL(i)                                               \
   __m512i h##i = _mm512_set1_epi32(0x3f803f80 + 0x10001 * i); \
-  __m512 fa##i = _mm512_set1_ps((float)(i + 1));
+  __m512 fa##i = _mm512_set1_ps((float)(i + 1)), fb##i = _mm512_set1_ps((float)(i + 2));
   MIX_CHAINS(DECL)
 #undef DECL
   for (size_t n = 0; n < n_iter; ++n) {
@@ -102,18 +105,23 @@ static float mix_alibi_bf16_avx512(size_t n_iter) {
   {                                                                                        \
     const __m512 a = _mm512_castsi512_ps(_mm512_slli_epi32(h##i, 16));                     \
     const __m512 b = _mm512_castsi512_ps(_mm512_and_si512(h##i, high));                    \
-    const __m512 fa = _mm512_add_ps(fa##i, w2), fb = _mm512_add_ps(fa##i, w4);             \
-    const __m512 ra = _mm512_sub_ps(_mm512_mul_ps(scale, a), _mm512_mul_ps(m, fa));        \
-    const __m512 rb = _mm512_sub_ps(_mm512_mul_ps(scale, b), _mm512_mul_ps(m, fb));        \
+    fa##i = _mm512_add_ps(fa##i, w2);                                                      \
+    fb##i = _mm512_add_ps(fb##i, w2);                                                      \
+    const __m512 ra = _mm512_sub_ps(_mm512_mul_ps(scale, a), _mm512_mul_ps(m, fa##i));     \
+    const __m512 rb = _mm512_sub_ps(_mm512_mul_ps(scale, b), _mm512_mul_ps(m, fb##i));     \
     h##i = _mm512_mask_blend_epi16(0xAAAAAAAAu, _mm512_srli_epi32(mix_bf16_upper(ra), 16), \
                                    mix_bf16_upper(rb));                                    \
     MIX_KEEP(h##i);                                                                        \
+    MIX_KEEP(fa##i);                                                                       \
+    MIX_KEEP(fb##i);                                                                       \
   }
     MIX_CHAINS(ROUND)
 #undef ROUND
   }
   float sum = 0;
-#define SUM(i) sum += mix_sum(_mm512_castsi512_ps(_mm512_and_si512(h##i, high)));
+#define SUM(i)                                                                         \
+  sum += mix_sum(_mm512_castsi512_ps(_mm512_and_si512(h##i, high))) + mix_sum(fa##i) + \
+         mix_sum(fb##i);
   MIX_CHAINS(SUM)
 #undef SUM
   return sum;
@@ -136,7 +144,11 @@ static inline mv mv_fmadd(mv a, mv b, mv c) { return _mm512_fmadd_ps(a, b, c); }
 static inline mv mv_fnmadd(mv a, mv b, mv c) { return _mm512_fnmadd_ps(a, b, c); }
 static float mv_sum(mv v) { return mix_sum(v); }
 
+#undef MIX_CHAINS
+#define MIX_CHAINS MIX_CHAINS_16
 #include "limit_mix_f16.h"
+#undef MIX_CHAINS
+#define MIX_CHAINS MIX_CHAINS_8
 
 #ifdef __AVX512BF16__
 /* rope_bf16, avx512bf16 variant, 32 elements: 2 VPERMW widenings, the rotation, one
@@ -171,20 +183,20 @@ static float mix_rope_bf16_avx512bf16(size_t n_iter) {
 #endif
 
 static const limit_mix_loop mixes[] = {
-    {"rope_bf16_neox", "avx512", POSENC_ISA_AVX512, 32,
+    {"rope_bf16_neox", "avx512", POSENC_ISA_AVX512, 32, 8,
      "2 VPERMW, 2 VMULPS, 2 FMA, 2 x (VFIXUPIMMPS, VPTESTMD, VMOVDQA32, VPADDD, VPERMW)",
      mix_rope_bf16_avx512},
 #ifdef __AVX512BF16__
-    {"rope_bf16_neox", "avx512bf16", POSENC_ISA_AVX512BF16, 32,
+    {"rope_bf16_neox", "avx512bf16", POSENC_ISA_AVX512BF16, 32, 8,
      "2 VPERMW, 2 VMULPS, 2 FMA, VCVTNE2PS2BF16, VPTESTNMW", mix_rope_bf16_avx512bf16},
 #endif
-    {"rope_f16_neox", "avx512", POSENC_ISA_AVX512, 2 * MIX_W,
+    {"rope_f16_neox", "avx512", POSENC_ISA_AVX512, 2 * MIX_W, 16,
      "2 VCVTPH2PS, 2 VMULPS, 2 FMA, 2 VCVTPS2PH", mix_rope_f16},
-    {"alibi_add_bf16", "avx512", POSENC_ISA_AVX512, 32,
+    {"alibi_add_bf16", "avx512", POSENC_ISA_AVX512, 32, 8,
      "VPSLLD, VPANDD, 2 VADDPS, 4 VMULPS, 2 VSUBPS, 2 x (VFIXUPIMMPS, VPTESTMD, VMOVDQA32, "
      "VPADDD), VPSRLD, VPBLENDMW",
      mix_alibi_bf16_avx512},
-    {"alibi_add_f16", "avx512", POSENC_ISA_AVX512, MIX_W,
+    {"alibi_add_f16", "avx512", POSENC_ISA_AVX512, MIX_W, 16,
      "VCVTPH2PS, VADDPS, 2 VMULPS, VSUBPS, VCVTPS2PH", mix_alibi_f16},
 };
 

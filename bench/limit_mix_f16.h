@@ -1,9 +1,9 @@
 /* The f16 operation mixes (limit_mix.h), written once for every layer that has F16C: the
- * including limit_mix_<layer>.c defines the MIX_ layer (below) and MIX_CHAINS / MIX_KEEP,
- * then includes this file, which defines mix_rope_f16 and mix_alibi_f16 for it.
- *   mv, mh: a float vector of MIX_W lanes and the MIX_W f16 words it converts from and to;
- *   mv_from_f16 (VCVTPH2PS), mh_from_mv (VCVTPS2PH, nearest even), mv_set1, mh_set1,
- *   mv_add, mv_sub, mv_mul, mv_fmadd, mv_fnmadd, mv_sum (the sum of the lanes). */
+ * including limit_mix_<layer>.c defines the mv layer (below), MIX_KEEP and MIX_CHAINS (the chain
+ * list), then includes this file, which defines mix_rope_f16 and mix_alibi_f16 for it. mv, mh: a
+ * float vector of MIX_W lanes and the MIX_W f16 words it converts from and to; mv_from_f16
+ * (VCVTPH2PS), mh_from_mv (VCVTPS2PH, nearest even), mv_set1, mh_set1, mv_add, mv_sub, mv_mul,
+ * mv_fmadd, mv_fnmadd, mv_sum (the sum of the lanes). */
 
 /* rope_f16, 2 MIX_W elements (MIX_W pairs): 2 VCVTPH2PS (ve_load), 2 VMULPS + 2 FMA
  * (rope_simd.h's msub_, madd_), 2 VCVTPS2PH (ve_store; no two-vector f16 store on these
@@ -45,17 +45,18 @@ static float mix_alibi_f16(size_t n_iter) {
   MIX_CHAINS(DECL)
 #undef DECL
   for (size_t n = 0; n < n_iter; ++n) {
-#define ROUND(i)                                                               \
-  {                                                                            \
-    const mv d = mv_add(fa##i, w);                                             \
-    h##i = mh_from_mv(mv_sub(mv_mul(scale, mv_from_f16(h##i)), mv_mul(m, d))); \
-    MIX_KEEP(h##i);                                                            \
+#define ROUND(i)                                                                   \
+  {                                                                                \
+    fa##i = mv_add(fa##i, w);                                                      \
+    h##i = mh_from_mv(mv_sub(mv_mul(scale, mv_from_f16(h##i)), mv_mul(m, fa##i))); \
+    MIX_KEEP(h##i);                                                                \
+    MIX_KEEP(fa##i);                                                               \
   }
     MIX_CHAINS(ROUND)
 #undef ROUND
   }
   float sum = 0;
-#define SUM(i) sum += mv_sum(mv_from_f16(h##i));
+#define SUM(i) sum += mv_sum(mv_from_f16(h##i)) + mv_sum(fa##i);
   MIX_CHAINS(SUM)
 #undef SUM
   return sum;

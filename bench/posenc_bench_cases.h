@@ -89,6 +89,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace posenc_bench {
@@ -189,7 +190,7 @@ std::string LimitFmaRowName(const std::string& layer);
 std::vector<std::string> LimitFmaRowNames();
 // The operation-mix rows (limit_mix.h), registered with the compute limits: for a kernel
 // whose variant is bound by conversions and integer rounding rather than multiplies,
-// LIMIT_MIX_CHAINS chains of the operations it needs per `elements` elements;
+// independent chains of the operations it needs per `elements` elements;
 // "limit_mix/<kernel>/<variant>" ("limit_mix/rope_bf16_neox/avx512bf16"), one per mix this
 // CPU runs. Items are elements (the report's compute side of a row's roofline, in place of
 // its multiply-class count); the label lists the operations.

@@ -120,8 +120,8 @@ POSENC_API const char *posenc_last_error(void);
  * is measurably faster on that CPU family:
  *  - AMD family 19h with AVX-512 (Zen 4: 512-bit operations run as two 256-bit halves):
  *    f32 sinusoid fills of 16 MiB or more (sinusoid_f32_streamed) from avx2: with
- *    non-temporal stores to DRAM the avx512 loop ran at 0.83-0.89x the avx2 one on an EPYC
- *    Zen 4 (4096 x 4096 table, and a loop of the same operations outside posenc), while
+ *    non-temporal stores to DRAM the avx512 loop ran at 0.83-0.86x the avx2 one on an EPYC
+ *    Zen 4 (4096 x 4096 table; 0.89x for a loop of the same operations outside posenc), while
  *    avx512 stays the faster below that size; learned_add_f32 from avx2 (one addition per
  *    element, bound by loads and stores: the avx512 loop took 1.01-1.03x avx2's time at 16
  *    tokens x 4096 and 1.06-1.11x at 512). (Earlier builds also took rope_f16 from avx2:

@@ -48,7 +48,9 @@
 
 /* The kernels, in the order of the posenc_kernel enum: X(KERNEL, kernel, args). KERNEL:
  * POSENC_KERNEL_<KERNEL>; kernel: posenc_kernel_name() and the dispatch table's member;
- * args: the argument block its variants take, void posenc_<kernel>_<isa>(const args *). */
+ * args: the argument block its variants take, void posenc_<kernel>_<isa>(const args *). A
+ * shape-class slot (sinusoid_f32_streamed: docs/DESIGN.md, "Dispatch") has no variants of
+ * its own: its lines below name its kernel's (posenc_sinusoid_f32_<isa>). */
 #define POSENC_KERNELS(X)                               \
   X(ROPE_F32, rope_f32, rope_args)                      \
   X(ROPE_BF16, rope_bf16, rope_args)                    \

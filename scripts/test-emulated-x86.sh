@@ -10,8 +10,9 @@
 #  - for each ISA of its list that this host runs (its pairs ran in the native suite): the
 #    variant check, one process per suite below with that ISA forced and only the listed
 #    tests (GTEST_FILTER): between them they call every kernel variant of the ISA (all 14
-#    kernels: RoPE f32, bf16, f16, f32->bf16, f32->f16; sinusoid, ALiBi in 3 types; softmax
-#    f32 and 16-bit; learned) on sizes around the vector widths (the tails) and beside guard
+#    kernels with variants of their own: RoPE f32, bf16, f16, f32->bf16, f32->f16; sinusoid,
+#    ALiBi in 3 types; softmax f32 and 16-bit; learned; the 15th slot, sinusoid_f32_streamed,
+#    is served by sinusoid_f32's variants) on sizes around the vector widths (the tails) and beside guard
 #    pages, so an instruction the model lacks in any variant stops the run (SIGILL).
 # By default Haswell has avx2 and Nehalem scalar and sse4: each ISA on the smallest model
 # that has it (an ISA's code does not depend on the CPU beyond what the dispatcher reads,

@@ -141,6 +141,16 @@ TEST(KernelIsa, NamesEveryKernelOnce) {
   EXPECT_EQ(names[POSENC_KERNEL_LEARNED_ADD_F32], "learned_add_f32");
   EXPECT_EQ(names[POSENC_KERNEL_SOFTMAX_F32], "softmax_f32");
   EXPECT_EQ(names[POSENC_KERNEL_SOFTMAX_16], "softmax_16");
+  EXPECT_EQ(names[POSENC_KERNEL_SINUSOID_F32_STREAMED], "sinusoid_f32_streamed");
+  // A shape-class slot is served by its kernel's variants: a tier named by POSENC_ISA or
+  // posenc_set_isa() serves both alike.
+  for (int i = 0; i < POSENC_ISA_COUNT; ++i)
+    if (posenc_isa_available(static_cast<posenc_isa>(i))) {
+      EXPECT_EQ(
+          posenc_kernel_isa_for(POSENC_KERNEL_SINUSOID_F32_STREAMED, static_cast<posenc_isa>(i)),
+          posenc_kernel_isa_for(POSENC_KERNEL_SINUSOID_F32, static_cast<posenc_isa>(i)))
+          << posenc_isa_name(static_cast<posenc_isa>(i));
+    }
   EXPECT_EQ(POSENC_KERNEL_ALIBI_SOFTMAX_F32, POSENC_KERNEL_SOFTMAX_F32);  // the former names
   EXPECT_EQ(POSENC_KERNEL_ALIBI_SOFTMAX_BF16, POSENC_KERNEL_SOFTMAX_16);
   for (int k : {static_cast<int>(POSENC_KERNEL_COUNT), -1}) {

@@ -26,7 +26,7 @@ def main(argv=None):
            "api": "set_isa()"}[source]
     print(f"active: {posenc.active_isa()} ({how})")
     for kernel in posenc.kernels():
-        print(f"  {kernel:<16} {posenc.kernel_isa(kernel)}")
+        print(f"  {kernel:<22} {posenc.kernel_isa(kernel)}")
     return 0
 
 
