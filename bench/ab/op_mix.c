@@ -1,11 +1,9 @@
-/* op_mix: the measured rates behind a compute roofline on an AVX-512 CPU. For each
- * operation, 12 independent chains of it (each chain's value kept in a register by an empty
- * asm, so every operation is executed and none is hoisted), and for the bf16 NEOX rotation
- * of the avx512bf16 RoPE kernel its whole operation mix per 32 elements (two VPERMW
- * widenings, two multiplies, two FMAs, one VCVTNE2PS2BF16, plus the shift that makes the two
- * halves differ), 6 chains. Prints operations per ns (best of 5 runs of 2 x 10^7 rounds) and
- * the mix's ns per 32 elements. Not built by CMake (it needs -march=native on an AVX-512 +
- * BF16 CPU):
+/* op_mix: the measured rates of single AVX-512 operations, one line each: 12 independent
+ * chains of the operation (each chain's value kept in a register by an empty asm, so every
+ * operation is executed and none is hoisted). Prints operations per ns (best of 5 runs of
+ * 2 x 10^7 rounds). The whole operation mixes of the 16-bit kernels are bench rows
+ * (limit_mix/<kernel>/<isa>, bench/limit_mix.h), which the report uses. Not built by CMake
+ * (it needs -march=native on an AVX-512 + BF16 CPU):
  *   gcc -O2 -march=native bench/ab/op_mix.c -o op_mix && taskset -c 1 ./op_mix */
 #include <immintrin.h>
 #include <stdio.h>
@@ -23,7 +21,6 @@ static double now(void) {
 
 #define N 20000000L
 #define REP12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#define REP6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define DECL(i) __m512i a##i = _mm512_set1_epi32(i * 7 + 1);
 #define KEEP(i) __asm__ volatile("" : "+v"(a##i));
 /* Best of 5 runs of N rounds of body (chains operations per round). */
@@ -74,18 +71,5 @@ int main(void) {
   RATE("vcvtps2ph ymm <- zmm", OP_PS2PH);
 #define OP_FIXUP(i) a##i = _mm512_castps_si512(_mm512_fixupimm_ps(F(i), F(i), idx, 0));
   RATE("vfixupimmps zmm", OP_FIXUP);
-  /* The bf16 NEOX rotation of 32 elements (u: 16 elements, v: their 16 partners). */
-#define OP_MIX(i)                                                                                 \
-  {                                                                                               \
-    const __m512 u = _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(0xAAAAAAAAu, idx, a##i)); \
-    const __m512 v = _mm512_castsi512_ps(                                                         \
-        _mm512_maskz_permutexvar_epi16(0xAAAAAAAAu, idx, _mm512_srli_epi64(a##i, 1)));            \
-    const __m512 u2 = _mm512_fnmadd_ps(v, s, _mm512_mul_ps(u, c));                                \
-    const __m512 v2 = _mm512_fmadd_ps(u, s, _mm512_mul_ps(v, c));                                 \
-    a##i = (__m512i)_mm512_cvtne2ps_pbh(v2, u2);                                                  \
-  }
-  double mix;
-  TIME(6, REP6(OP_MIX), REP6(KEEP), mix);
-  printf("bf16 NEOX rotation mix: %.2f ns per 32 elements\n", 1.0 / mix);
   return 0;
 }
