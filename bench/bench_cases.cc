@@ -164,7 +164,7 @@ double FmaOpsPerItem(const std::string& kernel) {
       // Pass 1 t = x * scale + slope * d (2), pass 2 exp(t - max) (8: the FMA of t log2 e,
       // the FNMA of the reduction, 5 polynomial FMAs, VSCALEFPS), pass 3 e * (1 / sum) (1).
       {"alibi_softmax_", 11},
-      // As above without the ALiBi term: x * scale (+ mask) is one FMA.
+      // As above without the ALiBi term: x * scale (+ mask: an add, not counted).
       {"softmax_", 10},
       // score + slope * d: one FMA.
       {"alibi_add_", 1},

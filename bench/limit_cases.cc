@@ -231,9 +231,29 @@ std::vector<const limit_mix_loop*> UsableMixes() {
 
 constexpr size_t kMixRoundsPerPass = 4096;
 
+std::string MixRowName(const limit_mix_loop* mix) {
+  std::string name = std::string("limit_mix/") + mix->kernel + "/" + mix->variant;
+  if (mix->shape) name += std::string("/") + mix->shape;
+  return name;
+}
+
+// The mix that bounds a group's rows of a variant: one whose shape the group's holds, else
+// the kernel's general one (shape NULL); nullptr if there is none.
+const limit_mix_loop* GroupMix(const RowGroup& group, const std::string& variant) {
+  const limit_mix_loop* general = nullptr;
+  for (const limit_mix_loop* mix : UsableMixes()) {
+    if (group.kernel != mix->kernel || variant != mix->variant) continue;
+    if (!mix->shape)
+      general = mix;
+    else if (group.shape.find(mix->shape) != std::string::npos)
+      return mix;
+  }
+  return general;
+}
+
 // Items: the elements the rounds stand for (chains x rounds x elements).
 void RunLimitMix(benchmark::State& state, const limit_mix_loop* mix) {
-  NotifyRowEnter(LimitMixRowName(mix->kernel, mix->variant), state.max_iterations);
+  NotifyRowEnter(MixRowName(mix), state.max_iterations);
   float sink = mix->fn(kMixRoundsPerPass);
   for (auto _ : state) {
     sink += mix->fn(kMixRoundsPerPass);
@@ -300,22 +320,21 @@ std::vector<std::string> LimitFmaRowNames() {
   return names;
 }
 
-std::string LimitMixRowName(const std::string& kernel, const std::string& variant) {
-  return "limit_mix/" + kernel + "/" + variant;
-}
-
 std::vector<std::string> LimitMixRowNames() {
   std::vector<std::string> names;
-  for (const limit_mix_loop* mix : UsableMixes())
-    names.push_back(LimitMixRowName(mix->kernel, mix->variant));
+  for (const limit_mix_loop* mix : UsableMixes()) names.push_back(MixRowName(mix));
   return names;
 }
 
-std::pair<std::string, unsigned> LimitMixOps(const std::string& kernel,
-                                             const std::string& variant) {
-  for (const limit_mix_loop* mix : UsableMixes())
-    if (kernel == mix->kernel && variant == mix->variant) return {mix->ops, mix->elements};
-  return {"", 0};
+std::string LimitMixRowName(const RowGroup& group, const std::string& variant) {
+  const limit_mix_loop* mix = GroupMix(group, variant);
+  return mix ? MixRowName(mix) : "";
+}
+
+std::pair<std::string, unsigned> LimitMixOps(const RowGroup& group, const std::string& variant) {
+  const limit_mix_loop* mix = GroupMix(group, variant);
+  if (!mix) return {"", 0};
+  return {mix->ops, mix->elements};
 }
 
 void RegisterLimitRows(RowSet set) {
@@ -325,8 +344,7 @@ void RegisterLimitRows(RowSet set) {
   for (const limit_fma_loop* loop : UsableFmaLoops())
     benchmark::RegisterBenchmark(LimitFmaRowName(loop->name).c_str(), RunLimitFma, loop);
   for (const limit_mix_loop* mix : UsableMixes())
-    benchmark::RegisterBenchmark(LimitMixRowName(mix->kernel, mix->variant).c_str(), RunLimitMix,
-                                 mix);
+    benchmark::RegisterBenchmark(MixRowName(mix).c_str(), RunLimitMix, mix);
 }
 
 }  // namespace posenc_bench

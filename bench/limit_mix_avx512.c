@@ -150,6 +150,18 @@ static float mv_sum(mv v) { return mix_sum(v); }
 #undef MIX_CHAINS
 #define MIX_CHAINS MIX_CHAINS_8
 
+/* The softmax mixes (limit_mix_softmax.h) on this layer: vf_select as a masked VMOVAPS,
+ * vf_scale2_zero_where as VCMPPS + VSCALEFPS with zeroing. 8 chains (12: 0.96x the rate,
+ * 16 spill). */
+typedef __mmask16 mm;
+static inline mv mv_max(mv a, mv b) { return _mm512_max_ps(a, b); }
+static inline mm mv_hidden(mv m, mv ninf) { return _mm512_cmp_ps_mask(m, ninf, _CMP_EQ_OQ); }
+static inline mv mv_hide(mm h, mv u, mv ninf) { return _mm512_mask_mov_ps(u, h, ninf); }
+static inline mv mv_exp_scale(mv t, mv lo, mv p, mv n) {
+  return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(t, lo, _CMP_NLT_UQ), p, n);
+}
+#include "limit_mix_softmax.h"
+
 #ifdef __AVX512BF16__
 /* rope_bf16, avx512bf16 variant, 32 elements: 2 VPERMW widenings, the rotation, one
  * VCVTNE2PS2BF16 and its zero test (VPTESTNMW and the branch on it: vf_store2_bf16). Chain:
@@ -182,22 +194,34 @@ static float mix_rope_bf16_avx512bf16(size_t n_iter) {
 }
 #endif
 
+/* The softmax's operations per vector, with the mask's (pass 1) in the middle. */
+#define MIX_SOFTMAX_OPS(mask)                                  \
+  "pass 1: VMULPS, " mask                                      \
+  "VMAXPS; pass 2: VSUBPS, VCMPPS, FMA, VSUBPS, FNMA, 5 FMA, " \
+  "VSCALEFPS, VADDPS; pass 3: VMULPS"
+
 static const limit_mix_loop mixes[] = {
     {"rope_bf16_neox", "avx512", POSENC_ISA_AVX512, 32, 8,
      "2 VPERMW, 2 VMULPS, 2 FMA, 2 x (VFIXUPIMMPS, VPTESTMD, VMOVDQA32, VPADDD, VPERMW)",
-     mix_rope_bf16_avx512},
+     mix_rope_bf16_avx512, NULL},
 #ifdef __AVX512BF16__
     {"rope_bf16_neox", "avx512bf16", POSENC_ISA_AVX512BF16, 32, 8,
-     "2 VPERMW, 2 VMULPS, 2 FMA, VCVTNE2PS2BF16, VPTESTNMW", mix_rope_bf16_avx512bf16},
+     "2 VPERMW, 2 VMULPS, 2 FMA, VCVTNE2PS2BF16, VPTESTNMW", mix_rope_bf16_avx512bf16, NULL},
 #endif
     {"rope_f16_neox", "avx512", POSENC_ISA_AVX512, 2 * MIX_W, 16,
-     "2 VCVTPH2PS, 2 VMULPS, 2 FMA, 2 VCVTPS2PH", mix_rope_f16},
+     "2 VCVTPH2PS, 2 VMULPS, 2 FMA, 2 VCVTPS2PH", mix_rope_f16, NULL},
     {"alibi_add_bf16", "avx512", POSENC_ISA_AVX512, 32, 8,
      "VPSLLD, VPANDD, 2 VADDPS, 4 VMULPS, 2 VSUBPS, 2 x (VFIXUPIMMPS, VPTESTMD, VMOVDQA32, "
      "VPADDD), VPSRLD, VPBLENDMW",
-     mix_alibi_bf16_avx512},
+     mix_alibi_bf16_avx512, NULL},
     {"alibi_add_f16", "avx512", POSENC_ISA_AVX512, MIX_W, 16,
-     "VCVTPH2PS, VADDPS, 2 VMULPS, VSUBPS, VCVTPS2PH", mix_alibi_f16},
+     "VCVTPH2PS, VADDPS, 2 VMULPS, VSUBPS, VCVTPS2PH", mix_alibi_f16, NULL},
+    {"softmax_f32", "avx512", POSENC_ISA_AVX512, MIX_W, 8, MIX_SOFTMAX_OPS(""), mix_softmax_plain,
+     NULL},
+    {"softmax_f32", "avx512", POSENC_ISA_AVX512, MIX_W, 8,
+     MIX_SOFTMAX_OPS("VCMPPS, VADDPS, VMOVAPS (masked), "), mix_softmax_mask, "mask:kvcache"},
+    {"softmax_out_f32", "avx512", POSENC_ISA_AVX512, MIX_W, 8, MIX_SOFTMAX_OPS(""),
+     mix_softmax_plain, NULL},
 };
 
 const limit_mix_loop *limit_mix_avx512(size_t *count) {

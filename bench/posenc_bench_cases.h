@@ -117,7 +117,9 @@ struct RowGroup {
   // counted). Set from the kernel's name (FmaOpsPerItem, which derives each count).
   double fma_ops_per_item = 0;
   // The fraction of the elements the kernel computes (1 but where a mask hides some: those
-  // are written 0 or skipped); the compute side of the roofline counts these alone.
+  // are written 0 or skipped; with a mask array, each row from its first visible cell to its
+  // last, the hidden cells inside computed as -inf lanes); the compute side of the roofline
+  // counts these alone.
   double visible = 1.0;
   // One of the kernel's two core groups (posenc-report's default run, RowSet::kCore): its
   // group with the largest buffer of at most kCoreCacheBytes (cache-resident), and its group
@@ -191,13 +193,16 @@ std::vector<std::string> LimitFmaRowNames();
 // The operation-mix rows (limit_mix.h), registered with the compute limits: for a kernel
 // whose variant is bound by conversions and integer rounding rather than multiplies,
 // independent chains of the operations it needs per `elements` elements;
-// "limit_mix/<kernel>/<variant>" ("limit_mix/rope_bf16_neox/avx512bf16"), one per mix this
-// CPU runs. Items are elements (the report's compute side of a row's roofline, in place of
-// its multiply-class count); the label lists the operations.
-std::string LimitMixRowName(const std::string& kernel, const std::string& variant);
+// "limit_mix/<kernel>/<variant>" ("limit_mix/rope_bf16_neox/avx512bf16"), or
+// "limit_mix/<kernel>/<variant>/<shape>" for a mix that serves the kernel's groups whose shape
+// holds <shape> ("limit_mix/softmax_f32/avx512/mask:kvcache"), one per mix this CPU runs.
+// Items are elements (the report's compute side of a row's roofline, in place of its
+// multiply-class count); the label lists the operations.
 std::vector<std::string> LimitMixRowNames();
-// The operations one round of that mix stands for, and its elements ("" and 0: no mix).
-std::pair<std::string, unsigned> LimitMixOps(const std::string& kernel, const std::string& variant);
+// The mix row that bounds the group's rows of that variant ("": none), and the operations one
+// round of it stands for with its elements ("" and 0: no mix).
+std::string LimitMixRowName(const RowGroup& group, const std::string& variant);
+std::pair<std::string, unsigned> LimitMixOps(const RowGroup& group, const std::string& variant);
 
 // The decode-through-layers rows (see above): "layers:32/heads:32/kv:8/dim:128".
 std::string DecodeLayersShape();

@@ -541,17 +541,21 @@ TEST_P(SoftmaxTest, NegativeKeyPositionAtAVisibleKeyIsAnError) {
 // ---------------------------------------------------------------------------- split
 
 // Each row alone (n_q = 1 with its qpos or q_offset and its mask row) and each head alone
-// (n_heads = 1 with its slope, sink and mask): bit for bit the whole call's result.
+// (n_heads = 1 with its slope, sink and mask): bit for bit the whole call's result. bf16
+// scores into f32 and bf16, and f32 into f32 (plain rows of f32 calls go through the
+// three-row pipeline: a row alone does its three steps one after the other).
 TEST_P(SoftmaxTest, ResultsDoNotDependOnTheSplit) {
   uint32_t seed = kSeed;
   const std::vector<Option> options = Options();
+  const std::pair<posenc_dtype, posenc_dtype> pairs[] = {
+      {kBf16, kF32}, {kBf16, kBf16}, {kF32, kF32}};
   for (const Option& option : options)
     for (size_t n_k : {9, 300, 4100})
-      for (posenc_dtype yt : {kF32, kBf16}) {
+      for (const auto& [xt, yt] : pairs) {
         // Long rows (the 16-bit block path): sinks alone and the combinations.
         const std::string name = option.name;
         if (n_k == 4100 && name != "sinks" && name.rfind("everything", 0) != 0) continue;
-        Spec s = Base(3, 4, n_k, {kBf16, yt}, option.name);
+        Spec s = Base(3, 4, n_k, {xt, yt}, option.name);
         s.xl = {false, 2, 1, 1};
         s.yl = {true, 1, 3, 0};
         std::mt19937 rng(++seed);
@@ -595,6 +599,110 @@ TEST_P(SoftmaxTest, ResultsDoNotDependOnTheSplit) {
           ASSERT_TRUE(SameBits(split.after, whole.after)) << "gaps: " << Describe(s);
         }
       }
+}
+
+// ---------------------------------------------------------------------------- pipeline
+
+// posenc_softmax on f32 rows [heads][n_q][n_k] (row stride ys for y), ISA already set.
+posenc_status SoftmaxF32(const posenc_softmax_params& p, size_t heads, size_t n_q, size_t n_k,
+                         const float* x, float* y, size_t ys) {
+  const posenc_scores_view xv = {const_cast<float*>(x), kF32, n_q * n_k, n_k, 0};
+  const posenc_scores_view yv = {y, kF32, n_q * ys, ys, 0};
+  return posenc_softmax(&p, heads, n_q, n_k, &xv, &yv);
+}
+
+bool SameFloatBits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// Plain f32 rows long enough for the three-row pipeline (each row's step 1 with the step 2
+// of the row before and the step 3 of the one before that, in one loop), with special rows
+// among them: every visible score -inf (no max), a NaN and a +inf score (a NaN sum), a row
+// with nothing visible (not set up), rows cut short by the mask, a sink per head. Every row
+// is what it is alone (n_q = 1, n_heads = 1: its three steps one after the other), bit for
+// bit, in place and out of place; the special rows are what the header says.
+TEST_P(SoftmaxTest, SpecialRowsAmongPipelinedRows) {
+  const size_t heads = 2, n_q = 8, n_k = 1100, n = heads * n_q * n_k;
+  std::mt19937 rng(kSeed);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> x(n), mask(n_q * n_k, 0.0f);
+  for (float& v : x) v = normal(rng);
+  const auto at = [&](size_t h, size_t i, size_t j) -> float& {
+    return x[(h * n_q + i) * n_k + j];
+  };
+  for (size_t j = 0; j < n_k; ++j) at(0, 2, j) = -kInf;
+  at(0, 4, 350) = std::numeric_limits<float>::quiet_NaN();
+  at(1, 1, 10) = kInf;
+  for (size_t j = 0; j < n_k; ++j) {
+    mask[6 * n_k + j] = -kInf;                                       // query 6: nothing visible
+    if (j < 300 || j >= 1050) mask[3 * n_k + j] = -kInf;             // query 3: cut at both ends
+    if (j >= 400) mask[5 * n_k + j] = -kInf;                         // query 5: cut short
+    if (j % 7 == 0 && j > 20 && j < 900) mask[7 * n_k + j] = -kInf;  // query 7: holes
+  }
+  const float sinks[2] = {1.5f, -2.0f};
+  posenc_softmax_params p = POSENC_SOFTMAX_PARAMS_INIT;
+  p.scale = 0.5f;
+  p.sinks = sinks;
+  p.mask = mask.data();
+  std::vector<float> whole(n, 7.0f), inplace = x, alone(n, 7.0f);
+  ASSERT_EQ(SoftmaxF32(p, heads, n_q, n_k, x.data(), whole.data(), n_k), POSENC_OK);
+  ASSERT_EQ(SoftmaxF32(p, heads, n_q, n_k, inplace.data(), inplace.data(), n_k), POSENC_OK);
+  for (size_t h = 0; h < heads; ++h)
+    for (size_t i = 0; i < n_q; ++i) {
+      posenc_softmax_params q = p;
+      q.sinks = sinks + h;
+      q.mask = mask.data() + i * n_k;
+      q.q_offset = static_cast<int32_t>(i);
+      const size_t r = (h * n_q + i) * n_k;
+      ASSERT_EQ(SoftmaxF32(q, 1, 1, n_k, x.data() + r, alone.data() + r, n_k), POSENC_OK);
+    }
+  for (size_t k = 0; k < n; ++k) {
+    const size_t h = k / (n_q * n_k), i = k / n_k % n_q, j = k % n_k;
+    ASSERT_TRUE(SameFloatBits(whole[k], alone[k]))
+        << "head " << h << " query " << i << " key " << j << ": " << whole[k] << " vs " << alone[k];
+    ASSERT_TRUE(SameFloatBits(whole[k], inplace[k])) << "in place, head " << h << " query " << i;
+    const bool hidden = mask[i * n_k + j] == -kInf;
+    if ((h == 0 && i == 2) || i == 6 || hidden)
+      ASSERT_EQ(whole[k], 0.0f) << "head " << h << " query " << i << " key " << j;
+    else if ((h == 0 && i == 4) || (h == 1 && i == 1))
+      ASSERT_TRUE(std::isnan(whole[k])) << "head " << h << " query " << i << " key " << j;
+    else
+      ASSERT_TRUE(whole[k] > 0.0f && whole[k] < 1.0f) << "head " << h << " query " << i;
+  }
+}
+
+// Out-of-place f32 calls of 16 MiB of y and more with rows of at most 1024 keys write y with
+// non-temporal stores (posenc_softmax's Speed note): the bits of the same call in place (which
+// stores normally), with rows on and off vector boundaries, hidden tails (causal) written as
+// zeros, and a y row stride above n_k whose gaps stay untouched.
+TEST_P(SoftmaxTest, LargeOutOfPlaceCallsGiveTheInPlaceBits) {
+  struct Case {
+    size_t heads, n_q, n_k, ys;
+    unsigned flags;
+  };
+  for (const Case& c : {Case{8, 512, 1024, 1024, kCausal}, Case{8, 525, 1000, 1003, 0u}}) {
+    const size_t n = c.heads * c.n_q * c.n_k;
+    ASSERT_GE(c.heads * c.n_q * c.n_k * sizeof(float), size_t{16} << 20);
+    std::mt19937 rng(kSeed + static_cast<uint32_t>(c.n_k));
+    std::normal_distribution<float> normal(0.0f, 2.0f);
+    std::vector<float> x(n), y(c.heads * c.n_q * c.ys + 1, -3.0f);
+    for (float& v : x) v = normal(rng);
+    std::vector<float> inplace = x;
+    posenc_softmax_params p = POSENC_SOFTMAX_PARAMS_INIT;
+    p.scale = 0.125f;
+    p.flags = c.flags;
+    p.q_offset = static_cast<int32_t>(c.n_k - c.n_q) / 2;
+    // y from its second float: rows of the first case off the 64-byte boundary too
+    float* yb = y.data() + (c.ys == c.n_k ? 1 : 0);
+    ASSERT_EQ(SoftmaxF32(p, c.heads, c.n_q, c.n_k, x.data(), yb, c.ys), POSENC_OK);
+    ASSERT_EQ(SoftmaxF32(p, c.heads, c.n_q, c.n_k, inplace.data(), inplace.data(), c.n_k),
+              POSENC_OK);
+    for (size_t r = 0; r < c.heads * c.n_q; ++r) {
+      for (size_t j = 0; j < c.n_k; ++j)
+        ASSERT_TRUE(SameFloatBits(yb[r * c.ys + j], inplace[r * c.n_k + j]))
+            << "n_k " << c.n_k << " row " << r << " key " << j;
+      for (size_t j = c.n_k; j < c.ys && r + 1 < c.heads * c.n_q; ++j)
+        ASSERT_EQ(yb[r * c.ys + j], -3.0f) << "gap after row " << r;
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------- guard pages

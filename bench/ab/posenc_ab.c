@@ -11,7 +11,8 @@
  * [0, T/2) visible but every fifth, the rest hidden), QK-norm fused with RoPE in place
  * (posenc_rope_qknorm, q and k with their own weights), rope_out f32 -> f16 (8 heads) and
  * rope_out f32 -> bf16 / f16 of 40 heads (cases 14, 15: 4096 tokens write 40 MiB, enough to
- * stream); T in 1, 16, 512, 4096. Not built by
+ * stream) and softmax out of place (case 16: 32 heads x 512 x 512 f32, x and y apart, 32 MiB
+ * each, T = 512 alone); T in 1, 16, 512, 4096. Not built by
  * CMake (it needs two builds): from the repository root, with a build in build/:
  *   gcc -O2 -Iinclude -Ibuild/include bench/ab/posenc_ab.c -o posenc_ab -ldl -lm
  *   taskset -c 1 ./posenc_ab OLD/libposenc.so.0 NEW/libposenc.so.0 <isa number> 15
@@ -111,7 +112,7 @@ static int cmpd(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 enum { QH = 32, KH = 8, D = 128 };
-static float *xq, *xk, *table, *scores, *emb, *kvmask;
+static float *xq, *xk, *table, *scores, *sout, *emb, *kvmask;
 static uint16_t *hq, *hk, *out16, *o40;
 static float *x40;
 static float slopes[32], wq[D], wk[D];
@@ -179,6 +180,13 @@ static posenc_status run(lib *l, int c, size_t T) {
           o40, c == 14 ? POSENC_DTYPE_BF16 : POSENC_DTYPE_F16, QH + KH, (QH + KH) * D, D, 0};
       return l->rope_out(l->plan, D, 1, T, NULL, 1000, &s40, &d40, POSENC_ROPE_NEOX);
     }
+    case 16: { /* softmax out of place, 32 heads x 512 x 512 f32, no mask (32 MiB each way) */
+      posenc_softmax_params sp = POSENC_SOFTMAX_PARAMS_INIT;
+      sp.scale = 0.0883883f;
+      posenc_scores_view x = {scores, POSENC_DTYPE_F32, 512 * 512, 512, 0};
+      posenc_scores_view y = {sout, POSENC_DTYPE_F32, 512 * 512, 512, 0};
+      return l->softmax(&sp, 32, 512, 512, &x, &y);
+    }
   }
   return POSENC_OK;
 }
@@ -210,6 +218,8 @@ int main(int argc, char **argv) {
   table = aligned_alloc(64, 4096 * 1024 * 4);
   emb = aligned_alloc(64, 4096 * 1024 * 4);
   scores = aligned_alloc(64, 32 * 512 * 512 * 4);
+  sout = aligned_alloc(64, 32 * 512 * 512 * 4);
+  for (size_t i = 0; i < 32u * 512 * 512; ++i) sout[i] = 0;
   kvmask = aligned_alloc(64, 4096 * 4);
   for (int j = 0; j < 4096; ++j) kvmask[j] = 0.0f;
   for (size_t i = 0; i < 4096u * QH * D; ++i) {
@@ -246,10 +256,11 @@ int main(int argc, char **argv) {
                          "qknorm_rope_f32_neox",
                          "rope_out_f32_f16_neox(8h)",
                          "rope_out_f32_bf16_neox(40h)",
-                         "rope_out_f32_f16_neox(40h)"};
+                         "rope_out_f32_f16_neox(40h)",
+                         "softmax_out_f32(32x512x512)"};
   const size_t Ts[] = {1, 16, 512, 4096};
   double *r = malloc(sizeof(double) * rounds);
-  for (int c = 0; c < 16; ++c)
+  for (int c = 0; c < 17; ++c)
     for (int ti = 0; ti < 4; ++ti) {
       size_t T = Ts[ti];
       if (c == 11)
@@ -257,6 +268,7 @@ int main(int argc, char **argv) {
       if (getenv("CASE") && atoi(getenv("CASE")) != c) continue;
       if ((c == 7) && T < 512) continue;
       if (c >= 9 && c <= 11 && T < 16) continue;
+      if (c == 16 && T != 512) continue;
       int reps = T >= 4096 ? 1 : T >= 512 ? 4 : T >= 16 ? 64 : 512;
       double tot[2] = {0, 0};
       for (int k = 0; k < rounds; ++k) {

@@ -189,7 +189,9 @@ std::optional<double> LaneFmaRate(const Results& results, const std::string& var
 // limit_mix row), if the bench has one and it ran.
 std::optional<double> MixRate(const Results& results, const posenc_bench::RowGroup& group,
                               const std::string& variant) {
-  const auto it = results.find(posenc_bench::LimitMixRowName(group.kernel, variant));
+  const std::string name = posenc_bench::LimitMixRowName(group, variant);
+  if (name.empty()) return std::nullopt;
+  const auto it = results.find(name);
   if (it == results.end() || it->second.items_per_second <= 0) return std::nullopt;
   return it->second.items_per_second;
 }
@@ -231,7 +233,7 @@ void PrintGroupTable(const Results& results, const posenc_bench::RowGroup& group
   for (const std::string& variant : posenc_bench::GroupVariants(group)) {
     const auto mix = MixRate(results, group, variant);
     if (!mix) continue;
-    const auto [ops, elements] = posenc_bench::LimitMixOps(group.kernel, variant);
+    const auto [ops, elements] = posenc_bench::LimitMixOps(group, variant);
     char mix_line[320];
     std::snprintf(mix_line, sizeof mix_line,
                   "  %s roofline: per %u elements %s: %.2f ns (limit_mix)\n", variant.c_str(),
