@@ -531,6 +531,22 @@ static void VFN(sm_job3_)(const sm_call *c, sm_job *j) {
 #define SM_STREAM_KEYS (SOFTMAX_BLOCK / 4)
 _Static_assert(3 * SM_STREAM_KEYS <= SOFTMAX_BLOCK, "three streaming rows fit the block");
 
+/* Whether the rows of a pipeline step have a whole sum span in common (sm_fused_'s loop has
+ * something to do: shorter rows are done step by step). */
+static inline int VFN(sm_fused_span_)(const sm_job *a, const sm_job *b, const sm_job *cj) {
+  const size_t span = SOFTMAX_SUM_SPAN * VF_W, c_lo = cj->r.lo > cj->a0 ? cj->r.lo : cj->a0;
+  return a->hi - a->a0 >= span && b->hi - b->a0 >= span && cj->hi >= c_lo + span;
+}
+
+/* The fused step below keeps ~20 vectors live (its constants, two max and two sum
+ * accumulators, the values in flight): compiled for layers with 32 vector registers. On
+ * avx2 (16) it ran at the speed of the three steps one after the other with rows in cache
+ * and 1.13-1.18x slower at DRAM sizes (32 x 512 x 512 in place, interleaved bench runs);
+ * measured faster on avx512 (sm_pipeline_); NEON, SVE and RVV by their register count, not
+ * measured. */
+#define SM_FUSE (VF_REGS >= 32)
+
+#if SM_FUSE
 /* One step of the pipeline over three rows of a plain f32 call (SM_PLAIN kind, f32 scores
  * and output; mask none or of type me): step 3 of row a, step 2 of row b and step 1 of row
  * c in one loop, two vectors of each per iteration, so that the exp of b (multiplies and
@@ -608,13 +624,6 @@ POSENC_INLINE void VFN(sm_fused_)(const sm_call *c, sm_job *a, sm_job *b, sm_job
   cj->max = vf_hmax(mx0);
 }
 
-/* Whether the rows of a pipeline step have a whole sum span in common (sm_fused_'s loop has
- * something to do: shorter rows are done step by step). */
-static inline int VFN(sm_fused_span_)(const sm_job *a, const sm_job *b, const sm_job *cj) {
-  const size_t span = SOFTMAX_SUM_SPAN * VF_W, c_lo = cj->r.lo > cj->a0 ? cj->r.lo : cj->a0;
-  return a->hi - a->a0 >= span && b->hi - b->a0 >= span && cj->hi >= c_lo + span;
-}
-
 typedef void (*sm_fused_fn)(const sm_call *c, sm_job *a, sm_job *b, sm_job *cj);
 #define SM_FUSED(name, mk, me)                                                \
   static void VFN(name)(const sm_call *c, sm_job *a, sm_job *b, sm_job *cj) { \
@@ -624,6 +633,9 @@ SM_FUSED(sm_fused_none_, 0, POSENC_ELEM_F32)
 SM_FUSED(sm_fused_m32_, 1, POSENC_ELEM_F32)
 SM_FUSED(sm_fused_m16_, 1, POSENC_ELEM_F16)
 #undef SM_FUSED
+#else
+typedef void (*sm_fused_fn)(const sm_call *c, sm_job *a, sm_job *b, sm_job *cj);
+#endif
 
 /* Row idx (queries first, then heads) of the call: its constants into *j (from the call's
  * template row t; its work block y + a0), its hidden columns written (with non-temporal
@@ -700,11 +712,12 @@ static int VFN(sm_setup_)(const softmax_args *a, const sm_row *t, size_t idx, si
 
 /* The rows of a plain f32 call (SM_PLAIN kind, f32 scores and output) through a pipeline of
  * three rows: each new row's step 1 runs with step 2 of the one before and step 3 of the one
- * before that in one loop (fused, sm_fused_<mask>_) where the three have a sum span in common
- * (sm_fused_span_) and the older two a finite max and a sum that is not NaN; otherwise the
- * pending steps are done one after the other. A row of more than SM_PIPE_KEYS columns goes
- * alone, after the pending ones. Every row gets the values its three steps give in sequence:
- * the results do not depend on which rows share a call. */
+ * before that, in one loop (fused, sm_fused_<mask>_; NULL: the layer has 16 registers) where
+ * the three have a sum span in common (sm_fused_span_) and the older two a finite max and a
+ * sum that is not NaN; otherwise the pending steps are done one after the other (avx2 rows
+ * in this order rather than the pairs': 32 x 512 x 512 in place 0.96x the time). A row of more than
+ * SM_PIPE_KEYS columns goes alone, after the pending ones. Every row gets the values its three
+ * steps give in sequence: the results do not depend on which rows share a call. */
 static void VFN(sm_pipeline_)(const sm_call *c, const sm_row *t, softmax_extent_memo *memo,
                               sm_fused_fn fused, float *block) {
   const softmax_args *a = c->a;
@@ -734,7 +747,7 @@ static void VFN(sm_pipeline_)(const sm_call *c, const sm_row *t, softmax_extent_
       VFN(sm_job3_)(c, j);
       continue;
     }
-    if (p3 && p2 && p2->max != -INFINITY && !p3->done && !isnan(p3->sum) &&
+    if (fused && p3 && p2 && p2->max != -INFINITY && !p3->done && !isnan(p3->sum) &&
         VFN(sm_fused_span_)(p3, p2, j)) {
       fused(c, p3, p2, j);
     } else {
@@ -775,7 +788,11 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
 #undef SM_PASS1_KINDS
 #undef SM_PASS1_ROW
   static const sm_pass3_fn pass3[3] = {VFN(sm_p3_f32_), VFN(sm_p3_bf16_), VFN(sm_p3_f16_)};
+#if SM_FUSE
   static const sm_fused_fn fused[3] = {VFN(sm_fused_none_), VFN(sm_fused_m32_), VFN(sm_fused_m16_)};
+#else
+  static const sm_fused_fn fused[3] = {NULL, NULL, NULL};
+#endif
   const int mk = a->mask ? (a->me == POSENC_ELEM_F16 ? 2 : 1) : 0;
   const int mask_slope = (a->flags & POSENC_SOFTMAX_MASK_SLOPE) != 0;
   const int softcap = (a->flags & POSENC_SOFTMAX_SOFTCAP) != 0;

@@ -20,6 +20,7 @@
 #endif
 #define VF_W 16
 #define VD_W 8
+#define VF_REGS 32
 _Static_assert(POSENC_MAX_LANES % VF_W == 0 && VF_W == 2 * VD_W,
                "VF_W must divide POSENC_MAX_LANES (kernels/common.h)");
 

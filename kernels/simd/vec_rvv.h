@@ -33,6 +33,7 @@ static inline size_t vf_vl_(void) {
 }
 #define VF_W vf_vl_()
 #define VD_W (vf_vl_() / 2)
+#define VF_REGS 32
 
 typedef vfloat32m1_t vf;
 typedef vfloat64m1_t vd;

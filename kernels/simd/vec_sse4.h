@@ -13,6 +13,7 @@
 #define VEC_SUFFIX sse4
 #define VF_W 4
 #define VD_W 2
+#define VF_REGS 16
 _Static_assert(POSENC_MAX_LANES % VF_W == 0 && VF_W == 2 * VD_W,
                "VF_W must divide POSENC_MAX_LANES (kernels/common.h)");
 

@@ -23,6 +23,7 @@
 #define VF_SIZELESS 1
 #define VF_W ((size_t)svcntw())
 #define VD_W ((size_t)svcntd())
+#define VF_REGS 32
 /* The architecture's largest vector, 2048 bits, fits POSENC_MAX_LANES, so VF_W <=
  * POSENC_MAX_LANES on every SVE CPU (and VF_W = 2 VD_W, VF_W a power of two dividing it:
  * SVE vector lengths are multiples of 128 bits, the ones Linux offers powers of two). */
