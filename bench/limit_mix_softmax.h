@@ -14,9 +14,10 @@
  *          - magic, r = t - n ln 2 (FNMA), the degree-5 polynomial (5 FMA), p 2^n with the
  *          floor's zeros (the layer's vf_scale2_zero_where), the add into the sum;
  *   pass 3 (sm_normalise_): e * (1 / sum).
- * Chain: the round's y is the next round's x (values in (0, 1]: e <= 1), its max and sum
- * carried as the row's; the loads and stores of the passes (to a row in L1) are not counted,
- * nor the per-row reductions. */
+ * Chain: the round's y is the next round's x (values in (0, 1]: e <= 1); the max and the
+ * sum go into two accumulators each, as the kernel's rows do, and pass 2 subtracts a row
+ * max known beforehand (the kernel's pass 2 takes pass 1's); the loads and stores of the
+ * passes (to a row in L1) are not counted, nor the per-row reductions. */
 
 static inline __attribute__((always_inline)) float mix_softmax(size_t n_iter, int masked) {
   const mv scale = mv_set1(0.08838835f), ninf = mv_set1(-__builtin_inff());
@@ -25,32 +26,39 @@ static inline __attribute__((always_inline)) float mix_softmax(size_t n_iter, in
   const mv c5 = mv_set1(0x1.105e86p-7f), c4 = mv_set1(0x1.573322p-5f);
   const mv c3 = mv_set1(0x1.5557c8p-3f), c2 = mv_set1(0x1.fffde8p-2f);
   const mv lo = mv_set1(-78.3f), m = mv_set1(0.0f); /* a visible key's mask value */
-#define DECL(i) mv x##i = mv_set1(0.01f * (float)(i + 1)), mx##i = ninf, s##i = mv_set1(0.0f);
+  const mv row_max = mv_set1(1.0f); /* pass 2's max: the row's, known (u <= 0.09 here) */
+  /* The row's two max and two sum accumulators, taken by the chains in turn (the kernel's
+   * two per row, alternate vectors). */
+  mv mx0 = ninf, mx1 = ninf, s0 = mv_set1(0.0f), s1 = mv_set1(0.0f);
+#define DECL(i) mv x##i = mv_set1(0.01f * (float)(i + 1));
   MIX_CHAINS(DECL)
 #undef DECL
   for (size_t n = 0; n < n_iter; ++n) {
 #define ROUND(i)                                                     \
   {                                                                  \
+    mv *mx = (i) % 2 ? &mx1 : &mx0, *s = (i) % 2 ? &s1 : &s0;        \
     mv u = mv_mul(scale, x##i);                                      \
     if (masked) u = mv_hide(mv_hidden(m, ninf), mv_add(u, m), ninf); \
-    mx##i = mv_max(mx##i, u);                                        \
-    const mv t = mv_sub(u, mx##i);                                   \
+    *mx = mv_max(*mx, u);                                            \
+    const mv t = mv_sub(u, row_max);                                 \
     const mv k = mv_sub(mv_fmadd(t, log2e, magic), magic);           \
     const mv r = mv_fnmadd(k, ln2, t);                               \
     mv p = mv_fmadd(c5, r, c4);                                      \
     p = mv_fmadd(mv_fmadd(mv_fmadd(p, r, c3), r, c2), r, one);       \
     const mv e = mv_exp_scale(t, lo, mv_fmadd(p, r, one), k);        \
-    s##i = mv_add(s##i, e);                                          \
+    *s = mv_add(*s, e);                                              \
     x##i = mv_mul(e, inv);                                           \
     MIX_KEEP(x##i);                                                  \
-    MIX_KEEP(mx##i);                                                 \
-    MIX_KEEP(s##i);                                                  \
   }
     MIX_CHAINS(ROUND)
 #undef ROUND
+    MIX_KEEP(mx0);
+    MIX_KEEP(mx1);
+    MIX_KEEP(s0);
+    MIX_KEEP(s1);
   }
-  float sum = 0;
-#define SUM(i) sum += mv_sum(x##i) + mv_sum(mx##i) + mv_sum(s##i);
+  float sum = mv_sum(mx0) + mv_sum(mx1) + mv_sum(s0) + mv_sum(s1);
+#define SUM(i) sum += mv_sum(x##i);
   MIX_CHAINS(SUM)
 #undef SUM
   return sum;
