@@ -485,7 +485,8 @@ static void VFN(sm_row_)(const sm_call *c, const sm_row *r, void *y, size_t a0, 
 typedef struct {
   sm_row r;
   float *y;
-  float *work; /* the work block of columns [a0, hi): y + a0, or a block apart (streaming) */
+  float *work;   /* the work block of columns [a0, hi): y + a0, or a block apart (streaming) */
+  size_t z0, z1; /* hidden columns [z0, z1) of y still to be written 0 (sm_setup_'s defer) */
   size_t a0, hi;
   float sink;
   sm_prefetch pf;
@@ -585,6 +586,12 @@ POSENC_INLINE void VFN(sm_fused_)(const sm_call *c, sm_job *a, sm_job *b, sm_job
   /* a streaming call's y with non-temporal stores (where its row is on a vector boundary:
    * a0 is a multiple of VF_W) */
   const int nt = c->stream && (uintptr_t)ay % (VF_W * sizeof(float)) == 0;
+  /* c's hidden columns after its last visible one (sm_setup_'s defer), two vectors of zeros
+   * per iteration beside the rest (a decode row against a KV cache: ~13% of its time as a
+   * memset of its own) */
+  float *const cy = cj->y;
+  size_t z = cj->z0;
+  const size_t z1 = cj->z1;
   for (size_t j = 0; j < L; j += span) {
     vf a0 = zero, a1 = zero;
     for (size_t k = j; k < j + span; k += 2 * VF_W) {
@@ -610,11 +617,17 @@ POSENC_INLINE void VFN(sm_fused_)(const sm_call *c, sm_job *a, sm_job *b, sm_job
       mx1 = vf_max(mx1, t1);
       a0 = vf_add(a0, e0);
       a1 = vf_add(a1, e1);
+      if (z + 2 * VF_W <= z1) {
+        vf_store(cy + z, zero);
+        vf_store(cy + z + VF_W, zero);
+        z += 2 * VF_W;
+      }
     }
     VFN(sm_flush_)(a0, a1, &s_lo, &s_hi);
     if (b->pf.n) sm_prefetch_span_(&b->pf);
   }
   /* the rest of each row */
+  VFN(sm_zero_)(cy, z, z1, POSENC_ELEM_F32);
   if (a->hi - a->a0 > L) c->pass3(aw + L, a->hi - a->a0 - L, inv, a->y, a->a0 + L);
   VFN(sm_exp_sum_)(bw + L, b->hi - b->a0 - L, bmax, lo, &s_lo, &s_hi, &b->pf);
   if (b->pf.n) sm_prefetch_rest_(&b->pf);
@@ -639,11 +652,13 @@ typedef void (*sm_fused_fn)(const sm_call *c, sm_job *a, sm_job *b, sm_job *cj);
 
 /* Row idx (queries first, then heads) of the call: its constants into *j (from the call's
  * template row t; its work block y + a0), its hidden columns written (with non-temporal
- * stores in a streaming call); 0 if nothing of it is visible. The prefetch reads row idx +
- * ahead (not its y in a streaming call). memo (NULL: rows are not cut): one entry per query
- * row, the extent of its mask row (softmax_run). */
+ * stores in a streaming call; with defer, an f32 y not streamed, those after its last
+ * visible one are left to the caller: [z0, z1)); 0 if nothing of it is visible. The prefetch reads
+ * row idx + ahead (not its y in a streaming call). memo (NULL: rows are not cut): one entry per
+ * query row, the extent of its mask row (softmax_run). */
 static int VFN(sm_setup_)(const softmax_args *a, const sm_row *t, size_t idx, size_t ahead,
-                          sm_job *j, void **y_out, softmax_extent_memo *memo, int stream) {
+                          sm_job *j, void **y_out, softmax_extent_memo *memo, int stream,
+                          int defer) {
   const size_t xs = posenc_elem_size(a->xe), ys = posenc_elem_size(a->ye);
   const size_t ms = posenc_elem_size(a->me);
   const size_t h = idx / a->n_q, i = idx % a->n_q, span = SOFTMAX_SUM_SPAN * VF_W;
@@ -676,12 +691,18 @@ static int VFN(sm_setup_)(const softmax_args *a, const sm_row *t, size_t idx, si
   j->r.lo = lo;
   j->done = 0;
   j->work = a->ye == POSENC_ELEM_F32 ? j->y + j->a0 : NULL; /* the 16-bit rows: sm_row_'s */
+  j->z0 = j->z1 = 0;
   if (stream) {
     VFN(sm_zero_nt_)(j->y, 0, j->a0);
     VFN(sm_zero_nt_)(j->y, hi, a->n_k);
   } else {
     VFN(sm_zero_)(y, 0, j->a0, a->ye);
-    VFN(sm_zero_)(y, hi, a->n_k, a->ye);
+    if (defer) {
+      j->z0 = hi;
+      j->z1 = a->n_k;
+    } else {
+      VFN(sm_zero_)(y, hi, a->n_k, a->ye);
+    }
   }
   j->pf.n = 0;
   const size_t next = idx + ahead;
@@ -732,10 +753,11 @@ static void VFN(sm_pipeline_)(const sm_call *c, const sm_row *t, softmax_extent_
   void *y;
   for (size_t idx = 0; idx < rows; ++idx) {
     sm_job *j = &ring[slot];
-    if (!VFN(sm_setup_)(a, t, idx, ahead, j, &y, memo, c->stream)) continue;
+    if (!VFN(sm_setup_)(a, t, idx, ahead, j, &y, memo, c->stream, fused != NULL)) continue;
     if (c->stream) j->work = block + (size_t)slot * SM_STREAM_KEYS;
     slot = slot == 2 ? 0 : slot + 1;
     if (j->hi - j->a0 > SM_PIPE_KEYS) {
+      VFN(sm_zero_)(j->y, j->z0, j->z1, POSENC_ELEM_F32);
       if (p3) VFN(sm_job3_)(c, p3);
       if (p2) {
         VFN(sm_job2_)(c, p2);
@@ -751,6 +773,7 @@ static void VFN(sm_pipeline_)(const sm_call *c, const sm_row *t, softmax_extent_
         VFN(sm_fused_span_)(p3, p2, j)) {
       fused(c, p3, p2, j);
     } else {
+      VFN(sm_zero_)(j->y, j->z0, j->z1, POSENC_ELEM_F32);
       if (p3) VFN(sm_job3_)(c, p3);
       if (p2) VFN(sm_job2_)(c, p2);
       VFN(sm_job1_)(c, j);
@@ -855,7 +878,7 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
     while (idx < rows) {
       int n = 0;
       for (; idx < rows && n < batch; ++idx)
-        n += VFN(sm_setup_)(a, &t, idx, (size_t)batch, &jobs[n], &y, memo, 0);
+        n += VFN(sm_setup_)(a, &t, idx, (size_t)batch, &jobs[n], &y, memo, 0, 0);
       for (int k = 0; k < n; ++k) VFN(sm_job1_)(&c, &jobs[k]);
       for (int k = 0; k < n; ++k) VFN(sm_job2_)(&c, &jobs[k]);
       for (int k = 0; k < n; ++k) VFN(sm_job3_)(&c, &jobs[k]);
@@ -865,7 +888,7 @@ POSENC_INLINE void softmax_run(const softmax_args *a) {
   }
   for (size_t idx = 0; idx < rows; ++idx) {
     sm_job j;
-    if (!VFN(sm_setup_)(a, &t, idx, 1, &j, &y, memo, 0)) continue;
+    if (!VFN(sm_setup_)(a, &t, idx, 1, &j, &y, memo, 0, 0)) continue;
     VFN(sm_row_)(&c, &j.r, y, j.a0, j.hi, j.sink, block, j.hi - j.a0 <= SOFTMAX_BLOCK, j.pf);
   }
   free(memo_heap);
