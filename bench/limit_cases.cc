@@ -237,15 +237,23 @@ std::string MixRowName(const limit_mix_loop* mix) {
   return name;
 }
 
-// The mix that bounds a group's rows of a variant: one whose shape the group's holds, else
-// the kernel's general one (shape NULL); nullptr if there is none.
+// The mix that bounds a group's rows of a variant: one whose shape is a component of the
+// group's ("heads:32/q:1/k:4096/mask:kvcache" has "mask:kvcache"), else the kernel's general
+// one (shape NULL); nullptr if there is none.
 const limit_mix_loop* GroupMix(const RowGroup& group, const std::string& variant) {
   const limit_mix_loop* general = nullptr;
   for (const limit_mix_loop* mix : UsableMixes()) {
     if (group.kernel != mix->kernel || variant != mix->variant) continue;
-    if (!mix->shape)
+    if (!mix->shape) {
       general = mix;
-    else if (group.shape.find(mix->shape) != std::string::npos)
+      continue;
+    }
+    // the shape's text as a whole component ("mask:kvcache", not within "mask:kvcache16")
+    const size_t at = group.shape.find(mix->shape);
+    if (at == std::string::npos) continue;
+    const size_t end = at + std::strlen(mix->shape);
+    if ((at == 0 || group.shape[at - 1] == '/') &&
+        (end == group.shape.size() || group.shape[end] == '/'))
       return mix;
   }
   return general;

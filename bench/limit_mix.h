@@ -32,9 +32,10 @@ typedef struct limit_mix_loop {
   const char *ops;     /* the operations of one round */
   float (*fn)(size_t n_iter);
   const char *shape; /* NULL: every row group of the kernel; else the groups whose shape
-                        holds this text (a mix of more operations than the kernel's other
-                        groups need: the softmax's mask), which it serves in place of the
-                        kernel's NULL one; its row is limit_mix/<kernel>/<variant>/<shape> */
+                        has this text as a component between '/' (a mix of more operations
+                        than the kernel's other groups need: the softmax's f32 mask), which
+                        it serves in place of the kernel's NULL one; its row is
+                        limit_mix/<kernel>/<variant>/<shape> */
 } limit_mix_loop;
 
 /* The mixes of each layer (*count receives how many), where CMake defines

@@ -34,21 +34,22 @@ static inline __attribute__((always_inline)) float mix_softmax(size_t n_iter, in
   MIX_CHAINS(DECL)
 #undef DECL
   for (size_t n = 0; n < n_iter; ++n) {
-#define ROUND(i)                                                     \
-  {                                                                  \
-    mv *mx = (i) % 2 ? &mx1 : &mx0, *s = (i) % 2 ? &s1 : &s0;        \
-    mv u = mv_mul(scale, x##i);                                      \
-    if (masked) u = mv_hide(mv_hidden(m, ninf), mv_add(u, m), ninf); \
-    *mx = mv_max(*mx, u);                                            \
-    const mv t = mv_sub(u, row_max);                                 \
-    const mv k = mv_sub(mv_fmadd(t, log2e, magic), magic);           \
-    const mv r = mv_fnmadd(k, ln2, t);                               \
-    mv p = mv_fmadd(c5, r, c4);                                      \
-    p = mv_fmadd(mv_fmadd(mv_fmadd(p, r, c3), r, c2), r, one);       \
-    const mv e = mv_exp_scale(t, lo, mv_fmadd(p, r, one), k);        \
-    *s = mv_add(*s, e);                                              \
-    x##i = mv_mul(e, inv);                                           \
-    MIX_KEEP(x##i);                                                  \
+#define ROUND(i)                                                       \
+  {                                                                    \
+    mv *mx = (i) % 2 ? &mx1 : &mx0, *s = (i) % 2 ? &s1 : &s0;          \
+    mv u = mv_mul(scale, x##i), mi = m;                                \
+    MIX_KEEP(mi); /* a mask value per vector, as the kernel loads */   \
+    if (masked) u = mv_hide(mv_hidden(mi, ninf), mv_add(u, mi), ninf); \
+    *mx = mv_max(*mx, u);                                              \
+    const mv t = mv_sub(u, row_max);                                   \
+    const mv k = mv_sub(mv_fmadd(t, log2e, magic), magic);             \
+    const mv r = mv_fnmadd(k, ln2, t);                                 \
+    mv p = mv_fmadd(c5, r, c4);                                        \
+    p = mv_fmadd(mv_fmadd(mv_fmadd(p, r, c3), r, c2), r, one);         \
+    const mv e = mv_exp_scale(t, lo, mv_fmadd(p, r, one), k);          \
+    *s = mv_add(*s, e);                                                \
+    x##i = mv_mul(e, inv);                                             \
+    MIX_KEEP(x##i);                                                    \
   }
     MIX_CHAINS(ROUND)
 #undef ROUND
@@ -66,5 +67,6 @@ static inline __attribute__((always_inline)) float mix_softmax(size_t n_iter, in
 
 /* No mask (softmax_f32's rows without a mask array, softmax_out_f32). */
 static float mix_softmax_plain(size_t n_iter) { return mix_softmax(n_iter, 0); }
-/* An f32 mask (the kvcache rows; the f16 mask's conversion is not counted). */
+/* An f32 mask (the mask:kvcache rows; the kvcache16 rows, with an f16 mask, take the plain
+ * mix: a lower bound of theirs). */
 static float mix_softmax_mask(size_t n_iter) { return mix_softmax(n_iter, 1); }

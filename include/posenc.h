@@ -1463,12 +1463,14 @@ POSENC_API posenc_status posenc_alibi_softmax_bf16(const float *slopes, size_t n
  * on the stack; a row of more than 4096 visible keys with a 16-bit output computes t and
  * exp twice per key). With no key positions the visible columns of a causal or windowed
  * row are found from the positions, and hidden columns are not read. f32 scores into an
- * f32 y without soft-capping, ALiBi or key positions go through a pipeline of three rows
+ * f32 y without soft-capping, ALiBi (slopes or MASK_SLOPE) or hiding by key positions (the
+ * causal, window or KPOS_NEG_HIDDEN flags with kpos) go through a pipeline of three rows
  * (each row's first pass runs in one loop with the second pass of the row before and the
  * third of the one before that, on ISAs with 32 vector registers; results are the same
  * bits as row by row). Such a call out of place whose y holds 16 MiB or more, with rows of
- * at most 1024 keys, writes y with non-temporal stores (fenced before the call returns: y
- * would evict most of a last-level cache anyway, and its lines are then not read first).
+ * at most 1024 keys, writes y with non-temporal stores on sse4, avx2 and avx512 (fenced
+ * before the call returns: y would evict most of a last-level cache anyway, and its lines
+ * are then not read first).
  * @{
  */
 
