@@ -532,13 +532,11 @@ static void VFN(sm_job3_)(const sm_call *c, sm_job *j) {
 #define SM_STREAM_KEYS (SOFTMAX_BLOCK / 4)
 _Static_assert(3 * SM_STREAM_KEYS <= SOFTMAX_BLOCK, "three streaming rows fit the block");
 
-/* Whether the rows of a pipeline step (a or c may be NULL: sm_fused_) have a whole sum span
- * in common (sm_fused_'s loop has something to do: shorter rows are done step by step). */
+/* Whether the rows of a pipeline step have a whole sum span in common (sm_fused_'s loop has
+ * something to do: shorter rows are done step by step). */
 static inline int VFN(sm_fused_span_)(const sm_job *a, const sm_job *b, const sm_job *cj) {
-  const size_t span = SOFTMAX_SUM_SPAN * VF_W;
-  if (a && a->hi - a->a0 < span) return 0;
-  if (cj && cj->hi < (cj->r.lo > cj->a0 ? cj->r.lo : cj->a0) + span) return 0;
-  return b->hi - b->a0 >= span;
+  const size_t span = SOFTMAX_SUM_SPAN * VF_W, c_lo = cj->r.lo > cj->a0 ? cj->r.lo : cj->a0;
+  return a->hi - a->a0 >= span && b->hi - b->a0 >= span && cj->hi >= c_lo + span;
 }
 
 /* The fused step below keeps ~20 vectors live (its constants, two max and two sum
@@ -552,8 +550,7 @@ static inline int VFN(sm_fused_span_)(const sm_job *a, const sm_job *b, const sm
 #if SM_FUSE
 /* One step of the pipeline over three rows of a plain f32 call (SM_PLAIN kind, f32 scores
  * and output; mask none or of type me): step 3 of row a, step 2 of row b and step 1 of row
- * c in one loop, two vectors of each per iteration (a NULL: the pipeline's first step with
- * two rows; c NULL: its last), so that the exp of b (multiplies and
+ * c in one loop, two vectors of each per iteration, so that the exp of b (multiplies and
  * FMAs) runs beside the loads, stores and compares of a and c (each alone is bound by other
  * units than the exp's: one store and a max per vector for step 1, a store per vector for
  * step 3). b's max and a's sum are final (sm_job2_, sm_job3_ preconditions: b's max is not
@@ -564,29 +561,17 @@ static inline int VFN(sm_fused_span_)(const sm_job *a, const sm_job *b, const sm
 POSENC_INLINE void VFN(sm_fused_)(const sm_call *c, sm_job *a, sm_job *b, sm_job *cj, int mk,
                                   posenc_elem me) {
   const size_t span = SOFTMAX_SUM_SPAN * VF_W;
-  const int has_a = a != NULL, has_c = cj != NULL;
-  size_t L = b->hi - b->a0;
-  if (has_a && a->hi - a->a0 < L) L = a->hi - a->a0;
-  /* c's step 1 (sm_pass1_'s for SM_PLAIN); its columns before lo are hidden (-inf), not
-   * read */
-  const sm_row crow = has_c ? cj->r : b->r, *cr = &crow;
-  size_t c_lo = 0;
-  float *cw = NULL, *cy = NULL;
-  size_t z = 0, z1 = 0;
-  if (has_c) {
-    c_lo = cj->r.lo > cj->a0 ? cj->r.lo : cj->a0;
-    for (size_t j = cj->a0; j < c_lo; ++j) cj->work[j - cj->a0] = -INFINITY;
-    if (cj->hi - c_lo < L) L = cj->hi - c_lo;
-    cw = cj->work + (c_lo - cj->a0);
-    /* c's hidden columns after its last visible one (sm_setup_'s defer), two vectors of
-     * zeros per iteration beside the rest (a decode row against a KV cache: ~13% of its
-     * time as a memset of its own) */
-    cy = cj->y;
-    z = cj->z0;
-    z1 = cj->z1;
-  }
+  /* c's columns before lo are hidden (-inf), not read */
+  const size_t c_lo = cj->r.lo > cj->a0 ? cj->r.lo : cj->a0;
+  for (size_t j = cj->a0; j < c_lo; ++j) cj->work[j - cj->a0] = -INFINITY;
+  size_t L = a->hi - a->a0;
+  if (b->hi - b->a0 < L) L = b->hi - b->a0;
+  if (cj->hi - c_lo < L) L = cj->hi - c_lo;
   L -= L % span;
+  /* c's step 1 (sm_pass1_'s for SM_PLAIN) */
+  const sm_row crow = cj->r, *cr = &crow;
   const vf scale = vf_set1(cr->scale), one = vf_set1(1.0f), zero = vf_set1(0.0f);
+  float *const cw = cj->work + (c_lo - cj->a0);
   vf mx0 = vf_set1(-INFINITY), mx1 = vf_set1(-INFINITY);
   /* b's step 2 */
   float b_max = b->max;
@@ -595,61 +580,61 @@ POSENC_INLINE void VFN(sm_fused_)(const sm_call *c, sm_job *a, sm_job *b, sm_job
   float *const bw = b->work;
   vd s_lo = vd_set1(0.0), s_hi = vd_set1(0.0);
   /* a's step 3 */
-  const vf inv = vf_set1(has_a ? (float)(1.0 / a->sum) : 1.0f);
-  const float *const aw = has_a ? a->work : NULL;
-  float *const ay = has_a ? a->y + a->a0 : NULL;
+  const vf inv = vf_set1((float)(1.0 / a->sum));
+  const float *const aw = a->work;
+  float *const ay = a->y + a->a0;
   /* a streaming call's y with non-temporal stores (where its row is on a vector boundary:
    * a0 is a multiple of VF_W) */
-  const int nt = has_a && c->stream && (uintptr_t)ay % (VF_W * sizeof(float)) == 0;
+  const int nt = c->stream && (uintptr_t)ay % (VF_W * sizeof(float)) == 0;
+  /* c's hidden columns after its last visible one (sm_setup_'s defer), two vectors of zeros
+   * per iteration beside the rest (a decode row against a KV cache: ~13% of its time as a
+   * memset of its own) */
+  float *const cy = cj->y;
+  size_t z = cj->z0;
+  const size_t z1 = cj->z1;
   for (size_t j = 0; j < L; j += span) {
     vf a0 = zero, a1 = zero;
     for (size_t k = j; k < j + span; k += 2 * VF_W) {
-      if (has_c) {
-        const vf t0 = VFN(sm_t_)(cr, scale, one, one, zero, c_lo + k, VF_W, POSENC_ELEM_F32, mk, me,
-                                 SM_PLAIN, zero);
-        const vf t1 = VFN(sm_t_)(cr, scale, one, one, zero, c_lo + k + VF_W, VF_W, POSENC_ELEM_F32,
-                                 mk, me, SM_PLAIN, zero);
-        vf_store_reload(cw + k, t0);
-        vf_store_reload(cw + k + VF_W, t1);
-        mx0 = vf_max(mx0, t0);
-        mx1 = vf_max(mx1, t1);
-        if (z + 2 * VF_W <= z1) {
-          vf_store(cy + z, zero);
-          vf_store(cy + z + VF_W, zero);
-          z += 2 * VF_W;
-        }
-      }
+      const vf t0 = VFN(sm_t_)(cr, scale, one, one, zero, c_lo + k, VF_W, POSENC_ELEM_F32, mk, me,
+                               SM_PLAIN, zero);
+      const vf t1 = VFN(sm_t_)(cr, scale, one, one, zero, c_lo + k + VF_W, VF_W, POSENC_ELEM_F32,
+                               mk, me, SM_PLAIN, zero);
       const vf e0 = VFN(sm_exp_)(vf_sub(vf_load(bw + k), bmax), lo);
       const vf e1 = VFN(sm_exp_)(vf_sub(vf_load(bw + k + VF_W), bmax), lo);
+      const vf y0 = vf_mul(vf_load(aw + k), inv), y1 = vf_mul(vf_load(aw + k + VF_W), inv);
+      vf_store_reload(cw + k, t0);
+      vf_store_reload(cw + k + VF_W, t1);
       vf_store_reload(bw + k, e0);
       vf_store_reload(bw + k + VF_W, e1);
+      if (nt) {
+        vf_stream(ay + k, y0);
+        vf_stream(ay + k + VF_W, y1);
+      } else {
+        vf_store_reload(ay + k, y0);
+        vf_store_reload(ay + k + VF_W, y1);
+      }
+      mx0 = vf_max(mx0, t0);
+      mx1 = vf_max(mx1, t1);
       a0 = vf_add(a0, e0);
       a1 = vf_add(a1, e1);
-      if (has_a) {
-        const vf y0 = vf_mul(vf_load(aw + k), inv), y1 = vf_mul(vf_load(aw + k + VF_W), inv);
-        if (nt) {
-          vf_stream(ay + k, y0);
-          vf_stream(ay + k + VF_W, y1);
-        } else {
-          vf_store_reload(ay + k, y0);
-          vf_store_reload(ay + k + VF_W, y1);
-        }
+      if (z + 2 * VF_W <= z1) {
+        vf_store(cy + z, zero);
+        vf_store(cy + z + VF_W, zero);
+        z += 2 * VF_W;
       }
     }
     VFN(sm_flush_)(a0, a1, &s_lo, &s_hi);
     if (b->pf.n) sm_prefetch_span_(&b->pf);
   }
   /* the rest of each row */
-  if (has_a && a->hi - a->a0 > L) c->pass3(aw + L, a->hi - a->a0 - L, inv, a->y, a->a0 + L);
+  VFN(sm_zero_)(cy, z, z1, POSENC_ELEM_F32);
+  if (a->hi - a->a0 > L) c->pass3(aw + L, a->hi - a->a0 - L, inv, a->y, a->a0 + L);
   VFN(sm_exp_sum_)(bw + L, b->hi - b->a0 - L, bmax, lo, &s_lo, &s_hi, &b->pf);
   if (b->pf.n) sm_prefetch_rest_(&b->pf);
   b->sum = VFN(sm_sum_)(c, s_lo, s_hi, b->sink, b_max);
-  if (has_c) {
-    VFN(sm_zero_)(cy, z, z1, POSENC_ELEM_F32);
-    mx0 = vf_max(mx0, mx1);
-    if (cj->hi > c_lo + L) mx0 = c->pass1(cr, c_lo + L, cj->hi, cw + L, mx0);
-    cj->max = vf_hmax(mx0);
-  }
+  mx0 = vf_max(mx0, mx1);
+  if (cj->hi > c_lo + L) mx0 = c->pass1(cr, c_lo + L, cj->hi, cw + L, mx0);
+  cj->max = vf_hmax(mx0);
 }
 
 typedef void (*sm_fused_fn)(const sm_call *c, sm_job *a, sm_job *b, sm_job *cj);
@@ -784,7 +769,7 @@ static void VFN(sm_pipeline_)(const sm_call *c, const sm_row *t, softmax_extent_
       VFN(sm_job3_)(c, j);
       continue;
     }
-    if (fused && p2 && p2->max != -INFINITY && (!p3 || (!p3->done && !isnan(p3->sum))) &&
+    if (fused && p3 && p2 && p2->max != -INFINITY && !p3->done && !isnan(p3->sum) &&
         VFN(sm_fused_span_)(p3, p2, j)) {
       fused(c, p3, p2, j);
     } else {
@@ -796,14 +781,11 @@ static void VFN(sm_pipeline_)(const sm_call *c, const sm_row *t, softmax_extent_
     p3 = p2;
     p2 = j;
   }
-  if (fused && p2 && p2->max != -INFINITY && (!p3 || (!p3->done && !isnan(p3->sum))) &&
-      VFN(sm_fused_span_)(p3, p2, NULL)) {
-    fused(c, p3, p2, NULL);
-  } else {
-    if (p3) VFN(sm_job3_)(c, p3);
-    if (p2) VFN(sm_job2_)(c, p2);
+  if (p3) VFN(sm_job3_)(c, p3);
+  if (p2) {
+    VFN(sm_job2_)(c, p2);
+    VFN(sm_job3_)(c, p2);
   }
-  if (p2) VFN(sm_job3_)(c, p2);
   if (c->stream) vf_stream_fence();
 }
 
