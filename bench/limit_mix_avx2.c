@@ -8,9 +8,6 @@
 #define MIX_CHAINS_8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #define MIX_CHAINS_16(X) MIX_CHAINS_8(X) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 #define MIX_CHAINS_12(X) MIX_CHAINS_8(X) X(8) X(9) X(10) X(11)
-/* The softmax mixes' chains: 12 (8: 0.95x the rate, 16: 0.98x; 4: latency-bound). */
-#define MIX_CHAINS_SOFTMAX MIX_CHAINS_12
-#define MIX_SOFTMAX_CHAINS 12
 #define MIX_KEEP(v) __asm__ volatile("" : "+x"(v))
 
 #define MIX_W 8
@@ -41,8 +38,9 @@ static float mv_sum(mv v) {
 
 /* The softmax mixes (limit_mix_softmax.h) on this layer: vf_select as VBLENDVPS,
  * vf_scale2_zero_where as the exponent built in integers (VCVTPS2DQ, VPADDD, VPSLLD), VMULPS
- * and VANDNPS with the floor's compare (VCMPPS). */
-#define MIX_CHAINS MIX_CHAINS_SOFTMAX
+ * and VANDNPS with the floor's compare (VCMPPS). 12 chains (8: 0.95x the rate, 16: 0.98x; 4:
+ * latency-bound). */
+#define MIX_CHAINS MIX_CHAINS_12
 typedef __m256 mm;
 static inline mv mv_max(mv a, mv b) { return _mm256_max_ps(a, b); }
 static inline mm mv_hidden(mv m, mv ninf) { return _mm256_cmp_ps(m, ninf, _CMP_EQ_OQ); }
@@ -56,22 +54,13 @@ static inline mv mv_exp_scale(mv t, mv lo, mv p, mv n) {
 #include "limit_mix_softmax.h"
 #undef MIX_CHAINS
 
-#define MIX_SOFTMAX_OPS(mask)                                  \
-  "pass 1: VMULPS, " mask                                      \
-  "VMAXPS; pass 2: VSUBPS, VCMPPS, FMA, VSUBPS, FNMA, 5 FMA, " \
-  "VCVTPS2DQ, VPADDD, VPSLLD, VMULPS, VANDNPS, VADDPS; pass 3: VMULPS"
-
 static const limit_mix_loop mixes[] = {
     {"rope_f16_neox", "avx2", POSENC_ISA_AVX2, 2 * MIX_W, 16,
      "2 VCVTPH2PS, 2 VMULPS, 2 FMA, 2 VCVTPS2PH", mix_rope_f16, NULL},
     {"alibi_add_f16", "avx2", POSENC_ISA_AVX2, MIX_W, 16,
      "VCVTPH2PS, VADDPS, 2 VMULPS, VSUBPS, VCVTPS2PH", mix_alibi_f16, NULL},
-    {"softmax_f32", "avx2", POSENC_ISA_AVX2, MIX_W, MIX_SOFTMAX_CHAINS, MIX_SOFTMAX_OPS(""),
-     mix_softmax_plain, NULL},
-    {"softmax_f32", "avx2", POSENC_ISA_AVX2, MIX_W, MIX_SOFTMAX_CHAINS,
-     MIX_SOFTMAX_OPS("VCMPPS, VADDPS, VBLENDVPS, "), mix_softmax_mask, "mask:kvcache"},
-    {"softmax_out_f32", "avx2", POSENC_ISA_AVX2, MIX_W, MIX_SOFTMAX_CHAINS, MIX_SOFTMAX_OPS(""),
-     mix_softmax_plain, NULL},
+    MIX_SOFTMAX_ENTRIES("avx2", POSENC_ISA_AVX2, 12, "VCMPPS, VADDPS, VBLENDVPS, ",
+                        "VCVTPS2DQ, VPADDD, VPSLLD, VMULPS, VANDNPS"),
 };
 
 const limit_mix_loop *limit_mix_avx2(size_t *count) {

@@ -194,12 +194,6 @@ static float mix_rope_bf16_avx512bf16(size_t n_iter) {
 }
 #endif
 
-/* The softmax's operations per vector, with the mask's (pass 1) in the middle. */
-#define MIX_SOFTMAX_OPS(mask)                                  \
-  "pass 1: VMULPS, " mask                                      \
-  "VMAXPS; pass 2: VSUBPS, VCMPPS, FMA, VSUBPS, FNMA, 5 FMA, " \
-  "VSCALEFPS, VADDPS; pass 3: VMULPS"
-
 static const limit_mix_loop mixes[] = {
     {"rope_bf16_neox", "avx512", POSENC_ISA_AVX512, 32, 8,
      "2 VPERMW, 2 VMULPS, 2 FMA, 2 x (VFIXUPIMMPS, VPTESTMD, VMOVDQA32, VPADDD, VPERMW)",
@@ -216,12 +210,8 @@ static const limit_mix_loop mixes[] = {
      mix_alibi_bf16_avx512, NULL},
     {"alibi_add_f16", "avx512", POSENC_ISA_AVX512, MIX_W, 16,
      "VCVTPH2PS, VADDPS, 2 VMULPS, VSUBPS, VCVTPS2PH", mix_alibi_f16, NULL},
-    {"softmax_f32", "avx512", POSENC_ISA_AVX512, MIX_W, 8, MIX_SOFTMAX_OPS(""), mix_softmax_plain,
-     NULL},
-    {"softmax_f32", "avx512", POSENC_ISA_AVX512, MIX_W, 8,
-     MIX_SOFTMAX_OPS("VCMPPS, VADDPS, VMOVAPS (masked), "), mix_softmax_mask, "mask:kvcache"},
-    {"softmax_out_f32", "avx512", POSENC_ISA_AVX512, MIX_W, 8, MIX_SOFTMAX_OPS(""),
-     mix_softmax_plain, NULL},
+    MIX_SOFTMAX_ENTRIES("avx512", POSENC_ISA_AVX512, 8, "VCMPPS, VADDPS, VMOVAPS (masked), ",
+                        "VSCALEFPS"),
 };
 
 const limit_mix_loop *limit_mix_avx512(size_t *count) {

@@ -65,6 +65,24 @@ static inline __attribute__((always_inline)) float mix_softmax(size_t n_iter, in
   return sum;
 }
 
+/* The three limit_mix_loop entries of a layer's softmax mixes: no mask (softmax_f32 and
+ * softmax_out_f32) and an f32 mask (softmax_f32's mask:kvcache groups). mask_ops: the
+ * layer's -inf compare, add and select; scale_ops: its vf_scale2_zero_where after the
+ * floor's compare. */
+#define MIX_SOFTMAX_OPS(mask_ops, scale_ops)                             \
+  "pass 1: VMULPS, " mask_ops                                            \
+  "VMAXPS; pass 2: VSUBPS, VCMPPS, FMA, VSUBPS, FNMA, 5 FMA, " scale_ops \
+  ", VADDPS; pass 3: VMULPS"
+#define MIX_SOFTMAX_ENTRIES(variant, isa, chains, mask_ops, scale_ops)                            \
+  {"softmax_f32",     variant, isa, MIX_W, chains, MIX_SOFTMAX_OPS("", scale_ops),                \
+   mix_softmax_plain, NULL},                                                                      \
+      {"softmax_f32",    variant,       isa, MIX_W, chains, MIX_SOFTMAX_OPS(mask_ops, scale_ops), \
+       mix_softmax_mask, "mask:kvcache"},                                                         \
+  {                                                                                               \
+    "softmax_out_f32", variant, isa, MIX_W, chains, MIX_SOFTMAX_OPS("", scale_ops),               \
+        mix_softmax_plain, NULL                                                                   \
+  }
+
 /* No mask (softmax_f32's rows without a mask array, softmax_out_f32). */
 static float mix_softmax_plain(size_t n_iter) { return mix_softmax(n_iter, 0); }
 /* An f32 mask (the mask:kvcache rows; the kvcache16 rows, with an f16 mask, take the plain

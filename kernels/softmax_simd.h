@@ -532,12 +532,17 @@ static void VFN(sm_job3_)(const sm_call *c, sm_job *j) {
 #define SM_STREAM_KEYS (SOFTMAX_BLOCK / 4)
 _Static_assert(3 * SM_STREAM_KEYS <= SOFTMAX_BLOCK, "three streaming rows fit the block");
 
+/* The first column of a row that pass 1 reads (the ones before, from a0, are -inf). */
+static inline size_t sm_first_read_(const sm_job *j) { return j->r.lo > j->a0 ? j->r.lo : j->a0; }
+
 /* Whether the rows of a pipeline step have a whole sum span in common (sm_fused_'s loop has
  * something to do: shorter rows are done step by step). */
 static inline int VFN(sm_fused_span_)(const sm_job *a, const sm_job *b, const sm_job *cj) {
-  const size_t span = SOFTMAX_SUM_SPAN * VF_W, c_lo = cj->r.lo > cj->a0 ? cj->r.lo : cj->a0;
-  return a->hi - a->a0 >= span && b->hi - b->a0 >= span && cj->hi >= c_lo + span;
+  const size_t span = SOFTMAX_SUM_SPAN * VF_W;
+  return a->hi - a->a0 >= span && b->hi - b->a0 >= span && cj->hi >= sm_first_read_(cj) + span;
 }
+
+typedef void (*sm_fused_fn)(const sm_call *c, sm_job *a, sm_job *b, sm_job *cj);
 
 /* The fused step below keeps ~20 vectors live (its constants, two max and two sum
  * accumulators, the values in flight): compiled for layers with 32 vector registers. On
@@ -562,7 +567,7 @@ POSENC_INLINE void VFN(sm_fused_)(const sm_call *c, sm_job *a, sm_job *b, sm_job
                                   posenc_elem me) {
   const size_t span = SOFTMAX_SUM_SPAN * VF_W;
   /* c's columns before lo are hidden (-inf), not read */
-  const size_t c_lo = cj->r.lo > cj->a0 ? cj->r.lo : cj->a0;
+  const size_t c_lo = sm_first_read_(cj);
   for (size_t j = cj->a0; j < c_lo; ++j) cj->work[j - cj->a0] = -INFINITY;
   size_t L = a->hi - a->a0;
   if (b->hi - b->a0 < L) L = b->hi - b->a0;
@@ -637,7 +642,6 @@ POSENC_INLINE void VFN(sm_fused_)(const sm_call *c, sm_job *a, sm_job *b, sm_job
   cj->max = vf_hmax(mx0);
 }
 
-typedef void (*sm_fused_fn)(const sm_call *c, sm_job *a, sm_job *b, sm_job *cj);
 #define SM_FUSED(name, mk, me)                                                \
   static void VFN(name)(const sm_call *c, sm_job *a, sm_job *b, sm_job *cj) { \
     VFN(sm_fused_)(c, a, b, cj, mk, me);                                      \
@@ -646,8 +650,6 @@ SM_FUSED(sm_fused_none_, 0, POSENC_ELEM_F32)
 SM_FUSED(sm_fused_m32_, 1, POSENC_ELEM_F32)
 SM_FUSED(sm_fused_m16_, 1, POSENC_ELEM_F16)
 #undef SM_FUSED
-#else
-typedef void (*sm_fused_fn)(const sm_call *c, sm_job *a, sm_job *b, sm_job *cj);
 #endif
 
 /* Row idx (queries first, then heads) of the call: its constants into *j (from the call's
