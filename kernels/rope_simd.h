@@ -188,23 +188,28 @@ POSENC_INLINE void VFN(neox_part_)(const void *x, void *y, size_t iu, size_t iv,
   ve_store_n(y, iv, VFN(madd_)(v, c, u, s, det), m, ey);
 }
 
-/* Two vectors of pairs at once (iu, iu + VF_W; iv, iv + VF_W): the same operations, the
- * results stored two vectors at a time (ve_store2: one conversion for both where the layer
- * has one). */
-POSENC_INLINE void VFN(neox_rot2_)(void *y, size_t iu, size_t iv, vf u0, vf v0, vf u1, vf v1, vf c0,
-                                   vf s0, vf c1, vf s1, int det, posenc_elem ey, int nt) {
-  VFN(put2_)(y, iu, VFN(msub_)(u0, c0, v0, s0, det), VFN(msub_)(u1, c1, v1, s1, det), ey, nt);
-  VFN(put2_)(y, iv, VFN(madd_)(v0, c0, u0, s0, det), VFN(madd_)(v1, c1, u1, s1, det), ey, nt);
-}
-
-POSENC_INLINE void VFN(neox_vec2_)(const void *x, void *y, size_t iu, size_t iv, vf c0, vf s0,
-                                   vf c1, vf s1, int det, posenc_elem ex, posenc_elem ey,
-                                   int normed, vf ninv, const float *w, int nt) {
-  const vf u0 = VFN(nload_)(x, iu, VF_W, ex, normed, ninv, w);
-  const vf v0 = VFN(nload_)(x, iv, VF_W, ex, normed, ninv, w);
-  const vf u1 = VFN(nload_)(x, iu + VF_W, VF_W, ex, normed, ninv, w);
-  const vf v1 = VFN(nload_)(x, iv + VF_W, VF_W, ex, normed, ninv, w);
-  VFN(neox_rot2_)(y, iu, iv, u0, v0, u1, v1, c0, s0, c1, s1, det, ey, nt);
+/* Two vectors of pairs at once, elements i and i + VF_W of each half: xu, xv the source
+ * head vector's u and v halves (at the chunk's first pair), yu, yv the destination's. Each
+ * half has its own base pointer so that every address of the unrolled block is a base plus
+ * a constant (with indices p0 + b VF_W and p0 + half + b VF_W, GCC kept one offset register
+ * per vector and ran out of them: transfers from vector registers and stack reloads in the
+ * loop). With QK-norm each element is normalised as nload_ does, the weights (wu0, wv0, wu1,
+ * wv1) in registers. The results are stored two vectors at a time (ve_store2: one
+ * conversion for both where the layer has one). */
+POSENC_INLINE void VFN(neox_blk2_)(const char *xu, const char *xv, char *yu, char *yv, size_t i,
+                                   vf c0, vf s0, vf c1, vf s1, int det, posenc_elem ex,
+                                   posenc_elem ey, int normed, vf ninv, vf wu0, vf wv0, vf wu1,
+                                   vf wv1, int nt) {
+  vf u0 = ve_load(xu, i, ex), v0 = ve_load(xv, i, ex);
+  vf u1 = ve_load(xu, i + VF_W, ex), v1 = ve_load(xv, i + VF_W, ex);
+  if (normed) {
+    u0 = vf_mul(vf_mul(u0, ninv), wu0);
+    v0 = vf_mul(vf_mul(v0, ninv), wv0);
+    u1 = vf_mul(vf_mul(u1, ninv), wu1);
+    v1 = vf_mul(vf_mul(v1, ninv), wv1);
+  }
+  VFN(put2_)(yu, i, VFN(msub_)(u0, c0, v0, s0, det), VFN(msub_)(u1, c1, v1, s1, det), ey, nt);
+  VFN(put2_)(yv, i, VFN(madd_)(v0, c0, u0, s0, det), VFN(madd_)(v1, c1, u1, s1, det), ey, nt);
 }
 
 /* GPTJ: x' = x * (c, c) + swap(x) * (-s, s). */
@@ -319,40 +324,25 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
       cb[b] = vf_load(c + b * VF_W);
       sb[b] = vf_mul(vf_load(s + b * VF_W), sg);
     }
-    if (normed) { /* the weights of the block's elements held in registers too */
-      const float *w = view->norm_w;
-      vf wu[ROPE_BLOCK], wv[ROPE_BLOCK];
-      for (int b = 0; b < ROPE_BLOCK; ++b) {
-        wu[b] = vf_load(w + p0 + b * VF_W);
-        wv[b] = vf_load(w + p0 + half + b * VF_W);
-      }
-      for (size_t h = 0; h < nh; ++h) {
-        const char *x = xr + h * xs;
-        char *y = yr + h * ys;
-        if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
-        niv = vf_set1(inv[h % ROPE_NORM_RUN]);
-        for (int b = 0; b < ROPE_BLOCK; b += 2) {
-          const size_t iu = p0 + b * VF_W, iv = iu + half;
-          const vf u0 = vf_mul(vf_mul(ve_load(x, iu, ex), niv), wu[b]);
-          const vf v0 = vf_mul(vf_mul(ve_load(x, iv, ex), niv), wv[b]);
-          const vf u1 = vf_mul(vf_mul(ve_load(x, iu + VF_W, ex), niv), wu[b + 1]);
-          const vf v1 = vf_mul(vf_mul(ve_load(x, iv + VF_W, ex), niv), wv[b + 1]);
-          VFN(neox_rot2_)
-          (y, iu, iv, u0, v0, u1, v1, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ey, 0);
-        }
-        if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, w, 0);
-      }
-      return;
+    const size_t xe = posenc_elem_size(ex), ye = posenc_elem_size(ey);
+    vf wu[ROPE_BLOCK], wv[ROPE_BLOCK]; /* with QK-norm, the block's weights in registers too */
+    for (int b = 0; b < ROPE_BLOCK; ++b) {
+      wu[b] = normed ? vf_load(view->norm_w + p0 + b * VF_W) : niv;
+      wv[b] = normed ? vf_load(view->norm_w + p0 + half + b * VF_W) : niv;
     }
     for (size_t h = 0; h < nh; ++h) {
       const char *x = xr + h * xs;
       char *y = yr + h * ys;
-      for (int b = 0; b < ROPE_BLOCK; b += 2) { /* ROPE_BLOCK is even (VF_W <= 32) */
-        const size_t iu = p0 + b * VF_W, iv = iu + half;
-        VFN(neox_vec2_)
-        (x, y, iu, iv, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ex, ey, normed, niv, view->norm_w,
-         nt);
+      const char *xu = x + p0 * xe, *xv = xu + half * xe;
+      char *yu = y + p0 * ye, *yv = yu + half * ye;
+      if (normed) {
+        if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
+        niv = vf_set1(inv[h % ROPE_NORM_RUN]);
       }
+      for (int b = 0; b < ROPE_BLOCK; b += 2) /* ROPE_BLOCK is even (VF_W <= 32) */
+        VFN(neox_blk2_)
+        (xu, xv, yu, yv, (size_t)b * VF_W, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ex, ey, normed,
+         niv, wu[b], wv[b], wu[b + 1], wv[b + 1], nt);
       if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w, nt);
     }
     return;
