@@ -341,8 +341,8 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
       }
       for (int b = 0; b < ROPE_BLOCK; b += 2) /* ROPE_BLOCK is even (VF_W <= 32) */
         VFN(neox_blk2_)
-        (xu, xv, yu, yv, (size_t)b * VF_W, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ex, ey, normed,
-         niv, wu[b], wv[b], wu[b + 1], wv[b + 1], nt);
+      (xu, xv, yu, yv, (size_t)b * VF_W, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ex, ey, normed,
+       niv, wu[b], wv[b], wu[b + 1], wv[b + 1], nt);
       if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w, nt);
     }
     return;
@@ -385,15 +385,20 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
       cb[b] = vf_load(c + b * VF_W);
       sb[b] = vf_mul(vf_load(s + b * VF_W), sg);
     }
+    /* Base pointers at the chunk's first pair, indices constants (neox_blk2_) */
+    const size_t xe = posenc_elem_size(ex), ye = posenc_elem_size(ey);
+    const float *wo = normed ? view->norm_w + 2 * p0 : NULL;
     for (size_t h = 0; h < nh; ++h) {
       const char *x = xr + h * xs;
       char *y = yr + h * ys;
+      const char *xo = x + 2 * p0 * xe;
+      char *yo = y + 2 * p0 * ye;
       if (normed) {
         if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
         niv = vf_set1(inv[h % ROPE_NORM_RUN]);
       }
-      for (int b = 0; b < 2 * ROPE_BLOCK; ++b) VFN(gptj_vec_)
-      (x, y, 2 * p0 + b * VF_W, cb[b], sb[b], det, ex, ey, normed, niv, view->norm_w, nt);
+      for (int b = 0; b < 2 * ROPE_BLOCK; ++b)
+        VFN(gptj_vec_)(xo, yo, (size_t)b * VF_W, cb[b], sb[b], det, ex, ey, normed, niv, wo, nt);
       if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w, nt);
     }
     return;
