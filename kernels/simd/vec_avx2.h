@@ -6,6 +6,7 @@
 #include <sleef.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../common.h"
 #include "msan.h"
@@ -162,6 +163,17 @@ static inline void vf_store_f16(uint16_t *p, vf v) {
   _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 #include "vec_partial_f16.h"
+/* Bytes (the quantized K caches, rope_simd.h): each lane truncated toward zero to int32 (the
+ * lanes hold values in [-128, 256): q8_0's rounded quotients, FP8 codes), its low byte stored
+ * at p[0, VF_W); the _n form stores exactly n of them. */
+static inline void vf_store_i8(unsigned char *p, vf v) {
+  const __m256i low = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                       0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i b = _mm256_shuffle_epi8(_mm256_cvttps_epi32(v), low);
+  const __m256i d = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 0, 0, 0, 0, 0, 0));
+  _mm_storel_epi64((__m128i *)p, _mm256_castsi256_si128(d));
+}
+#include "vec_partial_i8.h"
 /* vf_store_bf16 / vf_store_f16 as non-temporal stores (p aligned to 16 bytes). */
 static inline void vf_stream_bf16(uint16_t *p, vf v) {
   __m128i bits;

@@ -258,6 +258,15 @@ static inline void vf_store_f16(uint16_t *p, vf v) {
 static inline void vf_store_f16_n(uint16_t *p, vf v, size_t n) {
   _mm256_mask_storeu_epi16(p, (__mmask16)((1u << n) - 1u), vf_f16_bits(v));
 }
+/* Bytes (the quantized K caches, rope_simd.h): each lane truncated toward zero to int32 (the
+ * lanes hold values in [-128, 256): q8_0's rounded quotients, FP8 codes), its low byte stored
+ * at p[0, VF_W); the _n form stores exactly n of them. */
+static inline void vf_store_i8(unsigned char *p, vf v) {
+  _mm_storeu_si128((__m128i *)p, _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)));
+}
+static inline void vf_store_i8_n(unsigned char *p, vf v, size_t n) {
+  _mm512_mask_cvtepi32_storeu_epi8(p, (__mmask16)((1u << n) - 1u), _mm512_cvttps_epi32(v));
+}
 /* Two vectors interleaved, a0 b0 a1 b1 ..., as 2 VF_W 16-bit elements in one vector (vz16),
  * for the sinusoid's rows of finite values: bf16 rounded to nearest even in three integer
  * operations each (+ 0x7fff, + 1 where the bf16's lowest bit is 1; no NaN handling), then

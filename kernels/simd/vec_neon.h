@@ -6,6 +6,7 @@
 #include <sleef.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../common.h"
 #include "msan.h"
@@ -151,6 +152,15 @@ static inline void vf_store_f16(uint16_t *p, vf v) {
   vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v)));
 }
 #include "vec_partial_f16.h"
+/* Bytes (the quantized K caches, rope_simd.h): each lane truncated toward zero to int32 (the
+ * lanes hold values in [-128, 256): q8_0's rounded quotients, FP8 codes), its low byte stored
+ * at p[0, VF_W); the _n form stores exactly n of them. */
+static inline void vf_store_i8(unsigned char *p, vf v) {
+  const int16x4_t h = vmovn_s32(vcvtq_s32_f32(v));
+  const uint32_t bytes = vget_lane_u32(vreinterpret_u32_s8(vmovn_s16(vcombine_s16(h, h))), 0);
+  memcpy(p, &bytes, sizeof bytes);
+}
+#include "vec_partial_i8.h"
 /* No non-temporal vector store here (vf_stream): the 16-bit forms are stored normally. */
 static inline void vf_stream_bf16(uint16_t *p, vf v) { vf_store_bf16(p, v); }
 static inline void vf_stream_f16(uint16_t *p, vf v) { vf_store_f16(p, v); }

@@ -313,6 +313,26 @@ static inline void vf_store_f16(uint16_t *p, vf v) {
 static inline void vf_store_f16_n(uint16_t *p, vf v, size_t n) {
   __riscv_vse16_v_u16mf2(p, vf_f16_lanes_(v), n);
 }
+/* Bytes (the quantized K caches, rope_simd.h): each lane truncated toward zero to int32 (the
+ * lanes hold values in [-128, 256): q8_0's rounded quotients, FP8 codes), its low byte stored
+ * at p[0, VF_W); the _n form stores exactly n of them. */
+/* The lanes truncated toward zero, for vl lanes. Not by VFCVT.RTZ.X.F.V: qemu 7.2's translator
+ * stops on it (an assertion in decode_save_opc), and CI's riscv64 suites run under it; so the
+ * conversion in the dynamic rounding mode (whatever it is, a neighbour of v), then a step of
+ * one toward zero where that went past v. */
+static inline vint32m1_t vf_trunc_i32_(vf v, size_t vl) {
+  const vint32m1_t i = __riscv_vfcvt_x_f_v_i32m1(v, vl);
+  const vfloat32m1_t back = __riscv_vfcvt_f_x_v_f32m1(i, vl);
+  const vbool32_t past =
+      __riscv_vmflt_vv_f32m1_b32(__riscv_vfabs_v_f32m1(v, vl), __riscv_vfabs_v_f32m1(back, vl), vl);
+  const vint32m1_t sign = __riscv_vor_vx_i32m1(__riscv_vsra_vx_i32m1(i, 31, vl), 1, vl);
+  return __riscv_vsub_vv_i32m1_mu(past, i, i, sign, vl);
+}
+static inline void vf_store_i8_n(unsigned char *p, vf v, size_t n) {
+  const vint16mf2_t h = __riscv_vncvt_x_x_w_i16mf2(vf_trunc_i32_(v, n), n);
+  __riscv_vse8_v_i8mf4((int8_t *)p, __riscv_vncvt_x_x_w_i8mf4(h, n), n);
+}
+static inline void vf_store_i8(unsigned char *p, vf v) { vf_store_i8_n(p, v, VF_W); }
 /* Ordinary stores for the 16-bit non-temporal ones (see vf_stream). */
 static inline void vf_stream_bf16(uint16_t *p, vf v) { vf_store_bf16(p, v); }
 static inline void vf_stream_f16(uint16_t *p, vf v) { vf_store_f16(p, v); }

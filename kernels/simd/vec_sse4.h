@@ -5,6 +5,7 @@
 #include <sleef.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../common.h"
 #include "msan.h"
@@ -189,6 +190,15 @@ static inline void vf_store_f16(uint16_t *p, vf v) {
   _mm_storel_epi64((__m128i *)p, _mm_packus_epi32(r, r));
 }
 #include "vec_partial_f16.h"
+/* Bytes (the quantized K caches, rope_simd.h): each lane truncated toward zero to int32 (the
+ * lanes hold values in [-128, 256): q8_0's rounded quotients, FP8 codes), its low byte stored
+ * at p[0, VF_W); the _n form stores exactly n of them. */
+static inline void vf_store_i8(unsigned char *p, vf v) {
+  const __m128i low = _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const int32_t bytes = _mm_cvtsi128_si32(_mm_shuffle_epi8(_mm_cvttps_epi32(v), low));
+  memcpy(p, &bytes, sizeof bytes);
+}
+#include "vec_partial_i8.h"
 /* No 8-byte non-temporal vector store: the 16-bit forms are stored normally. */
 static inline void vf_stream_bf16(uint16_t *p, vf v) { vf_store_bf16(p, v); }
 static inline void vf_stream_f16(uint16_t *p, vf v) { vf_store_f16(p, v); }

@@ -196,6 +196,13 @@ static inline void vf_store_f16(uint16_t *p, vf v) { svst1h_u32(vf_all_(), p, vf
 static inline void vf_store_f16_n(uint16_t *p, vf v, size_t n) {
   svst1h_u32(vf_first_(n), p, vf_f16_lanes_(v));
 }
+/* Bytes (the quantized K caches, rope_simd.h): each lane truncated toward zero to int32 (the
+ * lanes hold values in [-128, 256): q8_0's rounded quotients, FP8 codes), its low byte stored
+ * at p[0, VF_W); the _n form stores exactly n of them. */
+static inline void vf_store_i8_n(unsigned char *p, vf v, size_t n) {
+  svst1b_s32(vf_first_(n), (int8_t *)p, svcvt_s32_f32_x(vf_all_(), v));
+}
+static inline void vf_store_i8(unsigned char *p, vf v) { vf_store_i8_n(p, v, VF_W); }
 /* Ordinary stores for the 16-bit non-temporal ones (see vf_stream). */
 static inline void vf_stream_bf16(uint16_t *p, vf v) { vf_store_bf16(p, v); }
 static inline void vf_stream_f16(uint16_t *p, vf v) { vf_store_f16(p, v); }
