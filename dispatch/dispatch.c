@@ -78,8 +78,8 @@ posenc_isa posenc_kernel_tier(posenc_kernel kernel, posenc_isa tier, int automat
                               const posenc_cpu_flags *cpu) {
   if (!automatic) return tier;
   const int zen4 = cpu->amd && cpu->family == 0x19 && cpu->avx512f;
-  const int zen4_avx2 =
-      kernel == POSENC_KERNEL_SINUSOID_F32_STREAMED || kernel == POSENC_KERNEL_LEARNED_ADD_F32;
+  const int zen4_avx2 = kernel == POSENC_KERNEL_SINUSOID_F32_STREAMED ||
+                        kernel == POSENC_KERNEL_LEARNED_ADD_F32 || kernel == POSENC_KERNEL_ROPE_F16;
   if (zen4 && zen4_avx2 && (tier == POSENC_ISA_AVX512 || tier == POSENC_ISA_AVX512BF16))
     return POSENC_ISA_AVX2;
   /* 128-bit SVE: neon is as wide and has no predicates (not measured: no SVE hardware). */

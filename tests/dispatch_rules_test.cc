@@ -24,15 +24,16 @@ posenc_kernel Kernel(int k) { return static_cast<posenc_kernel>(k); }
 TEST(DispatchRules, Zen4TakesItsRuleKernelsFromAvx2WhenChosenAutomatically) {
   const posenc_cpu_flags zen4 = Cpu(1, 0x19, 1);
   for (posenc_isa tier : {POSENC_ISA_AVX512, POSENC_ISA_AVX512BF16}) {
-    for (posenc_kernel moved :
-         {POSENC_KERNEL_SINUSOID_F32_STREAMED, POSENC_KERNEL_LEARNED_ADD_F32}) {
+    for (posenc_kernel moved : {POSENC_KERNEL_SINUSOID_F32_STREAMED, POSENC_KERNEL_LEARNED_ADD_F32,
+                                POSENC_KERNEL_ROPE_F16}) {
       EXPECT_EQ(posenc_kernel_tier(moved, tier, 1, &zen4), POSENC_ISA_AVX2)
           << posenc_kernel_name(moved);
       EXPECT_EQ(posenc_kernel_tier(moved, tier, 0, &zen4), tier)
           << "a tier named by POSENC_ISA or posenc_set_isa() serves every kernel";
     }
     for (int k = 0; k < POSENC_KERNEL_COUNT; ++k)
-      if (k != POSENC_KERNEL_SINUSOID_F32_STREAMED && k != POSENC_KERNEL_LEARNED_ADD_F32) {
+      if (k != POSENC_KERNEL_SINUSOID_F32_STREAMED && k != POSENC_KERNEL_LEARNED_ADD_F32 &&
+          k != POSENC_KERNEL_ROPE_F16) {
         EXPECT_EQ(posenc_kernel_tier(Kernel(k), tier, 1, &zen4), tier)
             << posenc_kernel_name(Kernel(k));
       }
