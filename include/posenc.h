@@ -124,12 +124,12 @@ POSENC_API const char *posenc_last_error(void);
  *    Zen 4 (4096 x 4096 table; 0.89x for a loop of the same operations outside posenc), while
  *    avx512 stays the faster below that size; learned_add_f32 from avx2 (one addition per
  *    element, bound by loads and stores: the avx512 loop took 1.01-1.03x avx2's time at 16
- *    tokens x 4096 and 1.06-1.11x at 512); rope_f16 (f16 RoPE in place) from avx2: the
- *    avx512 loop took 1.10-1.11x avx2's time at 16 and 512 tokens (40 heads x 128) and
- *    1.005x at 4096 (DRAM-sized), where its 512-bit f16 conversions are no faster per element
- *    than two 256-bit ones. (Taken from avx512 in 0.2.0 builds between c5ab829 and this
- *    rule, when it was within 2% of avx2 in cache and 1.04-1.08x faster at 4096 tokens: the
- *    RoPE block path's addressing change of a0cbe47 sped avx2 up more than avx512.)
+ *    tokens x 4096 and 1.06-1.11x at 512); rope_f16 (every f16 -> f16 RoPE form: in
+ *    place, out of place, M-RoPE, re-rotation, QK-norm) from avx2: f16 RoPE in place took
+ *    1.10-1.11x avx2's time on avx512 at 16 and 512 tokens (40 heads x 128) and 1.005x at
+ *    4096 (DRAM-sized). (Unreleased builds between c5ab829 and this rule took it from
+ *    avx512, when it ran within 2% of avx2 in cache and 1.04-1.08x faster at 4096 tokens:
+ *    the RoPE block path's addressing change of a0cbe47 sped avx2 up more than avx512.)
  *  - SVE with 128-bit vectors (posenc_cpu_sve_vector_bits() <= 128): every kernel from
  *    neon, which is as wide there and has no predicate overhead; sve's own kernels from
  *    256 bits up. This rule is not measured: it was written without SVE hardware (the sve

@@ -6,14 +6,6 @@
  * layout) that select one loop, so that each call compiles to one specialised loop. */
 #define POSENC_INLINE static inline __attribute__((always_inline))
 
-/* Before a loop the compiler must not vectorize (clang's loop vectorizer; GCC does not
- * vectorize the loops this marks at the project's flags). */
-#if defined(__clang__)
-#define POSENC_NO_VECTORIZE _Pragma("clang loop vectorize(disable) interleave(disable)")
-#else
-#define POSENC_NO_VECTORIZE
-#endif
-
 /* The most float lanes a vector layer (kernels/simd/vec_<isa>.h) may use, a power of two:
  * 64, the widest SVE vector (2048 bits). Buffers, plan padding and chunk sizes are counted
  * in elements and sized from this, never in vectors, so the kernel sources do not depend on

@@ -74,7 +74,8 @@ TEST_P(RopeQ8Test, IsGgmlsQuantizerOnRopeOutsRow) {
   struct Case {
     size_t R, D, H, L;
   };
-  for (const Case& c : {Case{128, 128, 5, 9}, Case{64, 96, 3, 6}, Case{32, 32, 1, 40}}) {
+  for (const Case& c : {Case{128, 128, 5, 9}, Case{64, 96, 3, 6}, Case{32, 32, 1, 40},
+                        Case{128, 288, 2, 5}}) {  // 288: nine blocks, groups of 8 and 1
     for (int use_slots = 0; use_slots < 2; ++use_slots) {
       const PlanPtr plan = MakePlan(c.R, 10000.0, 1.0);
       std::vector<float> src(c.L * c.H * c.D), rotated(src.size());
@@ -141,23 +142,33 @@ TEST_P(RopeQ8Test, GoldenBlocksAtPositionZero) {
 }
 
 TEST_P(RopeQ8Test, NonFiniteInputsGiveGgmlsScaleAndZeros) {
+  // D = 288: nine blocks, the quantizer's groups of eight and one; the block with the NaN or
+  // infinity and its finite neighbours (those of its group are written again by ggml's
+  // sequential code) are each what ggml writes.
+  const size_t D = 288, blocks = D / kBlock;
   const PlanPtr plan = MakePlan(32, 10000.0, 1.0);
   for (int kind = 0; kind < 4; ++kind) {
-    std::vector<float> x(32);
-    for (size_t j = 0; j < 32; ++j) x[j] = 0.25f * static_cast<float>(j) - 3.0f;
-    const size_t at = kind % 2 ? 31 : 7;  // ggml keeps a NaN only as the last element
-    x[at] = kind < 2 ? NAN : INFINITY;
-    std::vector<uint8_t> got(kBlockBytes, 0), want(kBlockBytes, 0);
-    // The rotation at position 0 returns finite elements and spreads a NaN or infinity to
-    // its pair's other element (v * 0): ggml's quantizer on what posenc_rope_out gives.
-    std::vector<float> rotated(32);
-    const posenc_rope_view sv = {x.data(), POSENC_DTYPE_F32, 1, 32, 32, 0};
-    const posenc_rope_view rv = {rotated.data(), POSENC_DTYPE_F32, 1, 32, 32, 0};
-    ASSERT_EQ(posenc_rope_out(plan.get(), 32, 1, 1, nullptr, 0, &sv, &rv, 0), POSENC_OK);
-    GgmlBlock(rotated.data(), want.data());
-    const posenc_q8_0_view dv = {got.data(), 1, kBlockBytes, kBlockBytes};
-    ASSERT_EQ(posenc_rope_out_q8_0(plan.get(), 32, 1, nullptr, 0, &sv, &dv, nullptr, 0), POSENC_OK);
-    EXPECT_EQ(got, want) << "kind " << kind;
+    for (size_t block : {size_t{0}, size_t{3}, size_t{8}}) {
+      std::vector<float> x(D);
+      for (size_t j = 0; j < D; ++j)
+        x[j] =
+            0.25f * static_cast<float>(j % kBlock) - 3.0f + 0.5f * static_cast<float>(j / kBlock);
+      const size_t at = block * kBlock + (kind % 2 ? 31 : 7);  // ggml keeps a NaN only last
+      x[at] = kind < 2 ? NAN : INFINITY;
+      std::vector<uint8_t> got(blocks * kBlockBytes, 0), want(blocks * kBlockBytes, 0);
+      // The rotation (R = 32) at position 0 returns finite elements and spreads a NaN or
+      // infinity to its pair's other element (v * 0); the elements from 32 on are copied:
+      // ggml's quantizer on what posenc_rope_out gives.
+      std::vector<float> rotated(D);
+      const posenc_rope_view sv = {x.data(), POSENC_DTYPE_F32, 1, D, D, 0};
+      const posenc_rope_view rv = {rotated.data(), POSENC_DTYPE_F32, 1, D, D, 0};
+      ASSERT_EQ(posenc_rope_out(plan.get(), D, 1, 1, nullptr, 0, &sv, &rv, 0), POSENC_OK);
+      for (size_t b = 0; b < blocks; ++b) GgmlBlock(&rotated[b * kBlock], &want[b * kBlockBytes]);
+      const posenc_q8_0_view dv = {got.data(), 1, blocks * kBlockBytes, blocks * kBlockBytes};
+      ASSERT_EQ(posenc_rope_out_q8_0(plan.get(), D, 1, nullptr, 0, &sv, &dv, nullptr, 0),
+                POSENC_OK);
+      EXPECT_EQ(got, want) << "kind " << kind << ", block " << block;
+    }
   }
 }
 
