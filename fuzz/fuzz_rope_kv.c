@@ -445,6 +445,11 @@ static void check_apply_slots(const kvcall *c, posenc_isa isa, const float *res)
   const posenc_slots slots = {c->index, c->is64, c->n_cells};
   if (posenc_rope_out_slots(q->plan, q->head_dim, q->n_tokens, q->positions, q->start_pos, &s, &d,
                             &slots, q->flags) != POSENC_OK) {
+    if (!kv_some_row(c)) { /* an apply that writes nothing need not be a valid plan call: its
+                              run of positions may pass INT32_MAX (check_run: nothing written) */
+      free(buf);
+      return;
+    }
     fprintf(stderr, "fuzz_rope_kv: posenc_rope_out_slots: %s\n", posenc_last_error());
     violation(&q->base, posenc_isa_name(isa),
               "posenc_rope_out_slots refuses the call of an accepted apply_slots", 0, 0, 0);

@@ -52,5 +52,7 @@ kvcall *kv_decode(reader *r);
 size_t kv_vector_bytes(const kvcall *c);
 /* The destination row of token t (its cell with slots; -1: skipped). */
 int64_t kv_row(const kvcall *c, size_t t);
+/* At least one token written: the slots' cells, or every row. */
+int kv_some_row(const kvcall *c);
 
 #endif

@@ -197,7 +197,7 @@ static void slots_errors(kvcall *c) {
 }
 
 /* At least one token written: the slots' cells, or every row. */
-static int some_row(const kvcall *c) {
+int kv_some_row(const kvcall *c) {
   if (!c->use_slots) return 1;
   if (c->slots_null || c->index_null || !c->n_cells || c->is64 > 1) return 0;
   for (size_t t = 0; t < c->q.n_tokens; ++t)
@@ -239,7 +239,7 @@ static void cache_errors(kvcall *c) {
   vcall *q = &c->q, cells = c->q;
   cells.n_tokens = c->n_cells;
   const view *s = &q->src, *d = &q->dst;
-  const int work = q->n_tokens && s->n_heads && some_row(c);
+  const int work = q->n_tokens && s->n_heads && kv_some_row(c);
   expect(c, s->null_view || d->null_view, 1);
   if (s->null_view || d->null_view) return;
   expect(c, !pair_supported(s->dtype, d->dtype) || s->n_heads != d->n_heads, work);
@@ -310,7 +310,7 @@ static void quant_errors(kvcall *c) {
   const view dv = {POSENC_DTYPE_F32, 0, c->qd_heads, c->qd_ts, c->qd_hs, 0, 0, 0};
   const view *s = &q->src;
   const size_t R = q->plan ? posenc_rope_plan_rotary_dim(q->plan) : q->rd, D = q->head_dim;
-  const int work = q->n_tokens && s->n_heads && some_row(c);
+  const int work = q->n_tokens && s->n_heads && kv_some_row(c);
   expect(c, s->null_view || c->qd_null, 1);
   expect(c, s->dtype != POSENC_DTYPE_F32, work);
   expect(c, s->null_data || c->qd_null_data || s->off % 4, work);
@@ -387,7 +387,7 @@ static void decode_apply(reader *r, kvcall *c) {
 static void apply_slots_errors(kvcall *c) {
   const vcall *q = &c->q;
   const unsigned plan_path = KNOWN_FLAGS & ~MROPE_FLAGS;
-  const int work = q->n_tokens && q->src.n_heads && some_row(c);
+  const int work = q->n_tokens && q->src.n_heads && kv_some_row(c);
   expect(c, (c->cflags & ~plan_path) || (c->aflags & ~KNOWN_FLAGS), 1);
   expect(c,
          !c->row_pos && c->n_rows &&
@@ -492,6 +492,13 @@ kvcall *kv_decode(reader *r) {
                  meet(k->dst.off, kd, q->src.off, qs),
              wq && wk);
     }
+  } else if (c->apply) {
+    /* The factor form reads no positions: the compute takes the plan with its own rows
+     * (apply_slots_errors), so the plan form's rule on a run of the call's positions past
+     * INT32_MAX is not the apply's; its other rules are. */
+    vcall p = *q;
+    p.start_pos = 0;
+    plan_op_errors(&p, 0, &sure, &listed);
   } else {
     plan_op_errors(q, 0, &sure, &listed);
   }
