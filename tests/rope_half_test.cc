@@ -426,12 +426,13 @@ TEST_P(RopeHalfTest, ForwardThenInverseReturns) {
     }
 }
 
-// Every 16-bit value as the first member of a pair whose second member is +0, at position
-// 0 (c = att, s = 0): with att = 1 every value must come back as it was (loads and stores
-// are exact); with the other factors each product u * att is exact in float and lands on,
-// next to or between halfway points of the storage type, or past its range (overflow to
-// infinity, f16 subnormals, zero), so the stored value shows the ISA's rounding, which must
-// be kernels/half.h's. Both pair layouts, both directions.
+// Every 16-bit value as one member of a pair whose other member is 1 (the first member, then
+// the second: a variant may store the two halves' results together and test them together,
+// and the other half's results, att, are normal), at position 0 (c = att, s = 0): with att = 1
+// every value must come back as it was (loads and stores are exact); with the other factors each
+// product u * att is exact in float and lands on, next to or between halfway points of the storage
+// type, or past its range (overflow to infinity, f16 subnormals, zero), so the stored value shows
+// the ISA's rounding, which must be kernels/half.h's. Both pair layouts, both directions.
 TEST_P(RopeHalfTest, LoadsStoresAndRoundsEvery16BitValue) {
   constexpr size_t kHeadDim = 128, kHeads = 0x10000 / (kHeadDim / 2);
   const float factors[] = {1.0f,
@@ -449,40 +450,46 @@ TEST_P(RopeHalfTest, LoadsStoresAndRoundsEvery16BitValue) {
       posenc_rope_plan* raw = nullptr;
       ASSERT_EQ(posenc_rope_plan_create(&raw, kHeadDim, 10000.0, att), POSENC_OK);
       const PlanPtr plan(raw);
-      for (unsigned flags : {0u, 1u, 2u, 3u}) {
-        const bool gptj = flags & POSENC_ROPE_GPTJ;
-        Buffer16 buf(kHeads * kHeadDim);
-        for (size_t k = 0; k < 0x10000; ++k) {
-          const size_t h = k / (kHeadDim / 2), i = k % (kHeadDim / 2);
-          const size_t u = h * kHeadDim + (gptj ? 2 * i : i);
-          const size_t v = h * kHeadDim + (gptj ? 2 * i + 1 : i + kHeadDim / 2);
-          buf[u] = static_cast<uint16_t>(k);
-          buf[v] = 0;
+      for (unsigned flags : {0u, 1u, 2u, 3u})
+        for (const bool second : {false, true}) {
+          const bool gptj = flags & POSENC_ROPE_GPTJ;
+          Buffer16 buf(kHeads * kHeadDim);
+          // The member that holds the value (u) and the one that holds 1.
+          const auto member = [&](size_t k, bool other) {
+            const size_t h = k / (kHeadDim / 2), i = k % (kHeadDim / 2);
+            const bool first = second == other;
+            return h * kHeadDim + (gptj ? 2 * i + (first ? 0 : 1) : i + (first ? 0 : kHeadDim / 2));
+          };
+          for (size_t k = 0; k < 0x10000; ++k) {
+            buf[member(k, false)] = static_cast<uint16_t>(k);
+            buf[member(k, true)] = st->narrow(1.0f);
+          }
+          const Buffer16 in = buf;
+          const posenc_rope_tensor q = {buf.data(), kHeads, kHeads * kHeadDim, kHeadDim};
+          ASSERT_EQ(st->rotate(plan.get(), kHeadDim, 1, &position, 0, &q, nullptr, flags),
+                    POSENC_OK);
+          size_t failures = 0;
+          for (size_t k = 0; k < 0x10000; ++k) {
+            const size_t u = member(k, false);
+            const float x = st->widen(in[u]);
+            const float product = x * att;  // exact, or the float rounding every variant does
+            const uint16_t want = st->narrow(product);
+            const uint16_t got = buf[u];
+            const bool ok = std::isnan(x)  ? IsNan16(*st, got)
+                            : product == 0 ? st->widen(got) == 0  // +-0: the sign may differ
+                                           : got == want;
+            if (!ok && failures++ < 3)
+              ADD_FAILURE() << st->name << " att " << std::hexfloat << att << " flags " << flags
+                            << (second ? " (second member)" : "") << ": 0x" << std::hex << in[u]
+                            << " (" << std::hexfloat << x << ") -> 0x" << got << ", want 0x" << want
+                            << " (" << product << ")";
+            if (att == 1.0f && !std::isnan(x) && x != 0 && got != in[u] && failures++ < 3)
+              ADD_FAILURE() << st->name << ": 0x" << std::hex << in[u] << " not kept (0x" << got
+                            << ")";
+          }
+          EXPECT_EQ(failures, 0u) << st->name << " att " << att << " flags " << flags
+                                  << (second ? " (second member)" : "");
         }
-        const Buffer16 in = buf;
-        const posenc_rope_tensor q = {buf.data(), kHeads, kHeads * kHeadDim, kHeadDim};
-        ASSERT_EQ(st->rotate(plan.get(), kHeadDim, 1, &position, 0, &q, nullptr, flags), POSENC_OK);
-        size_t failures = 0;
-        for (size_t k = 0; k < 0x10000; ++k) {
-          const size_t h = k / (kHeadDim / 2), i = k % (kHeadDim / 2);
-          const size_t u = h * kHeadDim + (gptj ? 2 * i : i);
-          const float x = st->widen(in[u]);
-          const float product = x * att;  // exact, or the float rounding every variant does
-          const uint16_t want = st->narrow(product);
-          const uint16_t got = buf[u];
-          const bool ok = std::isnan(x)  ? IsNan16(*st, got)
-                          : product == 0 ? st->widen(got) == 0  // +-0: the sign may differ
-                                         : got == want;
-          if (!ok && failures++ < 3)
-            ADD_FAILURE() << st->name << " att " << std::hexfloat << att << " flags " << flags
-                          << ": 0x" << std::hex << in[u] << " (" << std::hexfloat << x << ") -> 0x"
-                          << got << ", want 0x" << want << " (" << product << ")";
-          if (att == 1.0f && !std::isnan(x) && x != 0 && got != in[u] && failures++ < 3)
-            ADD_FAILURE() << st->name << ": 0x" << std::hex << in[u] << " not kept (0x" << got
-                          << ")";
-        }
-        EXPECT_EQ(failures, 0u) << st->name << " att " << att << " flags " << flags;
-      }
     }
 }
 

@@ -220,6 +220,20 @@ static inline void vf_store2_bf16(uint16_t *p, vf a, vf b) {
   }
   _mm512_storeu_si512(p, r);
 }
+/* Two such pairs, a then b at p and c then d at q (ve_store2x2): both results' zero tests in
+ * one branch (a test and branch per 64-byte store took 14% of bf16 RoPE's time in cache). */
+static inline void vf_store2x2_bf16(uint16_t *p, vf a, vf b, uint16_t *q, vf c, vf d) {
+  const __m512i r = (__m512i)_mm512_cvtne2ps_pbh(b, a), t = (__m512i)_mm512_cvtne2ps_pbh(d, c);
+  const __m512i low = _mm512_set1_epi16(0x7fff);
+  if (__builtin_expect((_mm512_testn_epi16_mask(r, low) | _mm512_testn_epi16_mask(t, low)) != 0,
+                       0)) {
+    vf_store2_bf16(p, a, b);
+    vf_store2_bf16(q, c, d);
+    return;
+  }
+  _mm512_storeu_si512(p, r);
+  _mm512_storeu_si512(q, t);
+}
 #else
 /* One VPERMW: the upper words of the 16 lanes to the lower 256 bits. */
 static inline __m256i vf_bf16_pack(vf v) {

@@ -71,6 +71,20 @@ POSENC_INLINE void ve_store2(void *base, size_t i, vf a, vf b, posenc_elem e) {
   ve_store(base, i + VF_W, b, e);
 }
 
+/* Two ve_store2: a then b at element i of p, c then d at element j of q (one branch for both
+ * where the layer's vf_store2x2_bf16 tests its results). */
+POSENC_INLINE void ve_store2x2(void *p, size_t i, vf a, vf b, void *q, size_t j, vf c, vf d,
+                               posenc_elem e) {
+#ifdef VF_HAVE_STORE2_BF16
+  if (e == POSENC_ELEM_BF16) {
+    vf_store2x2_bf16((uint16_t *)p + i, a, b, (uint16_t *)q + j, c, d);
+    return;
+  }
+#endif
+  ve_store2(p, i, a, b, e);
+  ve_store2(q, j, c, d, e);
+}
+
 /* Non-temporal store of VF_W elements at i (vf_stream, vf_stream_bf16, vf_stream_f16), where
  * ve_stream_aligned: base + i aligned to VF_W elements (a float vector, or half of one). */
 POSENC_INLINE int ve_stream_aligned(const void *base, size_t i, posenc_elem e) {
