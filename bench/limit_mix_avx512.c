@@ -164,8 +164,9 @@ static inline mv mv_exp_scale(mv t, mv lo, mv p, mv n) {
 
 #ifdef __AVX512BF16__
 /* rope_bf16, avx512bf16 variant, 32 elements: 2 VPERMW widenings, the rotation, one
- * VCVTNE2PS2BF16 and its zero test (VPTESTNMW and the branch on it: vf_store2_bf16). Chain:
- * the 32 words are the next round's u (words 0-15) and v (16-31). */
+ * VCVTNE2PS2BF16 and its zero test (VPTESTNMW), with one branch on two chains' tests, as
+ * the kernel stores a block's two halves (vf_store2x2_bf16). Chain: the 32 words are the next
+ * round's u (words 0-15) and v (16-31). */
 static float mix_rope_bf16_avx512bf16(size_t n_iter) {
   const __m512i lo = mix_bf16_index(0), hi = mix_bf16_index(1);
   const __m512i low_bits = _mm512_set1_epi16(0x7fff);
@@ -175,15 +176,22 @@ static float mix_rope_bf16_avx512bf16(size_t n_iter) {
 #undef DECL
   unsigned zeros = 0;
   for (size_t n = 0; n < n_iter; ++n) {
-#define ROUND(i)                                                                    \
-  {                                                                                 \
-    const __m512 u = mix_widen_bf16(lo, h##i), v = mix_widen_bf16(hi, h##i);        \
-    MIX_ROTATE(u, v, a, b);                                                         \
-    h##i = (__m512i)_mm512_cvtne2ps_pbh(b, a);                                      \
-    if (__builtin_expect(_mm512_testn_epi16_mask(h##i, low_bits) != 0, 0)) ++zeros; \
-    MIX_KEEP(h##i);                                                                 \
+#define ROUND(i)                                                                 \
+  const __m512 u##i = mix_widen_bf16(lo, h##i), v##i = mix_widen_bf16(hi, h##i); \
+  MIX_ROTATE(u##i, v##i, a##i, b##i);                                            \
+  h##i = (__m512i)_mm512_cvtne2ps_pbh(b##i, a##i);                               \
+  MIX_KEEP(h##i);
+#define ROUND2(i, j)                                                     \
+  {                                                                      \
+    ROUND(i)                                                             \
+    ROUND(j)                                                             \
+    if (__builtin_expect((_mm512_testn_epi16_mask(h##i, low_bits) |      \
+                          _mm512_testn_epi16_mask(h##j, low_bits)) != 0, \
+                         0))                                             \
+      ++zeros;                                                           \
   }
-    MIX_CHAINS(ROUND)
+    ROUND2(0, 1) ROUND2(2, 3) ROUND2(4, 5) ROUND2(6, 7)
+#undef ROUND2
 #undef ROUND
   }
   float sum = (float)zeros;

@@ -211,8 +211,8 @@ POSENC_INLINE void VFN(neox_blk2_)(const char *xu, const char *xv, char *yu, cha
   }
 #ifdef VF_HAVE_STORE2_BF16
   /* bf16 rows (in place, re-rotation, bf16 -> bf16 out of place): both halves' stores in one
-   * ve_store2x2, whose one branch tests both results (bf16 RoPE in place: 0.95-0.96x the
-   * time at 16-4096 tokens); from f32 rows it took 1.02-1.06x (8 and 40 heads, 16 and 512
+   * ve_store2x2, whose one branch tests both results (bf16 RoPE in place: 0.96-0.98x the
+   * time at 1-4096 tokens); from f32 rows it took 1.02-1.06x (8 and 40 heads, 16 and 512
    * tokens), so they keep a branch per store. */
   if (!nt && ex == POSENC_ELEM_BF16 && ey == POSENC_ELEM_BF16) {
     ve_store2x2(yu, i, VFN(msub_)(u0, c0, v0, s0, det), VFN(msub_)(u1, c1, v1, s1, det), yv, i,

@@ -428,11 +428,12 @@ TEST_P(RopeHalfTest, ForwardThenInverseReturns) {
 
 // Every 16-bit value as one member of a pair whose other member is 1 (the first member, then
 // the second: a variant may store the two halves' results together and test them together,
-// and the other half's results, att, are normal), at position 0 (c = att, s = 0): with att = 1
-// every value must come back as it was (loads and stores are exact); with the other factors each
-// product u * att is exact in float and lands on, next to or between halfway points of the storage
-// type, or past its range (overflow to infinity, f16 subnormals, zero), so the stored value shows
-// the ISA's rounding, which must be kernels/half.h's. Both pair layouts, both directions.
+// and the other half's results, att for a finite value, are normal), at position 0 (c = att, s =
+// 0): with att = 1 every value must come back as it was (loads and stores are exact); with the
+// other factors each product u * att is exact in float and lands on, next to or between halfway
+// points of the storage type, or past its range (overflow to infinity, f16 subnormals, zero), so
+// the stored value shows the ISA's rounding, which must be kernels/half.h's. Both pair layouts,
+// both directions.
 TEST_P(RopeHalfTest, LoadsStoresAndRoundsEvery16BitValue) {
   constexpr size_t kHeadDim = 128, kHeads = 0x10000 / (kHeadDim / 2);
   const float factors[] = {1.0f,

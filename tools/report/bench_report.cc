@@ -121,7 +121,7 @@ std::vector<std::string> GoogleBenchmarkArgs(const BenchOptions& o, int repetiti
                                    "--benchmark_report_aggregates_only=true"};
   // Repetitions of different rows interleaved at random, so that a slow drift of the
   // machine's memory bandwidth does not favour the rows measured first.
-  if (o.repetitions > 1) args.push_back("--benchmark_enable_random_interleaving=true");
+  if (repetitions > 1) args.push_back("--benchmark_enable_random_interleaving=true");
   if (!o.filter.empty()) args.push_back("--benchmark_filter=" + o.filter);
   if (!o.json_path.empty()) {
     args.push_back("--benchmark_out=" + o.json_path);
@@ -533,7 +533,7 @@ std::vector<PickCheck> PickChecks(const Results& results, const std::vector<int>
 std::string ExactRowRegex(const std::string& name) {
   std::string re = "^";
   for (char ch : name) {
-    if (std::string("\\^$.|?*+()[]{}").find(ch) != std::string::npos) re += '\\';
+    if (std::string("\\^$.|?*+()[{").find(ch) != std::string::npos) re += '\\';
     re += ch;
   }
   return re + "$";
@@ -544,8 +544,7 @@ std::string ExactRowRegex(const std::string& name) {
 // rows' repetitions lie minutes apart, and at DRAM and L3 sizes this host's bandwidth drifts
 // more than 5% in minutes (learned_add_f32 at 512 x 4096: avx2 at 0.92x avx512's rate in one
 // report, 1.04x and 1.06x side by side minutes later); measured together, drift moves both
-// alike. The check's verdict is the side-by-
-// side ratio where there is one; both are printed.
+// alike. The check's verdict is the side-by-side ratio where there is one; both are printed.
 void ConfirmPicks(const BenchOptions& options, std::vector<PickCheck>& checks) {
   for (PickCheck& check : checks) {
     if (check.ratio >= kPickWithin) continue;
