@@ -22,6 +22,10 @@ struct BenchOptions {
   // Per posenc_kernel, the tier the dispatcher picked before the rows ran (they switch it):
   // the check "pick within 5% of the fastest variant" compares them. Empty: no check.
   std::vector<int> kernel_picks;
+  // The check's bound: a pick PASSes at this fraction of the fastest row's rate or more; a
+  // group below it is measured again side by side (--pick-within; above 1 every group is,
+  // which the report's test uses).
+  double pick_within = 0.95;
 };
 
 // Runs the rows and prints the tables to `out`, then the dispatcher check: for every group

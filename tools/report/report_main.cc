@@ -49,7 +49,8 @@ void PrintUsage(const char* argv0) {
   std::fprintf(
       stderr,
       "usage: %s [--quick | --full] [--out DIR] [--json FILE] [--filter REGEX] [--no-plots]\n"
-      "          [--min-time S] [--repetitions N] [--seed N] [--check-only] [--verbose]\n"
+      "          [--min-time S] [--repetitions N] [--seed N] [--pick-within F] [--check-only]\n"
+      "          [--verbose]\n"
       "       %s compare [--out DIR] [--no-plots] A.json B.json ...\n"
       "  (default)      the core rows: every kernel, storage type and ISA at a cache-resident\n"
       "                 and at its largest (DRAM-sized) shape, 5 interleaved repetitions of\n"
@@ -65,6 +66,9 @@ void PrintUsage(const char* argv0) {
       "  --repetitions N  runs per row, interleaved, median reported (default 5; --full 3;\n"
       "                 --quick 1)\n"
       "  --seed N       seed of the self-check's random cases (default 1)\n"
+      "  --pick-within F  the dispatcher check's bound: the picked variant's rate over the\n"
+      "                 fastest's (default 0.95); a group below it is measured again side by\n"
+      "                 side (above 1: every group, and none passes)\n"
       "  --check-only   self-check only: no benchmarks, nothing saved\n"
       "  --verbose      Google Benchmark's own lines on stderr instead of the progress line\n"
       "  compare        side-by-side table and plot of saved JSON files (other CPUs, builds)\n",
@@ -98,6 +102,9 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       o.json_path = argv[++i];
     } else if (!std::strcmp(arg, "--filter") && has_value) {
       o.bench.filter = argv[++i];
+    } else if (!std::strcmp(arg, "--pick-within") && has_value) {
+      o.bench.pick_within = std::strtod(argv[++i], nullptr);
+      if (!(o.bench.pick_within > 0 && o.bench.pick_within <= 2)) return false;
     } else if (!std::strcmp(arg, "--seed") && has_value) {
       o.seed = std::strtoull(argv[++i], nullptr, 0);
     } else {

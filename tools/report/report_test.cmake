@@ -115,6 +115,33 @@ if(NOT copy_limit)
   message(FATAL_ERROR "a: no limit_copy/bytes:655360 line in the limits:\n${out_a}")
 endif()
 
+# d: the dispatcher check's side-by-side re-measure, forced for every group (--pick-within 2:
+# no pick can pass): the group's line shows the second ratio, and the JSON keeps the main
+# run's rows (every ISA row and naive, once each), not the re-run's two.
+run_report(out_d "POSENC_ISA=" --quick --pick-within 2 --filter "^rope_f32_neox/[a-z0-9]+/tokens:16/"
+           --out d --no-plots)
+string(REGEX MATCH "\n  rope_f32_neox +tokens:16/heads:40/dim:128 +[a-z0-9]+ +[a-z0-9]+ +[0-9.]+ +[0-9.]+  FAIL\n"
+       remeasured "${out_d}")
+if(NOT remeasured)
+  message(FATAL_ERROR "d: no side-by-side ratio in the dispatcher check:\n${out_d}")
+endif()
+json_get(rows_d "${WORK_DIR}/d/posenc-report.json" benchmarks)
+string(JSON n_d LENGTH "${rows_d}")
+math(EXPR last_d "${n_d} - 1")
+set(names_d "")
+foreach(i RANGE ${last_d})
+  string(JSON name GET "${rows_d}" ${i} name)
+  if(name IN_LIST names_d)
+    message(FATAL_ERROR "d: row ${name} twice in the JSON (the re-run's rows written into it)")
+  endif()
+  list(APPEND names_d "${name}")
+endforeach()
+foreach(row scalar naive)
+  if(NOT "rope_f32_neox/${row}/tokens:16/heads:40/dim:128" IN_LIST names_d)
+    message(FATAL_ERROR "d: the main run's ${row} row is missing from the JSON: ${names_d}")
+  endif()
+endforeach()
+
 run_report(out_c "" compare a/posenc-report.json b/posenc-report.json --out c)
 expect_contains("${out_c}" "[2]/[1]")
 expect_contains("${out_c}" "(scalar)")
