@@ -92,10 +92,9 @@ typedef struct rope_token {
   int64_t p[ROPE_MROPE_ROWS];
 } rope_token;
 
-/* Token g = b * n_tokens + t of the call, into *out. An M-RoPE token whose rows used by some
+/* Token g = b * n_tokens + t of the call, into *k. An M-RoPE token whose rows used by some
  * pair (rows_used) hold one position is a plain one at that position. */
-static inline void rope_token_of(const rope_args *a, size_t g, size_t t, rope_token *out) {
-  rope_token *const k = out;
+static inline void rope_token_of(const rope_args *a, size_t g, size_t t, rope_token *k) {
   k->kind = TOKEN_POSITION;
   k->p[0] = rope_position(a, g, t);
   _Static_assert(ROPE_MROPE_ROWS == 4, "a token's positions are zeroed one by one");

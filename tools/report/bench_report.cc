@@ -123,10 +123,10 @@ std::vector<std::string> GoogleBenchmarkArgs(const BenchOptions& o, int repetiti
   // machine's memory bandwidth does not favour the rows measured first.
   if (repetitions > 1) args.push_back("--benchmark_enable_random_interleaving=true");
   if (!o.filter.empty()) args.push_back("--benchmark_filter=" + o.filter);
-  if (!o.json_path.empty()) {
-    args.push_back("--benchmark_out=" + o.json_path);
-    args.push_back("--benchmark_out_format=json");
-  }
+  // Always given, empty where there is no JSON: a later Initialize (ConfirmPicks) would
+  // otherwise keep the main run's file and write over it.
+  args.push_back("--benchmark_out=" + o.json_path);
+  if (!o.json_path.empty()) args.push_back("--benchmark_out_format=json");
   return args;
 }
 
@@ -555,7 +555,6 @@ void ConfirmPicks(const BenchOptions& options, std::vector<PickCheck>& checks) {
     again.filter = ExactRowRegex(picked) + "|" + ExactRowRegex(fastest);
     again.json_path.clear();
     std::vector<std::string> args = GoogleBenchmarkArgs(again, 2 * options.repetitions + 1);
-    args.push_back("--benchmark_out=");  // flags keep their values from the main run's
     if (!InitializeGoogleBenchmark(args)) continue;
     Results results;
     CollectingReporter reporter(results, options.verbose);
@@ -588,9 +587,8 @@ void PrintPickCheck(const std::vector<PickCheck>& checks, double pick_within, st
          "PASS where the\npick runs at "
       << bound
       << " the fastest's rate or more. Where 'ratio' is below that, the two rows were measured "
-         "again side "
-         "by side (their\nrepetitions interleaved, 2n + 1 of them): 'again', the ratio that "
-         "decides\n";
+         "again side by side (their\nrepetitions interleaved, 2n + 1 of them): 'again', the "
+         "ratio that decides\n";
   char head[200];
   std::snprintf(head, sizeof head, "  %-26s %-49s %-10s %-10s %6s  %6s\n", "kernel", "shape",
                 "picked", "fastest", "ratio", "again");

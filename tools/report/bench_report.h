@@ -20,7 +20,7 @@ struct BenchOptions {
   std::string json_path;    // non-empty: also write Google Benchmark's JSON there
   bool verbose = false;     // Google Benchmark's own lines on stderr, not the progress line
   // Per posenc_kernel, the tier the dispatcher picked before the rows ran (they switch it):
-  // the check "pick within 5% of the fastest variant" compares them. Empty: no check.
+  // the dispatcher check compares them with the fastest rows (pick_within). Empty: no check.
   std::vector<int> kernel_picks;
   // The check's bound: a pick PASSes at this fraction of the fastest row's rate or more; a
   // group below it is measured again side by side (--pick-within; above 1 every group is,
