@@ -12,7 +12,10 @@
  * (posenc_rope_qknorm, q and k with their own weights), rope_out f32 -> f16 (8 heads) and
  * rope_out f32 -> bf16 / f16 of 40 heads (cases 14, 15: 4096 tokens write 40 MiB, enough to
  * stream) and softmax out of place (case 16: 32 heads x 512 x 512 f32, x and y apart, 32 MiB
- * each, T = 512 alone); T in 1, 16, 512, 4096. Not built by
+ * each, T = 512 alone) and in place against a two-sequence KV-cache mask (case 17: 32 heads x
+ * 512 x 512 f32, a [512, 512] f32 mask shared by the heads: queries of each half see the
+ * keys of their half, every fifth hidden, as the bench's mask:kvcache rows; T = 512 alone);
+ * T in 1, 16, 512, 4096. Not built by
  * CMake (it needs two builds): from the repository root, with a build in build/:
  *   gcc -O2 -Iinclude -Ibuild/include bench/ab/posenc_ab.c -o posenc_ab -ldl -lm
  *   taskset -c 1 ./posenc_ab OLD/libposenc.so.0 NEW/libposenc.so.0 <isa number> 15
@@ -112,7 +115,7 @@ static int cmpd(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 enum { QH = 32, KH = 8, D = 128 };
-static float *xq, *xk, *table, *scores, *sout, *emb, *kvmask;
+static float *xq, *xk, *table, *scores, *sout, *emb, *kvmask, *kvmask512;
 static uint16_t *hq, *hk, *out16, *o40;
 static float *x40;
 static float slopes[32], wq[D], wk[D];
@@ -187,6 +190,14 @@ static posenc_status run(lib *l, int c, size_t T) {
       posenc_scores_view y = {sout, POSENC_DTYPE_F32, 512 * 512, 512, 0};
       return l->softmax(&sp, 32, 512, 512, &x, &y);
     }
+    case 17: { /* in place, 32 heads x 512 x 512 f32, the two-sequence mask */
+      posenc_softmax_params sp = POSENC_SOFTMAX_PARAMS_INIT;
+      sp.scale = 0.0883883f;
+      sp.mask = kvmask512;
+      sp.mask_dtype = POSENC_DTYPE_F32;
+      posenc_scores_view x = {scores, POSENC_DTYPE_F32, 512 * 512, 512, 0};
+      return l->softmax(&sp, 32, 512, 512, &x, &x);
+    }
   }
   return POSENC_OK;
 }
@@ -222,6 +233,10 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < 32u * 512 * 512; ++i) sout[i] = 0;
   kvmask = aligned_alloc(64, 4096 * 4);
   for (int j = 0; j < 4096; ++j) kvmask[j] = 0.0f;
+  kvmask512 = aligned_alloc(64, 512 * 512 * 4);
+  for (int i = 0; i < 512; ++i)
+    for (int j = 0; j < 512; ++j)
+      kvmask512[i * 512 + j] = (i < 256) == (j < 256) && (i * 512 + j) % 5 ? 0.0f : -INFINITY;
   for (size_t i = 0; i < 4096u * QH * D; ++i) {
     xq[i] = (float)(i % 97) * 0.01f;
     hq[i] = 0x3f80;
@@ -257,10 +272,11 @@ int main(int argc, char **argv) {
                          "rope_out_f32_f16_neox(8h)",
                          "rope_out_f32_bf16_neox(40h)",
                          "rope_out_f32_f16_neox(40h)",
-                         "softmax_out_f32(32x512x512)"};
+                         "softmax_out_f32(32x512x512)",
+                         "softmax_f32_kvcache(32x512x512)"};
   const size_t Ts[] = {1, 16, 512, 4096};
   double *r = malloc(sizeof(double) * rounds);
-  for (int c = 0; c < 17; ++c)
+  for (int c = 0; c < 18; ++c)
     for (int ti = 0; ti < 4; ++ti) {
       size_t T = Ts[ti];
       if (c == 11)
@@ -268,7 +284,7 @@ int main(int argc, char **argv) {
       if (getenv("CASE") && atoi(getenv("CASE")) != c) continue;
       if ((c == 7) && T < 512) continue;
       if (c >= 9 && c <= 11 && T < 16) continue;
-      if (c == 16 && T != 512) continue;
+      if (c >= 16 && T != 512) continue;
       int reps = T >= 4096 ? 1 : T >= 512 ? 4 : T >= 16 ? 64 : 512;
       double tot[2] = {0, 0};
       for (int k = 0; k < rounds; ++k) {
