@@ -656,11 +656,13 @@ SM_FUSED(sm_fused_m16_, 1, POSENC_ELEM_F16)
 #endif
 
 /* Whether the rows of a call prefetch the rows after them (sm_prefetch): not where the
- * call's scores fit in a level-2 cache, as a decode step's (32 heads x 4096 keys: 512 KiB),
- * which the rows find there, written by the scores' product just before (and in the
- * bench's repeated calls, by the last call): 32 heads x 4096 keys with a KV-cache mask
- * 0.95x the time without the prefetch instructions, without a mask 0.99x, 32 x 1 x 16 keys
- * 0.90x; at 32 x 512 x 512 (32 MiB) they save 0.25-0.4 of the time. */
+ * call's scores are under 1 MiB, which fit a level-2 cache as a decode step's do (32 heads x
+ * 4096 keys: 512 KiB) and are found there, written by the scores' product just before (in the
+ * bench's repeated calls, by the last call). Measured on Zen 4 (1 MiB of L2), avx512, against
+ * prefetching: decode of 32 heads against 4096 keys with a KV-cache mask 0.95x the time,
+ * causal 0.99x, against 16 keys 0.91-0.93x; 32 x 512 x 512 with a two-sequence mask took 1.39x
+ * the time without any prefetch. The same rule serves every path and ISA (the 16-bit outputs'
+ * rows, the pairs, smaller L2 caches: not measured apart). */
 #define SM_PREFETCH_MIN_BYTES ((size_t)1 << 20)
 static inline int sm_prefetches_(const softmax_args *a) {
   return a->n_heads * a->n_q * a->n_k * posenc_elem_size(a->xe) >= SM_PREFETCH_MIN_BYTES;
@@ -670,8 +672,9 @@ static inline int sm_prefetches_(const softmax_args *a) {
  * template row t; its work block y + a0), its hidden columns written (with non-temporal
  * stores in a streaming call; with defer, an f32 y not streamed, those after its last
  * visible one are left to the caller: [z0, z1)); 0 if nothing of it is visible. The prefetch reads
- * row idx + ahead (not its y in a streaming call). memo (NULL: rows are not cut): one entry per
- * query row, the extent of its mask row (softmax_run). */
+ * row idx + ahead (not its y in a streaming call; none in a call under SM_PREFETCH_MIN_BYTES).
+ * memo (NULL: rows are not cut): one entry per query row, the extent of its mask row
+ * (softmax_run). */
 static int VFN(sm_setup_)(const softmax_args *a, const sm_row *t, size_t idx, size_t ahead,
                           sm_job *j, void **y_out, softmax_extent_memo *memo, int stream,
                           int defer) {
@@ -729,18 +732,21 @@ static int VFN(sm_setup_)(const softmax_args *a, const sm_row *t, size_t idx, si
                 : NULL;
     /* The next row of the same query (another head) with the same mask row (or none) has
      * this row's columns [a0, hi) to read and its mask row in cache already: only those
-     * columns are fetched (a decode of 32 heads against 4096 cached keys, half of them past
-     * the mask's last visible one: 0.90x the time of fetching every column of both). */
+     * columns are fetched (measured on a decode of 32 heads against 4096 cached keys, half
+     * of them past the mask's last visible one, 0.90x the time of fetching every column of
+     * both, when such calls still prefetched). */
     const int same = ni == i && nmask == j->r.mask;
     const size_t p0 = same ? j->a0 : 0, p1 = same ? j->hi : a->n_k;
-    /* Another query row's mask: only its visible extent, which the memo gives (found now
-     * for that row, once, as its own setup would), is read. Its scores are fetched whole:
-     * the hidden columns are written (0), and a write to a line not in cache waits for it
-     * (32 x 512 x 512 in place with a two-sequence mask: fetching only the extent of the
-     * scores too took 1.66x the time, the mask's extent alone 0.91x). */
+    /* Another query row's mask, with a memo (a mask the heads share): only its visible
+     * extent is prefetched, found now for that row as its own setup will look it up (the
+     * same memo key: [lo, hi) from its positions without kpos, else every column), so
+     * scanned once. Its scores are fetched whole: the hidden columns are written (0), and a
+     * write to a line not in cache waits for it (32 x 512 x 512 in place with a two-sequence
+     * mask: fetching only the extent of the scores too took 1.66x the time, the mask's
+     * extent alone 0.91x). */
     size_t m0 = 0, m1 = a->n_k;
     if (a->mask && !same && memo) {
-      softmax_visible(a, softmax_qpos(a, ni), &m0, &m1);
+      if (!a->kpos) softmax_visible(a, softmax_qpos(a, ni), &m0, &m1);
       if (m0 < m1) softmax_mask_extent(nmask, a->me, &m0, &m1, &memo[ni]);
     }
     if (p0 < p1) {

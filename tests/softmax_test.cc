@@ -287,6 +287,63 @@ TEST_P(SoftmaxTest, RowsCutToTheMaskGiveTheBitsOfUncutRows) {
         }
 }
 
+// A call of 1 MiB of scores or more prefetches rows ahead, and with a mask the heads share it
+// finds another query row's visible extent (its memo entry) before that row's own setup
+// does: its results are those of the same rows called one head at a time (160 KiB each,
+// no prefetch), bit for bit, for both mask types, with and without key positions (causal
+// by kpos: the memo's range is then every column), for an f32 and a bf16 output.
+TEST_P(SoftmaxTest, LargeMaskedCallsGiveTheBitsOfOneHeadCalls) {
+  std::mt19937 rng(kSeed + 11);
+  std::uniform_real_distribution<float> score(-4.0f, 4.0f);
+  const size_t H = 8, n_q = 40, n_k = 1024;  // 8 x 40 x 1024 floats: 1.25 MiB
+  std::vector<float> x(H * n_q * n_k);
+  for (float& v : x) v = score(rng);
+  // Row i: a visible window [a, b) with holes; row 3 nothing visible, row 4 every key.
+  std::vector<float> mask(n_q * n_k);
+  std::vector<uint16_t> mask16(n_q * n_k);
+  for (size_t i = 0; i < n_q; ++i) {
+    size_t a = rng() % n_k, b = a + 1 + rng() % (n_k - a);
+    if (i == 3) a = b = 0;
+    if (i == 4) a = 0, b = n_k;
+    for (size_t j = 0; j < n_k; ++j) {
+      const bool visible = j >= a && j < b && (j == a || j + 1 == b || rng() % 4 != 0);
+      mask[i * n_k + j] = visible ? 0.0f : -kInf;
+      mask16[i * n_k + j] = visible ? uint16_t{0} : uint16_t{0xFC00};
+    }
+  }
+  std::vector<int32_t> kpos(n_k);
+  for (size_t j = 0; j < n_k; ++j) kpos[j] = static_cast<int32_t>((j * 7) % n_k);
+  for (posenc_dtype mt : {POSENC_DTYPE_F32, POSENC_DTYPE_F16})
+    for (bool with_kpos : {false, true})
+      for (posenc_dtype yt : {POSENC_DTYPE_F32, POSENC_DTYPE_BF16}) {
+        posenc_softmax_params p = POSENC_SOFTMAX_PARAMS_INIT;
+        p.mask = mt == POSENC_DTYPE_F32 ? static_cast<const void*>(mask.data()) : mask16.data();
+        p.mask_dtype = mt;
+        p.scale = 0.5f;
+        if (with_kpos) {
+          p.kpos = kpos.data();
+          p.flags = POSENC_SOFTMAX_CAUSAL;
+          p.q_offset = static_cast<int32_t>(n_k / 2);
+        }
+        const size_t per_head = n_q * n_k;
+        std::vector<float> whole(H * per_head, -1.0f), heads(H * per_head, -2.0f);
+        const posenc_scores_view xv = {x.data(), POSENC_DTYPE_F32, per_head, n_k, 0};
+        const posenc_scores_view yv = {whole.data(), yt, per_head, n_k, 0};
+        ASSERT_EQ(posenc_softmax(&p, H, n_q, n_k, &xv, &yv), POSENC_OK);
+        const size_t ys = yt == POSENC_DTYPE_F32 ? 1 : 2;  // elements per float of y
+        for (size_t h = 0; h < H; ++h) {
+          const posenc_scores_view xh = {x.data() + h * per_head, POSENC_DTYPE_F32, per_head, n_k,
+                                         0};
+          const posenc_scores_view yh = {heads.data() + h * per_head / ys, yt, per_head, n_k, 0};
+          ASSERT_EQ(posenc_softmax(&p, 1, n_q, n_k, &xh, &yh), POSENC_OK);
+        }
+        const size_t floats = H * per_head / ys;  // the words y holds, as floats
+        ASSERT_EQ(std::vector<float>(whole.begin(), whole.begin() + floats),
+                  std::vector<float>(heads.begin(), heads.begin() + floats))
+            << "mask " << mt << " kpos " << with_kpos << " y " << yt;
+      }
+}
+
 // ---------------------------------------------------------------------------- ggml
 
 // ggml_soft_max_ext's CPU operation (ggml_compute_forward_soft_max_f32), per row: w = x * scale

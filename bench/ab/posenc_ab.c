@@ -14,7 +14,8 @@
  * stream) and softmax out of place (case 16: 32 heads x 512 x 512 f32, x and y apart, 32 MiB
  * each, T = 512 alone) and in place against a two-sequence KV-cache mask (case 17: 32 heads x
  * 512 x 512 f32, a [512, 512] f32 mask shared by the heads: queries of each half see the
- * keys of their half, every fifth hidden, as the bench's mask:kvcache rows; T = 512 alone);
+ * keys of their half, every fifth cell of the mask hidden (20%, like the bench's
+ * mask:kvcache rows, which hide theirs at random); T = 512 alone);
  * T in 1, 16, 512, 4096. Not built by
  * CMake (it needs two builds): from the repository root, with a build in build/:
  *   gcc -O2 -Iinclude -Ibuild/include bench/ab/posenc_ab.c -o posenc_ab -ldl -lm
