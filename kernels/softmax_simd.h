@@ -668,6 +668,15 @@ static inline int sm_prefetches_(const softmax_args *a) {
   return a->n_heads * a->n_q * a->n_k * posenc_elem_size(a->xe) >= SM_PREFETCH_MIN_BYTES;
 }
 
+/* The columns [lo, hi) of query row i that its positions leave visible (every column with
+ * key positions: those hide keys lane by lane): the range a row's mask extent is looked up
+ * under (its memo key), by its own setup and by the prefetch of an earlier row alike. */
+static inline void sm_position_range_(const softmax_args *a, size_t i, size_t *lo, size_t *hi) {
+  *lo = 0;
+  *hi = a->n_k;
+  if (!a->kpos) softmax_visible(a, softmax_qpos(a, i), lo, hi);
+}
+
 /* Row idx (queries first, then heads) of the call: its constants into *j (from the call's
  * template row t; its work block y + a0), its hidden columns written (with non-temporal
  * stores in a streaming call; with defer, an f32 y not streamed, those after its last
@@ -692,8 +701,8 @@ static int VFN(sm_setup_)(const softmax_args *a, const sm_row *t, size_t idx, si
   void *y = (char *)a->y + (h * a->y_head_stride + i * a->y_row_stride) * ys;
   *y_out = y;
   j->y = (float *)y;
-  size_t lo = 0, hi = a->n_k;
-  if (!a->kpos) softmax_visible(a, j->r.qpos, &lo, &hi);
+  size_t lo, hi;
+  sm_position_range_(a, i, &lo, &hi);
   if (memo && lo < hi) {
     /* to whole vectors (within [lo, hi)): the mask's hidden columns inside them are read as
      * before, and no vector of a short row becomes partial */
@@ -738,15 +747,14 @@ static int VFN(sm_setup_)(const softmax_args *a, const sm_row *t, size_t idx, si
     const int same = ni == i && nmask == j->r.mask;
     const size_t p0 = same ? j->a0 : 0, p1 = same ? j->hi : a->n_k;
     /* Another query row's mask, with a memo (a mask the heads share): only its visible
-     * extent is prefetched, found now for that row as its own setup will look it up (the
-     * same memo key: [lo, hi) from its positions without kpos, else every column), so
-     * scanned once. Its scores are fetched whole: the hidden columns are written (0), and a
-     * write to a line not in cache waits for it (32 x 512 x 512 in place with a two-sequence
-     * mask: fetching only the extent of the scores too took 1.66x the time, the mask's
-     * extent alone 0.91x). */
+     * extent is prefetched, found now for that row under the key its own setup will look it
+     * up under (sm_position_range_), so scanned once. Its scores are fetched whole: the
+     * hidden columns are written (0), and a write to a line not in cache waits for it (32 x
+     * 512 x 512 in place with a two-sequence mask: fetching only the extent of the scores
+     * too took 1.66x the time, the mask's extent alone 0.91x). */
     size_t m0 = 0, m1 = a->n_k;
     if (a->mask && !same && memo) {
-      if (!a->kpos) softmax_visible(a, softmax_qpos(a, ni), &m0, &m1);
+      sm_position_range_(a, ni, &m0, &m1);
       if (m0 < m1) softmax_mask_extent(nmask, a->me, &m0, &m1, &memo[ni]);
     }
     if (p0 < p1) {
