@@ -122,6 +122,16 @@ static void VFN(prepare_delta_)(const struct posenc_rope_plan *from, int32_t fro
 #ifndef VF_SIZELESS
 #define ROPE_BLOCK (ROPE_BLOCK_PAIRS / VF_W)
 _Static_assert(ROPE_BLOCK % 2 == 0, "the block path takes vectors two at a time");
+/* QK-norm folded into the block path's rotation (neox_blk2n_) where it was measured faster:
+ * with 16 lanes (the block's factors in registers) and without FMA (SSE4: mul and sub
+ * saved). AVX2 (32 factor vectors for 16 registers, each reloaded from the stack with the
+ * head's elements) took 1.04-1.08x the time of the unfolded path; NEON (64) is not folded
+ * either. */
+#if ROPE_BLOCK <= 4 || !defined(VF_FMA)
+#define ROPE_NORM_FOLD 1
+#else
+#define ROPE_NORM_FOLD 0
+#endif
 #endif
 
 /* The rotation below is written once for every pair of storage types (vec_elem.h): source
@@ -222,6 +232,31 @@ POSENC_INLINE void VFN(neox_blk2_)(const char *xu, const char *xv, char *yu, cha
 #endif
   VFN(put2_)(yu, i, VFN(msub_)(u0, c0, v0, s0, det), VFN(msub_)(u1, c1, v1, s1, det), ey, nt);
   VFN(put2_)(yv, i, VFN(madd_)(v0, c0, u0, s0, det), VFN(madd_)(v1, c1, u1, s1, det), ey, nt);
+}
+
+/* QK-norm folded into the rotation (not deterministic): with n = x inv w,
+ *   u' = n_u c - n_v s = inv (x_u (w_u c) - x_v (w_v s)),
+ *   v' = n_v c + n_u s = inv (x_v (w_v c) + x_u (w_u s)),
+ * the four products of weights and factors (pc = w_u c, qs = w_v s, rc = w_v c, ss = w_u s)
+ * formed once per token row and block: three operations per element instead of four. Two
+ * vectors of pairs at once as neox_blk2_. */
+POSENC_INLINE void VFN(neox_blk2n_)(const char *xu, const char *xv, char *yu, char *yv, size_t i,
+                                    const vf *f0, const vf *f1, vf ninv, posenc_elem ex,
+                                    posenc_elem ey) {
+  const vf u0 = ve_load(xu, i, ex), v0 = ve_load(xv, i, ex);
+  const vf u1 = ve_load(xu, i + VF_W, ex), v1 = ve_load(xv, i + VF_W, ex);
+  const vf a0 = vf_mul(vf_fnmadd(v0, f0[1], vf_mul(u0, f0[0])), ninv);
+  const vf a1 = vf_mul(vf_fnmadd(v1, f1[1], vf_mul(u1, f1[0])), ninv);
+  const vf b0 = vf_mul(vf_fmadd(u0, f0[3], vf_mul(v0, f0[2])), ninv);
+  const vf b1 = vf_mul(vf_fmadd(u1, f1[3], vf_mul(v1, f1[2])), ninv);
+#ifdef VF_HAVE_STORE2_BF16
+  if (ex == POSENC_ELEM_BF16 && ey == POSENC_ELEM_BF16) {
+    ve_store2x2(yu, i, a0, a1, yv, i, b0, b1, ey);
+    return;
+  }
+#endif
+  ve_store2(yu, i, a0, a1, ey);
+  ve_store2(yv, i, b0, b1, ey);
 }
 
 /* GPTJ: x' = x * (c, c) + swap(x) * (-s, s). */
@@ -342,6 +377,27 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
       wu[b] = normed ? vf_load(view->norm_w + p0 + b * VF_W) : niv;
       wv[b] = normed ? vf_load(view->norm_w + p0 + half + b * VF_W) : niv;
     }
+    if (ROPE_NORM_FOLD && normed && !det && !nt) {
+      vf f[ROPE_BLOCK][4]; /* pc, qs, rc, ss of each vector of the block (neox_blk2n_) */
+      for (int b = 0; b < ROPE_BLOCK; ++b) {
+        f[b][0] = vf_mul(wu[b], cb[b]);
+        f[b][1] = vf_mul(wv[b], sb[b]);
+        f[b][2] = vf_mul(wv[b], cb[b]);
+        f[b][3] = vf_mul(wu[b], sb[b]);
+      }
+      for (size_t h = 0; h < nh; ++h) {
+        const char *x = xr + h * xs;
+        char *y = yr + h * ys;
+        const char *xu = x + p0 * xe, *xv = xu + half * xe;
+        char *yu = y + p0 * ye, *yv = yu + half * ye;
+        if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
+        niv = vf_set1(inv[h % ROPE_NORM_RUN]);
+        for (int b = 0; b < ROPE_BLOCK; b += 2)
+          VFN(neox_blk2n_)(xu, xv, yu, yv, (size_t)b * VF_W, f[b], f[b + 1], niv, ex, ey);
+        if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, 1, niv, view->norm_w, 0);
+      }
+      return;
+    }
     for (size_t h = 0; h < nh; ++h) {
       const char *x = xr + h * xs;
       char *y = yr + h * ys;
@@ -400,6 +456,31 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
     /* Base pointers at the chunk's first pair, indices constants (neox_blk2_) */
     const size_t xe = posenc_elem_size(ex), ye = posenc_elem_size(ey);
     const float *wo = normed ? view->norm_w + 2 * p0 : NULL;
+    if (ROPE_NORM_FOLD && normed && !det && !nt) {
+      /* QK-norm folded into the rotation as neox_blk2n_: with n = x inv w,
+       * n (c, c) + swap(n) (-s, s) = inv (x (w (c, c)) + swap(x) (swap(w) (-s, s))). */
+      vf pc[2 * ROPE_BLOCK], qs[2 * ROPE_BLOCK];
+      for (int b = 0; b < 2 * ROPE_BLOCK; ++b) {
+        const vf w = vf_load(wo + b * VF_W);
+        pc[b] = vf_mul(w, cb[b]);
+        qs[b] = vf_mul(vf_swap_pairs(w), sb[b]);
+      }
+      for (size_t h = 0; h < nh; ++h) {
+        const char *x = xr + h * xs;
+        char *y = yr + h * ys;
+        const char *xo = x + 2 * p0 * xe;
+        char *yo = y + 2 * p0 * ye;
+        if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
+        niv = vf_set1(inv[h % ROPE_NORM_RUN]);
+        for (int b = 0; b < 2 * ROPE_BLOCK; ++b) {
+          const vf v = ve_load(xo, (size_t)b * VF_W, ex);
+          ve_store(yo, (size_t)b * VF_W,
+                   vf_mul(vf_fmadd(vf_swap_pairs(v), qs[b], vf_mul(v, pc[b])), niv), ey);
+        }
+        if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, 1, niv, view->norm_w, 0);
+      }
+      return;
+    }
     for (size_t h = 0; h < nh; ++h) {
       const char *x = xr + h * xs;
       char *y = yr + h * ys;
