@@ -122,16 +122,18 @@ static void VFN(prepare_delta_)(const struct posenc_rope_plan *from, int32_t fro
 #ifndef VF_SIZELESS
 #define ROPE_BLOCK (ROPE_BLOCK_PAIRS / VF_W)
 _Static_assert(ROPE_BLOCK % 2 == 0, "the block path takes vectors two at a time");
-/* QK-norm folded into the block path's rotation (neox_blk2n_) where it was measured faster:
- * with 16 lanes (the block's factors in registers) and without FMA (SSE4: mul and sub
- * saved). AVX2 (32 factor vectors for 16 registers, each reloaded from the stack with the
- * head's elements) took 1.04-1.08x the time of the unfolded path; NEON (64) is not folded
- * either. */
+/* QK-norm folded into the rotation (neox_blk2n_; the general NEOX loop through a stack
+ * buffer) where it was measured faster: with 16 lanes (the block's factors in registers)
+ * and without FMA (SSE4: mul and sub saved). AVX2 (32 factor vectors for 16 registers, each
+ * reloaded from the stack with the head's elements) took 1.04-1.08x the time of the
+ * unfolded block path; NEON (64) is not folded either, nor are the sizeless layers. */
 #if ROPE_BLOCK <= 4 || !defined(VF_FMA)
 #define ROPE_NORM_FOLD 1
 #else
 #define ROPE_NORM_FOLD 0
 #endif
+#else
+#define ROPE_NORM_FOLD 0
 #endif
 
 /* The rotation below is written once for every pair of storage types (vec_elem.h): source
@@ -416,6 +418,50 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
     return;
   }
 #endif
+  if (ROPE_NORM_FOLD && normed && !det && !nt) {
+    /* The fold of neox_blk2n_ for any chunk: its four products per pair in a stack buffer,
+     * [pc | qs | rc | ss], each n rounded up to whole vectors. */
+    _Alignas(64) float fold[4 * POSENC_ROPE_CHUNK];
+    const size_t nv = (n + VF_W - 1) / VF_W * VF_W;
+    float *f0 = fold, *f1 = fold + nv, *f2 = fold + 2 * nv, *f3 = fold + 3 * nv;
+    for (size_t i = 0; i < n; i += VF_W) {
+      const size_t m = n - i < VF_W ? n - i : VF_W; /* c and s may end at n */
+      const float *wi = view->norm_w + p0 + i;
+      const vf ct = m == VF_W ? vf_load(c + i) : vf_load_n(c + i, m);
+      const vf st = vf_mul(m == VF_W ? vf_load(s + i) : vf_load_n(s + i, m), sg);
+      const vf wu = m == VF_W ? vf_load(wi) : vf_load_n(wi, m);
+      const vf wv = m == VF_W ? vf_load(wi + half) : vf_load_n(wi + half, m);
+      vf_store(f0 + i, vf_mul(wu, ct));
+      vf_store(f1 + i, vf_mul(wv, st));
+      vf_store(f2 + i, vf_mul(wv, ct));
+      vf_store(f3 + i, vf_mul(wu, st));
+    }
+    for (size_t h = 0; h < nh; ++h) {
+      const char *x = xr + h * xs;
+      char *y = yr + h * ys;
+      if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
+      niv = vf_set1(inv[h % ROPE_NORM_RUN]);
+      const size_t u = p0, v = u + half;
+      size_t i = 0;
+      for (; i + VF_W <= n; i += VF_W) {
+        const vf xu = ve_load(x, u + i, ex), xv = ve_load(x, v + i, ex);
+        ve_store(y, u + i, vf_mul(vf_fnmadd(xv, vf_load(f1 + i), vf_mul(xu, vf_load(f0 + i))), niv),
+                 ey);
+        ve_store(y, v + i, vf_mul(vf_fmadd(xu, vf_load(f3 + i), vf_mul(xv, vf_load(f2 + i))), niv),
+                 ey);
+      }
+      if (i < n) {
+        const size_t m = n - i;
+        const vf xu = ve_load_n(x, u + i, m, ex), xv = ve_load_n(x, v + i, m, ex);
+        ve_store_n(y, u + i,
+                   vf_mul(vf_fnmadd(xv, vf_load(f1 + i), vf_mul(xu, vf_load(f0 + i))), niv), m, ey);
+        ve_store_n(y, v + i,
+                   vf_mul(vf_fmadd(xu, vf_load(f3 + i), vf_mul(xv, vf_load(f2 + i))), niv), m, ey);
+      }
+      if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, 1, niv, view->norm_w, 0);
+    }
+    return;
+  }
   for (size_t h = 0; h < nh; ++h) {
     const char *x = xr + h * xs;
     char *y = yr + h * ys;
