@@ -151,9 +151,12 @@ double FmaOpsPerItem(const std::string& kernel) {
       // (exact) are not counted.
       {"rope_out_fp8", 3},
       {"rope_out_then_fp8", 3},
-      // QK-norm: x * x into the sum (1 FMA), (x * inv) * w (2 multiplies), then the rotation
-      // (2), fused or in two passes alike.
-      {"qknorm_", 5},
+      // QK-norm in two passes: x * x into the sum (1 FMA), (x * inv) * w (2 multiplies), then
+      // the rotation (2). Fused, the weights fold into the factors once per token row
+      // (kernels/rope_simd.h, ROPE_NORM_FOLD): the sum (1), x_u (w_u c) - x_v (w_v s) (2),
+      // times inv (1).
+      {"qknorm_then_rope", 5},
+      {"qknorm_rope", 4},
       {"rope_", 2},
       {"mrope_", 2},
       // Each table row from the last by angle addition, c c_k - s s_k and s c_k + c s_k:
