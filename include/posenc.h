@@ -998,8 +998,8 @@ enum {
  * so each n_d is within (D/16 + 3) * 2^-24 relative of the exact
  * (x_d / sqrt(mean + eps)) * w_d where x_d * inv is a normal float (one that rounds to a
  * subnormal is exact to 2^-149 absolute, so n_d to |w_d| 2^-148), and y is then within
- * posenc_rope_out's bounds of the rotation of n. The AVX-512 and SSE4 variants' rotations (not
- * deterministic) fold the weight into the factors instead,
+ * posenc_rope_out's bounds of the rotation of n. The SIMD variants' rotations (not deterministic)
+ * fold the weight into the factors instead,
  * y_u = inv * (x_u * (w_u c) - x_v * (w_v s)), y_v = inv * (x_v * (w_v c) + x_u * (w_u s)) (as many
  * roundings, n not formed), within the same bound of the rotation of the exact n. A NaN or
  * infinite element makes its head's inv NaN

@@ -122,18 +122,18 @@ static void VFN(prepare_delta_)(const struct posenc_rope_plan *from, int32_t fro
 #ifndef VF_SIZELESS
 #define ROPE_BLOCK (ROPE_BLOCK_PAIRS / VF_W)
 _Static_assert(ROPE_BLOCK % 2 == 0, "the block path takes vectors two at a time");
-/* QK-norm folded into the rotation (neox_blk2n_; the general NEOX loop through a stack
- * buffer) where it was measured faster: with 16 lanes (the block's factors in registers)
- * and without FMA (SSE4: mul and sub saved). AVX2 (32 factor vectors for 16 registers, each
- * reloaded from the stack with the head's elements) took 1.04-1.08x the time of the
- * unfolded block path; NEON (64) is not folded either, nor are the sizeless layers. */
+/* QK-norm folded into the rotation (not deterministic; neox_blk2n_): in the block path, the
+ * block's factor products in registers, where that was measured faster: with 16 lanes, and
+ * without FMA (SSE4: mul and sub saved). With FMA and narrower vectors (AVX2: 32 factor
+ * vectors for 16 registers, each reloaded from the stack with the head's elements, 1.04-1.08x
+ * the time of the unfolded block path; NEON's 64 likewise), such rows take the general loop,
+ * whose fold reads the products from a stack buffer (AVX2 0.95-0.98x the unfolded block
+ * path's time), as the sizeless layers do. */
 #if ROPE_BLOCK <= 4 || !defined(VF_FMA)
-#define ROPE_NORM_FOLD 1
+#define ROPE_NORM_FOLD_BLOCK 1
 #else
-#define ROPE_NORM_FOLD 0
+#define ROPE_NORM_FOLD_BLOCK 0
 #endif
-#else
-#define ROPE_NORM_FOLD 0
 #endif
 
 /* The rotation below is written once for every pair of storage types (vec_elem.h): source
@@ -236,6 +236,7 @@ POSENC_INLINE void VFN(neox_blk2_)(const char *xu, const char *xv, char *yu, cha
   VFN(put2_)(yv, i, VFN(madd_)(v0, c0, u0, s0, det), VFN(madd_)(v1, c1, u1, s1, det), ey, nt);
 }
 
+#ifndef VF_SIZELESS /* vectors in arrays: the block path's */
 /* QK-norm folded into the rotation (not deterministic): with n = x inv w,
  *   u' = n_u c - n_v s = inv (x_u (w_u c) - x_v (w_v s)),
  *   v' = n_v c + n_u s = inv (x_v (w_v c) + x_u (w_u s)),
@@ -260,6 +261,7 @@ POSENC_INLINE void VFN(neox_blk2n_)(const char *xu, const char *xv, char *yu, ch
   ve_store2(yu, i, a0, a1, ey);
   ve_store2(yv, i, b0, b1, ey);
 }
+#endif
 
 /* GPTJ: x' = x * (c, c) + swap(x) * (-s, s). */
 POSENC_INLINE void VFN(gptj_vec_)(const void *x, void *y, size_t i, vf c, vf s, int det,
@@ -367,7 +369,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
   float inv[ROPE_NORM_RUN];
   vf niv = vf_set1(1.0f);
 #ifndef VF_SIZELESS
-  if (n == ROPE_BLOCK_PAIRS) {
+  if (n == ROPE_BLOCK_PAIRS && (!normed || det || ROPE_NORM_FOLD_BLOCK)) {
     vf cb[ROPE_BLOCK], sb[ROPE_BLOCK];
     for (int b = 0; b < ROPE_BLOCK; ++b) {
       cb[b] = vf_load(c + b * VF_W);
@@ -379,7 +381,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
       wu[b] = normed ? vf_load(view->norm_w + p0 + b * VF_W) : niv;
       wv[b] = normed ? vf_load(view->norm_w + p0 + half + b * VF_W) : niv;
     }
-    if (ROPE_NORM_FOLD && normed && !det && !nt) {
+    if (normed && !det) {  /* ROPE_NORM_FOLD_BLOCK */
       vf f[ROPE_BLOCK][4]; /* pc, qs, rc, ss of each vector of the block (neox_blk2n_) */
       for (int b = 0; b < ROPE_BLOCK; ++b) {
         f[b][0] = vf_mul(wu[b], cb[b]);
@@ -418,9 +420,10 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
     return;
   }
 #endif
-  if (ROPE_NORM_FOLD && normed && !det && !nt) {
+  if (normed && !det) {
     /* The fold of neox_blk2n_ for any chunk: its four products per pair in a stack buffer,
-     * [pc | qs | rc | ss], each n rounded up to whole vectors. */
+     * [pc | qs | rc | ss], each n rounded up to whole vectors (n <= POSENC_ROPE_CHUNK, a
+     * multiple of every VF_W). */
     _Alignas(64) float fold[4 * POSENC_ROPE_CHUNK];
     const size_t nv = (n + VF_W - 1) / VF_W * VF_W;
     float *f0 = fold, *f1 = fold + nv, *f2 = fold + 2 * nv, *f3 = fold + 3 * nv;
@@ -502,7 +505,7 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
     /* Base pointers at the chunk's first pair, indices constants (neox_blk2_) */
     const size_t xe = posenc_elem_size(ex), ye = posenc_elem_size(ey);
     const float *wo = normed ? view->norm_w + 2 * p0 : NULL;
-    if (ROPE_NORM_FOLD && normed && !det && !nt) {
+    if (ROPE_NORM_FOLD_BLOCK && normed && !det) {
       /* QK-norm folded into the rotation as neox_blk2n_: with n = x inv w,
        * n (c, c) + swap(n) (-s, s) = inv (x (w (c, c)) + swap(x) (swap(w) (-s, s))). */
       vf pc[2 * ROPE_BLOCK], qs[2 * ROPE_BLOCK];
