@@ -153,8 +153,8 @@ double FmaOpsPerItem(const std::string& kernel) {
       {"rope_out_then_fp8", 3},
       // QK-norm in two passes: x * x into the sum (1 FMA), (x * inv) * w (2 multiplies), then
       // the rotation (2). Fused, the weights fold into the factors once per token row
-      // (kernels/rope_simd.h, ROPE_NORM_FOLD): the sum (1), x_u (w_u c) - x_v (w_v s) (2),
-      // times inv (1).
+      // (kernels/rope_simd.h, neox_blk2n_): the sum (1), a = x * inv (1), then
+      // a_u (w_u c) - a_v (w_v s) (2).
       {"qknorm_then_rope", 5},
       {"qknorm_rope", 4},
       {"rope_", 2},

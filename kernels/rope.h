@@ -75,8 +75,9 @@ typedef struct rope_view {
   /* QK-norm (posenc_rope_qknorm): NULL, or head_dim weights w. Each head vector x is
    * normalised, n_d = (x_d * inv) * w_d (Gemma's w_d + 1 formed by the API) where
    * inv = rope_norm_inv(sum of x_d^2), then rotated, every element [0, head_dim) written
-   * (in place too): by rotate() as it loads x (SIMD; not deterministic, with w folded into
-   * cos/sin and inv applied last, rope_simd.h's neox_blk2n_), or through a float buffer of
+   * (in place too): by rotate() as it loads x (SIMD; outside the deterministic mode x * inv
+   * is rotated with w folded into cos/sin, rope_simd.h's neox_blk2n_), or through a float
+   * buffer of
    * POSENC_ROPE_NORM_FLOATS (the scalar reference, rope_driver.h); one chunk of pairs only
    * (the API refuses larger plans). */
   const float *norm_w;

@@ -126,9 +126,9 @@ _Static_assert(ROPE_BLOCK % 2 == 0, "the block path takes vectors two at a time"
  * block's factor products in registers, where that was measured faster: with 16 lanes, and
  * without FMA (SSE4: mul and sub saved). With FMA and narrower vectors (AVX2: 32 factor
  * vectors for 16 registers, each reloaded from the stack with the head's elements, 1.04-1.08x
- * the time of the unfolded block path; NEON's 64 likewise), such rows take the general loop,
- * whose fold reads the products from a stack buffer (AVX2 0.95-0.98x the unfolded block
- * path's time), as the sizeless layers do. */
+ * the time of the unfolded block path; NEON, 64 of them, not measured, alike), NEOX rows take
+ * the general loop, whose fold reads the products from a stack buffer (AVX2 0.94-0.98x the
+ * unfolded block path's time), as the sizeless layers' do; their GPT-J rows are not folded. */
 #if ROPE_BLOCK <= 4 || !defined(VF_FMA)
 #define ROPE_NORM_FOLD_BLOCK 1
 #else
@@ -237,21 +237,24 @@ POSENC_INLINE void VFN(neox_blk2_)(const char *xu, const char *xv, char *yu, cha
 }
 
 #ifndef VF_SIZELESS /* vectors in arrays: the block path's */
-/* QK-norm folded into the rotation (not deterministic): with n = x inv w,
- *   u' = n_u c - n_v s = inv (x_u (w_u c) - x_v (w_v s)),
- *   v' = n_v c + n_u s = inv (x_v (w_v c) + x_u (w_u s)),
+/* QK-norm folded into the rotation (not deterministic): with n = (x inv) w and a = x inv,
+ *   u' = n_u c - n_v s = a_u (w_u c) - a_v (w_v s),
+ *   v' = n_v c + n_u s = a_v (w_v c) + a_u (w_u s),
  * the four products of weights and factors (pc = w_u c, qs = w_v s, rc = w_v c, ss = w_u s)
- * formed once per token row and block: three operations per element instead of four. Two
- * vectors of pairs at once as neox_blk2_. */
+ * formed once per token row and block: three operations per element instead of four. x inv
+ * is rounded first, as in the unfolded path (a subnormal x is brought into range by inv
+ * before any other rounding: with a tiny eps, inv may be 2^60 or more). Two vectors of pairs
+ * at once as neox_blk2_. */
 POSENC_INLINE void VFN(neox_blk2n_)(const char *xu, const char *xv, char *yu, char *yv, size_t i,
                                     const vf *f0, const vf *f1, vf ninv, posenc_elem ex,
                                     posenc_elem ey) {
-  const vf u0 = ve_load(xu, i, ex), v0 = ve_load(xv, i, ex);
-  const vf u1 = ve_load(xu, i + VF_W, ex), v1 = ve_load(xv, i + VF_W, ex);
-  const vf a0 = vf_mul(vf_fnmadd(v0, f0[1], vf_mul(u0, f0[0])), ninv);
-  const vf a1 = vf_mul(vf_fnmadd(v1, f1[1], vf_mul(u1, f1[0])), ninv);
-  const vf b0 = vf_mul(vf_fmadd(u0, f0[3], vf_mul(v0, f0[2])), ninv);
-  const vf b1 = vf_mul(vf_fmadd(u1, f1[3], vf_mul(v1, f1[2])), ninv);
+  const vf u0 = vf_mul(ve_load(xu, i, ex), ninv), v0 = vf_mul(ve_load(xv, i, ex), ninv);
+  const vf u1 = vf_mul(ve_load(xu, i + VF_W, ex), ninv);
+  const vf v1 = vf_mul(ve_load(xv, i + VF_W, ex), ninv);
+  const vf a0 = vf_fnmadd(v0, f0[1], vf_mul(u0, f0[0]));
+  const vf a1 = vf_fnmadd(v1, f1[1], vf_mul(u1, f1[0]));
+  const vf b0 = vf_fmadd(u0, f0[3], vf_mul(v0, f0[2]));
+  const vf b1 = vf_fmadd(u1, f1[3], vf_mul(v1, f1[2]));
 #ifdef VF_HAVE_STORE2_BF16
   if (ex == POSENC_ELEM_BF16 && ey == POSENC_ELEM_BF16) {
     ve_store2x2(yu, i, a0, a1, yv, i, b0, b1, ey);
@@ -356,7 +359,10 @@ POSENC_INLINE void VFN(norm_run_)(const rope_view *view, const char *xr, size_t 
  *    Several passes over the row with registers reloaded per block were faster in cache but
  *    halved the throughput of rows streamed from DRAM on SSE4/AVX2, so they are not used.
  * With QK-norm (normed) each head is read twice, its sum of squares then its rotation (the
- * second read from L1), and the whole head vector is written, in place too. */
+ * second read from L1), and the whole head vector is written, in place too; outside the
+ * deterministic mode its weights are folded into cos/sin (ROPE_NORM_FOLD_BLOCK: in the block
+ * path's registers; otherwise NEOX rows take the general loop with a stack buffer of the
+ * products). */
 
 /* NEOX pairs [p0, p0 + n) of every head. */
 POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char *yr, size_t half,
@@ -381,7 +387,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
       wu[b] = normed ? vf_load(view->norm_w + p0 + b * VF_W) : niv;
       wv[b] = normed ? vf_load(view->norm_w + p0 + half + b * VF_W) : niv;
     }
-    if (normed && !det) {  /* ROPE_NORM_FOLD_BLOCK */
+    if (ROPE_NORM_FOLD_BLOCK && normed && !det) {
       vf f[ROPE_BLOCK][4]; /* pc, qs, rc, ss of each vector of the block (neox_blk2n_) */
       for (int b = 0; b < ROPE_BLOCK; ++b) {
         f[b][0] = vf_mul(wu[b], cb[b]);
@@ -434,10 +440,10 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
       const vf st = vf_mul(m == VF_W ? vf_load(s + i) : vf_load_n(s + i, m), sg);
       const vf wu = m == VF_W ? vf_load(wi) : vf_load_n(wi, m);
       const vf wv = m == VF_W ? vf_load(wi + half) : vf_load_n(wi + half, m);
-      vf_store(f0 + i, vf_mul(wu, ct));
-      vf_store(f1 + i, vf_mul(wv, st));
-      vf_store(f2 + i, vf_mul(wv, ct));
-      vf_store(f3 + i, vf_mul(wu, st));
+      vf_store_reload(f0 + i, vf_mul(wu, ct));
+      vf_store_reload(f1 + i, vf_mul(wv, st));
+      vf_store_reload(f2 + i, vf_mul(wv, ct));
+      vf_store_reload(f3 + i, vf_mul(wu, st));
     }
     for (size_t h = 0; h < nh; ++h) {
       const char *x = xr + h * xs;
@@ -447,19 +453,16 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
       const size_t u = p0, v = u + half;
       size_t i = 0;
       for (; i + VF_W <= n; i += VF_W) {
-        const vf xu = ve_load(x, u + i, ex), xv = ve_load(x, v + i, ex);
-        ve_store(y, u + i, vf_mul(vf_fnmadd(xv, vf_load(f1 + i), vf_mul(xu, vf_load(f0 + i))), niv),
-                 ey);
-        ve_store(y, v + i, vf_mul(vf_fmadd(xu, vf_load(f3 + i), vf_mul(xv, vf_load(f2 + i))), niv),
-                 ey);
+        const vf au = vf_mul(ve_load(x, u + i, ex), niv), av = vf_mul(ve_load(x, v + i, ex), niv);
+        ve_store(y, u + i, vf_fnmadd(av, vf_load(f1 + i), vf_mul(au, vf_load(f0 + i))), ey);
+        ve_store(y, v + i, vf_fmadd(au, vf_load(f3 + i), vf_mul(av, vf_load(f2 + i))), ey);
       }
       if (i < n) {
         const size_t m = n - i;
-        const vf xu = ve_load_n(x, u + i, m, ex), xv = ve_load_n(x, v + i, m, ex);
-        ve_store_n(y, u + i,
-                   vf_mul(vf_fnmadd(xv, vf_load(f1 + i), vf_mul(xu, vf_load(f0 + i))), niv), m, ey);
-        ve_store_n(y, v + i,
-                   vf_mul(vf_fmadd(xu, vf_load(f3 + i), vf_mul(xv, vf_load(f2 + i))), niv), m, ey);
+        const vf au = vf_mul(ve_load_n(x, u + i, m, ex), niv);
+        const vf av = vf_mul(ve_load_n(x, v + i, m, ex), niv);
+        ve_store_n(y, u + i, vf_fnmadd(av, vf_load(f1 + i), vf_mul(au, vf_load(f0 + i))), m, ey);
+        ve_store_n(y, v + i, vf_fmadd(au, vf_load(f3 + i), vf_mul(av, vf_load(f2 + i))), m, ey);
       }
       if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, 1, niv, view->norm_w, 0);
     }
@@ -506,8 +509,8 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
     const size_t xe = posenc_elem_size(ex), ye = posenc_elem_size(ey);
     const float *wo = normed ? view->norm_w + 2 * p0 : NULL;
     if (ROPE_NORM_FOLD_BLOCK && normed && !det) {
-      /* QK-norm folded into the rotation as neox_blk2n_: with n = x inv w,
-       * n (c, c) + swap(n) (-s, s) = inv (x (w (c, c)) + swap(x) (swap(w) (-s, s))). */
+      /* QK-norm folded into the rotation as neox_blk2n_: with n = (x inv) w and a = x inv,
+       * n (c, c) + swap(n) (-s, s) = a (w (c, c)) + swap(a) (swap(w) (-s, s)). */
       vf pc[2 * ROPE_BLOCK], qs[2 * ROPE_BLOCK];
       for (int b = 0; b < 2 * ROPE_BLOCK; ++b) {
         const vf w = vf_load(wo + b * VF_W);
@@ -522,9 +525,8 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
         if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
         niv = vf_set1(inv[h % ROPE_NORM_RUN]);
         for (int b = 0; b < 2 * ROPE_BLOCK; ++b) {
-          const vf v = ve_load(xo, (size_t)b * VF_W, ex);
-          ve_store(yo, (size_t)b * VF_W,
-                   vf_mul(vf_fmadd(vf_swap_pairs(v), qs[b], vf_mul(v, pc[b])), niv), ey);
+          const vf v = vf_mul(ve_load(xo, (size_t)b * VF_W, ex), niv);
+          ve_store(yo, (size_t)b * VF_W, vf_fmadd(vf_swap_pairs(v), qs[b], vf_mul(v, pc[b])), ey);
         }
         if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, 1, niv, view->norm_w, 0);
       }

@@ -104,53 +104,88 @@ const posenc_dtype kPairs[][2] = {{POSENC_DTYPE_F32, POSENC_DTYPE_F32},
                                   {POSENC_DTYPE_F32, POSENC_DTYPE_BF16},
                                   {POSENC_DTYPE_F32, POSENC_DTYPE_F16}};
 
+// One call of L tokens of x (elements normal with standard deviation `scale`) against the
+// long double definition, within the header's bound (rope.h, posenc.h): each rotated y_d
+// within att (|n_d| + |n_pair|) (2^-21 + (D/16 + 3) 2^-24) of the exact, the tail's n_d
+// within (D/16 + 3) 2^-24, plus the 16-bit output's rounding.
+void CheckAgainstTheDefinition(const posenc_rope_plan* plan, double att, const Shape& sh,
+                               const posenc_dtype* pair, unsigned flags, bool gemma, float eps,
+                               float scale, std::mt19937& rng) {
+  const std::vector<double> freqs = PlanFreqs(plan);
+  const size_t L = 7;
+  Heads x(pair[0], L, sh.H, sh.D), y(pair[1], L, sh.H, sh.D);
+  x.Fill(rng, scale);
+  const std::vector<float> w = Weights(rng, sh.D);
+  std::vector<int32_t> pos(L);
+  for (size_t t = 0; t < L; ++t) pos[t] = static_cast<int32_t>(rng() % 300000) - 1000;
+  const posenc_qk_norm qn{w.data(), eps, gemma ? unsigned{POSENC_QK_NORM_GEMMA} : 0u};
+  const posenc_rope_view xv = x.View(), yv = y.View();
+  ASSERT_EQ(posenc_rope_qknorm(plan, sh.D, 1, L, pos.data(), 0, &xv, &yv, &qn, nullptr, nullptr,
+                               nullptr, flags),
+            POSENC_OK);
+  const double rel = pair[1] == POSENC_DTYPE_F32    ? 0
+                     : pair[1] == POSENC_DTYPE_BF16 ? std::ldexp(1.0, -8)
+                                                    : std::ldexp(1.0, -11);
+  for (size_t t = 0; t < L; ++t)
+    for (size_t h = 0; h < sh.H; ++h) {
+      const Exact e = Define(x, t, h, w, eps, gemma, freqs, pos[t], att, flags);
+      const double norm_bound = (sh.D / 16.0 + 3) * std::ldexp(1.0, -24);
+      for (size_t d = 0; d < sh.D; ++d) {
+        const size_t i = (t * sh.H + h) * sh.D + d;
+        double bound;
+        if (d < sh.R) {
+          const size_t pr = (flags & POSENC_ROPE_GPTJ) ? (d ^ 1) : (d + sh.R / 2) % sh.R;
+          const double mass = static_cast<double>(std::fabs(e.n[d]) + std::fabs(e.n[pr]));
+          bound = att * mass * (std::ldexp(1.0, -21) + norm_bound);
+        } else {
+          bound = static_cast<double>(std::fabs(e.n[d])) * norm_bound;
+        }
+        bound += rel * std::fabs(static_cast<double>(e.y[d])) + 1e-30;
+        ASSERT_TRUE(WithinBound(y.Get(i), static_cast<double>(e.y[d]), bound))
+            << "R=" << sh.R << " D=" << sh.D << " t=" << t << " h=" << h << " d=" << d << " pair "
+            << pair[0] << "->" << pair[1] << " flags=" << flags << " gemma=" << gemma
+            << " eps=" << eps << " scale=" << scale;
+      }
+    }
+}
+
 TEST_P(RopeQknormTest, AgainstTheLongDoubleDefinition) {
   std::mt19937 rng(kSeed);
   const double att = 1.25;
-  const float eps = 1e-6f;
   int config = 0;
   for (const Shape& sh : kShapes) {
     const PlanPtr plan = MakePlan(sh.R, 1000000.0, att);
-    const std::vector<double> freqs = PlanFreqs(plan.get());
     for (const auto& pair : kPairs) {
-      const unsigned flags = (config & 1) ? POSENC_ROPE_GPTJ : POSENC_ROPE_NEOX;
+      // every layout with and without Gemma's weights, INVERSE and the deterministic mode
+      const unsigned flags = ((config & 1) ? POSENC_ROPE_GPTJ : POSENC_ROPE_NEOX) |
+                             ((config & 4) ? unsigned{POSENC_ROPE_INVERSE} : 0u) |
+                             (config % 3 == 2 ? unsigned{POSENC_ROPE_DETERMINISTIC} : 0u);
       const bool gemma = (config & 2) != 0;
       ++config;
-      const size_t L = 7;
-      Heads x(pair[0], L, sh.H, sh.D), y(pair[1], L, sh.H, sh.D);
-      x.Fill(rng, 3.0f);
-      const std::vector<float> w = Weights(rng, sh.D);
-      std::vector<int32_t> pos(L);
-      for (size_t t = 0; t < L; ++t) pos[t] = static_cast<int32_t>(rng() % 300000) - 1000;
-      const posenc_qk_norm qn{w.data(), eps, gemma ? unsigned{POSENC_QK_NORM_GEMMA} : 0u};
-      const posenc_rope_view xv = x.View(), yv = y.View();
-      ASSERT_EQ(posenc_rope_qknorm(plan.get(), sh.D, 1, L, pos.data(), 0, &xv, &yv, &qn, nullptr,
-                                   nullptr, nullptr, flags),
-                POSENC_OK);
-      const double rel = pair[1] == POSENC_DTYPE_F32    ? 0
-                         : pair[1] == POSENC_DTYPE_BF16 ? std::ldexp(1.0, -8)
-                                                        : std::ldexp(1.0, -11);
-      for (size_t t = 0; t < L; ++t)
-        for (size_t h = 0; h < sh.H; ++h) {
-          const Exact e = Define(x, t, h, w, eps, gemma, freqs, pos[t], att, flags);
-          const double norm_bound = (sh.D / 16.0 + 3) * std::ldexp(1.0, -24);
-          for (size_t d = 0; d < sh.D; ++d) {
-            const size_t i = (t * sh.H + h) * sh.D + d;
-            double bound;
-            if (d < sh.R) {
-              const size_t pr = (flags & POSENC_ROPE_GPTJ) ? (d ^ 1) : (d + sh.R / 2) % sh.R;
-              const double mass = static_cast<double>(std::fabs(e.n[d]) + std::fabs(e.n[pr]));
-              bound = att * mass * (std::ldexp(1.0, -21) + norm_bound);
-            } else {
-              bound = static_cast<double>(std::fabs(e.n[d])) * norm_bound;
-            }
-            bound += rel * std::fabs(static_cast<double>(e.y[d])) + 1e-30;
-            ASSERT_TRUE(WithinBound(y.Get(i), static_cast<double>(e.y[d]), bound))
-                << "R=" << sh.R << " D=" << sh.D << " t=" << t << " h=" << h << " d=" << d
-                << " pair " << pair[0] << "->" << pair[1] << " gemma=" << gemma;
-          }
-        }
+      ASSERT_NO_FATAL_FAILURE(
+          CheckAgainstTheDefinition(plan.get(), att, sh, pair, flags, gemma, 1e-6f, 3.0f, rng));
     }
+  }
+}
+
+// Subnormal elements with a tiny eps (inv near 2^60; the squares underflow, so inv is set by
+// eps): x * inv is rounded first, as HF rounds it, so the result keeps the bound (a product
+// formed at the elements' own scale and multiplied by inv last would carry their absolute
+// rounding error, 2^-150, up to 2^-90 on results near 2^-75).
+TEST_P(RopeQknormTest, SubnormalElementsWithATinyEps) {
+  std::mt19937 rng(kSeed + 7);
+  const double att = 1.0;
+  const Shape shapes[] = {{128, 128, 4}, {256, 256, 2}, {64, 80, 3}, {34, 34, 1}};
+  const posenc_dtype pairs[][2] = {{POSENC_DTYPE_F32, POSENC_DTYPE_F32},
+                                   {POSENC_DTYPE_BF16, POSENC_DTYPE_BF16},
+                                   {POSENC_DTYPE_F32, POSENC_DTYPE_BF16}};
+  for (const Shape& sh : shapes) {
+    const PlanPtr plan = MakePlan(sh.R, 10000.0, att);
+    for (const auto& pair : pairs)
+      for (unsigned layout : {unsigned{POSENC_ROPE_NEOX}, unsigned{POSENC_ROPE_GPTJ}})
+        ASSERT_NO_FATAL_FAILURE(CheckAgainstTheDefinition(plan.get(), att, sh, pair, layout, false,
+                                                          std::ldexp(1.0f, -120),
+                                                          std::ldexp(1.0f, -135), rng));
   }
 }
 
