@@ -77,9 +77,8 @@ typedef struct rope_view {
    * inv = rope_norm_inv(sum of x_d^2), then rotated, every element [0, head_dim) written
    * (in place too): by rotate() as it loads x (SIMD; outside the deterministic mode x * inv
    * is rotated with w folded into cos/sin, rope_simd.h's neox_blk2n_), or through a float
-   * buffer of
-   * POSENC_ROPE_NORM_FLOATS (the scalar reference, rope_driver.h); one chunk of pairs only
-   * (the API refuses larger plans). */
+   * buffer of POSENC_ROPE_NORM_FLOATS (the scalar reference, rope_driver.h); one chunk of
+   * pairs only (the API refuses larger plans). */
   const float *norm_w;
   float norm_eps;
   /* Slot-mapped destinations (posenc_rope_out_slots; one batch): NULL, or n_tokens cache
