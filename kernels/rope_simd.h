@@ -236,6 +236,13 @@ POSENC_INLINE void VFN(neox_blk2_)(const char *xu, const char *xv, char *yu, cha
   VFN(put2_)(yv, i, VFN(madd_)(v0, c0, u0, s0, det), VFN(madd_)(v1, c1, u1, s1, det), ey, nt);
 }
 
+/* The folded rotation of one vector of pairs (a_u, a_v) = x inv with the products pc, qs,
+ * rc, ss (neox_blk2n_): *yu = a_u pc - a_v qs, *yv = a_v rc + a_u ss. */
+POSENC_INLINE void VFN(neox_fold_)(vf au, vf av, vf pc, vf qs, vf rc, vf ss, vf *yu, vf *yv) {
+  *yu = vf_fnmadd(av, qs, vf_mul(au, pc));
+  *yv = vf_fmadd(au, ss, vf_mul(av, rc));
+}
+
 #ifndef VF_SIZELESS /* vectors in arrays: the block path's */
 /* QK-norm folded into the rotation (not deterministic): with n = (x inv) w and a = x inv,
  *   u' = n_u c - n_v s = a_u (w_u c) - a_v (w_v s),
@@ -251,10 +258,9 @@ POSENC_INLINE void VFN(neox_blk2n_)(const char *xu, const char *xv, char *yu, ch
   const vf u0 = vf_mul(ve_load(xu, i, ex), ninv), v0 = vf_mul(ve_load(xv, i, ex), ninv);
   const vf u1 = vf_mul(ve_load(xu, i + VF_W, ex), ninv);
   const vf v1 = vf_mul(ve_load(xv, i + VF_W, ex), ninv);
-  const vf a0 = vf_fnmadd(v0, f0[1], vf_mul(u0, f0[0]));
-  const vf a1 = vf_fnmadd(v1, f1[1], vf_mul(u1, f1[0]));
-  const vf b0 = vf_fmadd(u0, f0[3], vf_mul(v0, f0[2]));
-  const vf b1 = vf_fmadd(u1, f1[3], vf_mul(v1, f1[2]));
+  vf a0, a1, b0, b1;
+  VFN(neox_fold_)(u0, v0, f0[0], f0[1], f0[2], f0[3], &a0, &b0);
+  VFN(neox_fold_)(u1, v1, f1[0], f1[1], f1[2], f1[3], &a1, &b1);
 #ifdef VF_HAVE_STORE2_BF16
   if (ex == POSENC_ELEM_BF16 && ey == POSENC_ELEM_BF16) {
     ve_store2x2(yu, i, a0, a1, yv, i, b0, b1, ey);
@@ -352,6 +358,13 @@ POSENC_INLINE void VFN(norm_run_)(const rope_view *view, const char *xr, size_t 
   }
 }
 
+/* Head h's inv, broadcast (the invs of its run formed at the run's first head). */
+POSENC_INLINE vf VFN(head_inv_)(const rope_view *view, const char *xr, size_t xs, size_t h,
+                                size_t nh, posenc_elem ex, float *inv) {
+  if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
+  return vf_set1(inv[h % ROPE_NORM_RUN]);
+}
+
 /* Two loop orders over the heads of one token's row (measured: see README):
  *  - one pass, when the chunk is exactly the 64-pair block (R = 128): cos/sin stay in
  *    registers while every head is streamed front to back;
@@ -400,8 +413,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
         char *y = yr + h * ys;
         const char *xu = x + p0 * xe, *xv = xu + half * xe;
         char *yu = y + p0 * ye, *yv = yu + half * ye;
-        if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
-        niv = vf_set1(inv[h % ROPE_NORM_RUN]);
+        niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
         for (int b = 0; b < ROPE_BLOCK; b += 2)
           VFN(neox_blk2n_)(xu, xv, yu, yv, (size_t)b * VF_W, f[b], f[b + 1], niv, ex, ey);
         if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, 1, niv, view->norm_w, 0);
@@ -413,10 +425,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
       char *y = yr + h * ys;
       const char *xu = x + p0 * xe, *xv = xu + half * xe;
       char *yu = y + p0 * ye, *yv = yu + half * ye;
-      if (normed) {
-        if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
-        niv = vf_set1(inv[h % ROPE_NORM_RUN]);
-      }
+      if (normed) niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
       for (int b = 0; b < ROPE_BLOCK; b += 2) /* ROPE_BLOCK is even (VF_W <= 32) */
         VFN(neox_blk2_)
       (xu, xv, yu, yv, (size_t)b * VF_W, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ex, ey, normed,
@@ -448,21 +457,24 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
     for (size_t h = 0; h < nh; ++h) {
       const char *x = xr + h * xs;
       char *y = yr + h * ys;
-      if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
-      niv = vf_set1(inv[h % ROPE_NORM_RUN]);
+      niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
       const size_t u = p0, v = u + half;
       size_t i = 0;
+      vf yu, yv;
       for (; i + VF_W <= n; i += VF_W) {
-        const vf au = vf_mul(ve_load(x, u + i, ex), niv), av = vf_mul(ve_load(x, v + i, ex), niv);
-        ve_store(y, u + i, vf_fnmadd(av, vf_load(f1 + i), vf_mul(au, vf_load(f0 + i))), ey);
-        ve_store(y, v + i, vf_fmadd(au, vf_load(f3 + i), vf_mul(av, vf_load(f2 + i))), ey);
+        VFN(neox_fold_)
+        (vf_mul(ve_load(x, u + i, ex), niv), vf_mul(ve_load(x, v + i, ex), niv), vf_load(f0 + i),
+         vf_load(f1 + i), vf_load(f2 + i), vf_load(f3 + i), &yu, &yv);
+        ve_store(y, u + i, yu, ey);
+        ve_store(y, v + i, yv, ey);
       }
       if (i < n) {
         const size_t m = n - i;
-        const vf au = vf_mul(ve_load_n(x, u + i, m, ex), niv);
-        const vf av = vf_mul(ve_load_n(x, v + i, m, ex), niv);
-        ve_store_n(y, u + i, vf_fnmadd(av, vf_load(f1 + i), vf_mul(au, vf_load(f0 + i))), m, ey);
-        ve_store_n(y, v + i, vf_fmadd(au, vf_load(f3 + i), vf_mul(av, vf_load(f2 + i))), m, ey);
+        VFN(neox_fold_)
+        (vf_mul(ve_load_n(x, u + i, m, ex), niv), vf_mul(ve_load_n(x, v + i, m, ex), niv),
+         vf_load(f0 + i), vf_load(f1 + i), vf_load(f2 + i), vf_load(f3 + i), &yu, &yv);
+        ve_store_n(y, u + i, yu, m, ey);
+        ve_store_n(y, v + i, yv, m, ey);
       }
       if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, 1, niv, view->norm_w, 0);
     }
@@ -471,10 +483,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
   for (size_t h = 0; h < nh; ++h) {
     const char *x = xr + h * xs;
     char *y = yr + h * ys;
-    if (normed) {
-      if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
-      niv = vf_set1(inv[h % ROPE_NORM_RUN]);
-    }
+    if (normed) niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
     const size_t u = p0, v = u + half;
     size_t i = 0;
     for (; i + VF_W <= n; i += VF_W) VFN(neox_vec_)
@@ -522,8 +531,7 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
         char *y = yr + h * ys;
         const char *xo = x + 2 * p0 * xe;
         char *yo = y + 2 * p0 * ye;
-        if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
-        niv = vf_set1(inv[h % ROPE_NORM_RUN]);
+        niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
         for (int b = 0; b < 2 * ROPE_BLOCK; ++b) {
           const vf v = vf_mul(ve_load(xo, (size_t)b * VF_W, ex), niv);
           ve_store(yo, (size_t)b * VF_W, vf_fmadd(vf_swap_pairs(v), qs[b], vf_mul(v, pc[b])), ey);
@@ -537,10 +545,7 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
       char *y = yr + h * ys;
       const char *xo = x + 2 * p0 * xe;
       char *yo = y + 2 * p0 * ye;
-      if (normed) {
-        if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
-        niv = vf_set1(inv[h % ROPE_NORM_RUN]);
-      }
+      if (normed) niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
       for (int b = 0; b < 2 * ROPE_BLOCK; ++b)
         VFN(gptj_vec_)(xo, yo, (size_t)b * VF_W, cb[b], sb[b], det, ex, ey, normed, niv, wo, nt);
       if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w, nt);
@@ -551,10 +556,7 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
   for (size_t h = 0; h < nh; ++h) {
     const char *x = xr + h * xs;
     char *y = yr + h * ys;
-    if (normed) {
-      if (h % ROPE_NORM_RUN == 0) VFN(norm_run_)(view, xr, xs, h, nh, ex, inv);
-      niv = vf_set1(inv[h % ROPE_NORM_RUN]);
-    }
+    if (normed) niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
     const size_t o = 2 * p0;
     size_t i = 0;
     for (; i + VF_W <= m; i += VF_W) VFN(gptj_vec_)
