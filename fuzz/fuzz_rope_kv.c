@@ -144,7 +144,8 @@ static void run(const kvcall *c, posenc_isa isa, float *buf, posenc_status *st) 
 /* ggml's quantize_row_q8_0_ref on one block, as posenc.h states it: amax as ggml's
  * MAX(amax, |x|) folds it (a > b ? a : b: a NaN kept only when last), d = amax / 127 in
  * float stored as f16, q = roundf(x * id), id = 1 / d (0 for d 0); q = 0 where the
- * conversion to int8 is undefined (not finite: NaN or infinite inputs). */
+ * conversion to int8 is undefined (NaN, infinite or outside [-128, 127]: after NaN or
+ * infinite inputs). */
 static void q8_block_ref(const float *x, unsigned char *out) {
   float amax = 0.0f;
   for (int j = 0; j < Q8_BLOCK; ++j) {
@@ -157,7 +158,7 @@ static void q8_block_ref(const float *x, unsigned char *out) {
   memcpy(out, &bits, 2);
   for (int j = 0; j < Q8_BLOCK; ++j) {
     const float v = roundf(x[j] * id);
-    out[2 + j] = isfinite(v) && fabsf(v) <= 127.0f ? (unsigned char)(int8_t)v : 0u;
+    out[2 + j] = v >= -128.0f && v <= 127.0f ? (unsigned char)(int8_t)v : 0u;
   }
 }
 

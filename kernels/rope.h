@@ -119,8 +119,9 @@ static inline void rope_q8_0_scale(float amax, float *id, unsigned char *out) {
 
 /* ggml's quantize_row_q8_0_ref on one block of 32 floats, operation for operation: amax as
  * its MAX(amax, |x|) runs (a NaN is kept only where no later element follows it), then
- * q = roundf(x * id). Where that conversion is undefined in C (a NaN or infinite q: from
- * NaN or infinite inputs only) q is 0, what ggml's code gives on x86. */
+ * q = roundf(x * id). Where that conversion to int8_t is undefined in C (a NaN, infinite or
+ * out-of-range q: from NaN or infinite inputs only, an amax that a NaN cut short leaving
+ * larger elements before it) q is 0; -128 is a q like any other. */
 static inline void rope_q8_0_block_ref(const float *x, unsigned char *out) {
   float amax = 0.0f;
   for (int j = 0; j < ROPE_Q8_0_BLOCK; ++j) {
@@ -131,7 +132,7 @@ static inline void rope_q8_0_block_ref(const float *x, unsigned char *out) {
   rope_q8_0_scale(amax, &id, out);
   for (int j = 0; j < ROPE_Q8_0_BLOCK; ++j) {
     const float r = roundf(x[j] * id);
-    out[2 + j] = (unsigned char)(int8_t)(fabsf(r) <= 127.0f ? (int)r : 0);
+    out[2 + j] = (unsigned char)(int8_t)(r >= -128.0f && r <= 127.0f ? (int)r : 0);
   }
 }
 

@@ -179,10 +179,12 @@ POSENC_INLINE void rope_prepare_mrope(const rope_args *a, const rope_token *k,
   }
 }
 
-/* A quantized view's (view->quant) head vector of dim floats x into its bytes at out: q8_0
- * (dim a multiple of 32) into dim / 32 ggml q8_0 blocks, bit for bit rope_q8_0_block_ref's;
- * FP8 into dim bytes, bit for bit rope_fp8_e4m3_ref(x[i] / view->fp8_scale). */
-typedef void (*rope_quant_fn)(const rope_view *view, const float *x, unsigned char *out);
+/* A quantized view's (view->quant) n_heads head vectors of dim = view->head_dim floats, head
+ * h at x + h * dim, into their bytes, head h at out + h * view->dst_head_stride: q8_0 (dim a
+ * multiple of 32) into dim / 32 ggml q8_0 blocks, bit for bit rope_q8_0_block_ref's; FP8
+ * into dim bytes, bit for bit rope_fp8_e4m3_ref(x[i] / view->fp8_scale). */
+typedef void (*rope_quant_fn)(const rope_view *view, const float *x, size_t n_heads,
+                              unsigned char *out);
 
 /* The functions a variant may supply beyond rotate: for QK-norm views (the scalar
  * reference) norm for the source type and rotate from f32 to the destination type (without
@@ -211,8 +213,7 @@ static __attribute__((noinline, unused)) void rope_emit_quant(
     group.quant = ROPE_QUANT_NONE;
     const char *src = src_row + h0 * view->src_head_stride * sizeof(float);
     rotate(&group, src, buf, a->n_pairs, p0, n, c, s, a->flags);
-    for (size_t h = 0; h < nh; ++h)
-      quant(view, buf + h * dim, (unsigned char *)dst_row + (h0 + h) * view->dst_head_stride);
+    quant(view, buf, nh, (unsigned char *)dst_row + h0 * view->dst_head_stride);
   }
 }
 

@@ -154,14 +154,16 @@ static void norm_f16(const rope_view *view, const void *src_row, size_t h0, size
 }
 
 /* q8_0: ggml's reference, block by block; FP8: rope_fp8_e4m3_ref of each v / scale. */
-static void quant_ref(const rope_view *view, const float *x, unsigned char *out) {
+static void quant_ref(const rope_view *view, const float *x, size_t n_heads, unsigned char *out) {
   const size_t dim = view->head_dim;
-  if (view->quant == ROPE_QUANT_FP8) {
-    for (size_t i = 0; i < dim; ++i) out[i] = rope_fp8_e4m3_ref(x[i] / view->fp8_scale);
-    return;
+  for (size_t h = 0; h < n_heads; ++h, x += dim, out += view->dst_head_stride) {
+    if (view->quant == ROPE_QUANT_FP8) {
+      for (size_t i = 0; i < dim; ++i) out[i] = rope_fp8_e4m3_ref(x[i] / view->fp8_scale);
+      continue;
+    }
+    for (size_t b = 0; b < dim; b += ROPE_Q8_0_BLOCK)
+      rope_q8_0_block_ref(x + b, out + b / ROPE_Q8_0_BLOCK * ROPE_Q8_0_BYTES);
   }
-  for (size_t b = 0; b < dim; b += ROPE_Q8_0_BLOCK)
-    rope_q8_0_block_ref(x + b, out + b / ROPE_Q8_0_BLOCK * ROPE_Q8_0_BYTES);
 }
 
 static void rotate_f32(const rope_view *view, const void *src_row, void *dst_row, size_t half,

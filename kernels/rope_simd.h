@@ -606,52 +606,129 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
 }
 
 /* q8_0 (rope_driver.h): ggml's quantize_row_q8_0_ref on each block of 32 floats, bit for
- * bit: amax by vector max (exact for finite values), d and id in scalars
- * (rope_q8_0_scale), q = roundf(x * id) as trunc(x * id +- 0.49999997f) (equal to roundf for
- * every float below 2^23 in magnitude; checked over all of them) truncated by the byte store
- * (vf_store_i8). Blocks go in groups of ROPE_Q8_0_GROUP: the group's scales first, then
- * its quotients, with one test for the group: where its values are not all below 128 after
- * that (NaN or infinite inputs, or a d so small that id overflows) each of its blocks is
- * written again by rope_q8_0_block_ref, ggml's sequential code (the same bytes for the
- * others). Block by block, each block's horizontal max, division and test made one chain of
- * latencies and the blocks did not overlap: rope_out_q8_0_neox at 512 tokens took 1.29-1.48x
- * this time (sse4, avx2, avx512 on Zen 4). */
-#define ROPE_Q8_0_GROUP 8
-static void VFN(quant_q8_0_)(const float *x, size_t dim, unsigned char *out) {
-  const vf half = vf_set1(0.49999997f), zero = vf_set1(0.0f);
-  const vf lim = vf_set1(128.0f), one = vf_set1(1.0f);
-  for (size_t b0 = 0; b0 < dim; b0 += ROPE_Q8_0_GROUP * ROPE_Q8_0_BLOCK) {
-    const size_t left = (dim - b0) / ROPE_Q8_0_BLOCK;
-    const size_t ng = left < ROPE_Q8_0_GROUP ? left : ROPE_Q8_0_GROUP;
-    float ids[ROPE_Q8_0_GROUP];
-    for (size_t g = 0; g < ng; ++g) {
-      const float *xb = x + b0 + g * ROPE_Q8_0_BLOCK;
-      vf m = zero;
-      size_t j = 0;
-      for (; j + VF_W <= ROPE_Q8_0_BLOCK; j += VF_W) m = vf_max(m, vf_abs(vf_load(xb + j)));
-      if (j < ROPE_Q8_0_BLOCK) m = vf_max(m, vf_abs(vf_load_n(xb + j, ROPE_Q8_0_BLOCK - j)));
-      rope_q8_0_scale(vf_hmax(m), &ids[g], out + g * ROPE_Q8_0_BYTES);
+ * bit, in groups of four blocks of a head (fewer at a head's end), ROPE_Q8_0_CHUNK groups at
+ * a time (across the buffer's heads):
+ *   1. each group (q8_0_scales_): each block's lane-wise max of |x| (exact for finite
+ *      values), the four reduced together (q8_0_max4_: lane L holds the amax of block
+ *      q8_0_lane_(L)), and in that vector, a lane a block, d = amax / 127 (float, as ggml),
+ *      its f16 bits (vf_store_f16: posenc_f32_to_f16's rounding, ggml's GGML_FP32_TO_FP16),
+ *      id = 1 / d (0 where d is 0); and the test of its blocks: no NaN or infinite element
+ *      (a sum of x * 0: NaN where one is) and each block's largest rounded quotient below
+ *      128. That is the one of its amax (|x| <= amax gives |x * id| <= amax * id, each
+ *      product rounded, and the rounding below is monotonic);
+ *   2. each group's blocks: q = roundf(x * id) as trunc(x * id +- 0.49999997f) (equal to
+ *      roundf for every float below 2^23 in magnitude; checked over all of them) truncated
+ *      by the byte store (vf_store_i8), id broadcast from its lane.
+ * A chunk's step 1 chains (maxima, reduction, two divisions) do not wait for each other nor
+ * for any step 2. A chunk with a group that fails its test (a NaN or infinite input, an amax
+ * whose quotient rounds to 128 or more, a d so small that id overflows) is written by
+ * rope_q8_0_block_ref instead, ggml's sequential code (the same bytes for the finite blocks;
+ * a NaN in ggml's amax depends on where it is). Measured on Zen 4 (posenc_ab case 18, 8 heads
+ * of 128, 1 to 512 tokens) against a horizontal max, two scalar divisions and a scalar f16
+ * conversion per block, in groups of 8 blocks of one head: avx512 0.79-0.84x the time of the
+ * whole call, avx2 0.82-0.86x, sse4 0.91-1.00x; step 1 per group without the chunks (each
+ * group's two steps in turn: the divisions' latency in every group's path) 0.84-1.04x;
+ * chunks of 16 groups as fast as 8. */
+#define ROPE_Q8_0_GROUP 4
+#define ROPE_Q8_0_CHUNK 8
+/* The lane-wise max of a and b's lower halves' lanes interleaved and their upper halves':
+ * lane 2j holds max(a_j, a_(j + W/2)), lane 2j + 1 the same of b. */
+POSENC_INLINE vf VFN(q8_0_fold_)(vf a, vf b) { return vf_max(vf_zip_lo(a, b), vf_zip_hi(a, b)); }
+/* The lane of q8_0_max4_ that holds block b's amax (b < 4): after the two pairings lane L
+ * holds block (0, 2, 1, 3)[L % 4], and each fold of the vector with itself since spreads lane
+ * j to lanes 2j and 2j + 1 (j < W/2; lane j + W/2 joins it there). */
+static inline size_t VFN(q8_0_lane_)(size_t b) { return ((b & 1) * 2 + (b >> 1)) * (VF_W / 4); }
+/* The amax of four blocks from their lane-wise maxima m0..m3 (>= 0, no NaN), in the lanes
+ * q8_0_lane_ names. */
+POSENC_INLINE vf VFN(q8_0_max4_)(vf m0, vf m1, vf m2, vf m3) {
+  vf r = VFN(q8_0_fold_)(VFN(q8_0_fold_)(m0, m1), VFN(q8_0_fold_)(m2, m3));
+  for (size_t w = VF_W; w > 4; w /= 2) r = VFN(q8_0_fold_)(r, r);
+  return r;
+}
+/* Step 1 for the ng (1 to 4) blocks at x: id and the f16 d into ids[0, VF_W), dh[0, VF_W);
+ * the lanes of a failed test (1) into *bad. */
+POSENC_INLINE void VFN(q8_0_scales_)(const float *x, size_t ng, float *ids, uint16_t *dh, vf *bad) {
+  const vf zero = vf_set1(0.0f), one = vf_set1(1.0f);
+  vf fin = zero; /* the sum of x * 0: +-0, or NaN where an x is NaN or infinite */
+  vf m0 = zero, m1 = zero, m2 = zero, m3 = zero;
+  for (size_t g = 0; g < ng; ++g) {
+    const float *xb = x + g * ROPE_Q8_0_BLOCK;
+    vf m = zero;
+    size_t j = 0;
+    for (; j + VF_W <= ROPE_Q8_0_BLOCK; j += VF_W) {
+      const vf v = vf_load(xb + j);
+      m = vf_max(m, vf_abs(v));
+      fin = vf_fmadd(v, zero, fin);
     }
-    vf bad = zero; /* 1 in a lane that met a value not below 128 (or NaN) */
-    for (size_t g = 0; g < ng; ++g) {
-      const float *xb = x + b0 + g * ROPE_Q8_0_BLOCK;
-      unsigned char *ob = out + g * ROPE_Q8_0_BYTES;
-      const vf vid = vf_set1(ids[g]);
-      for (size_t j = 0; j < ROPE_Q8_0_BLOCK; j += VF_W) {
-        const size_t k = ROPE_Q8_0_BLOCK - j < VF_W ? ROPE_Q8_0_BLOCK - j : VF_W;
-        const vf v = vf_mul(k == VF_W ? vf_load(xb + j) : vf_load_n(xb + j, k), vid);
-        const vf r = vf_add(v, vf_select(vf_lt_m(v, zero), vf_neg(half), half));
-        bad = vf_max(bad, vf_select(vf_lt_m(vf_abs(r), lim), zero, one));
-        if (k == VF_W)
-          vf_store_i8(ob + 2 + j, r);
-        else
-          vf_store_i8_n(ob + 2 + j, r, k);
+    if (j < ROPE_Q8_0_BLOCK) {
+      const vf v = vf_load_n(xb + j, ROPE_Q8_0_BLOCK - j);
+      m = vf_max(m, vf_abs(v));
+      fin = vf_fmadd(v, zero, fin);
+    }
+    if (g == 0)
+      m0 = m;
+    else if (g == 1)
+      m1 = m;
+    else if (g == 2)
+      m2 = m;
+    else
+      m3 = m;
+  }
+  const vf a = VFN(q8_0_max4_)(m0, m1, m2, m3), d = vf_div(a, vf_set1(127.0f));
+  const vf id = vf_select(vf_eq_m(d, zero), zero, vf_div(one, d));
+  vf_store(ids, id);
+  vf_store_f16(dh, d);
+  /* (the absent blocks' lanes: amax 0, id 0, r = 0.49999997) */
+  const vf r = vf_add(vf_abs(vf_mul(a, id)), vf_set1(0.49999997f));
+  *bad = vf_max(*bad, vf_max(vf_select(vf_eq_m(fin, fin), zero, one),
+                             vf_select(vf_lt_m(r, vf_set1(128.0f)), zero, one)));
+}
+static void VFN(quant_q8_0_)(const float *x, size_t dim, size_t n_heads, unsigned char *out,
+                             size_t out_stride) {
+  const vf half = vf_set1(0.49999997f), mhalf = vf_set1(-0.49999997f), zero = vf_set1(0.0f);
+  const size_t blocks = dim / ROPE_Q8_0_BLOCK;
+  float ids[ROPE_Q8_0_CHUNK * POSENC_MAX_LANES];
+  uint16_t dh[ROPE_Q8_0_CHUNK * POSENC_MAX_LANES];
+  /* the chunk's groups: from block b of head h, to head h1's block b1 */
+  size_t h = 0, b = 0;
+  while (h < n_heads) {
+    vf bad = zero;
+    size_t h1 = h, b1 = b, nc = 0;
+    for (; nc < ROPE_Q8_0_CHUNK && h1 < n_heads; ++nc) {
+      const size_t ng = blocks - b1 < ROPE_Q8_0_GROUP ? blocks - b1 : ROPE_Q8_0_GROUP;
+      VFN(q8_0_scales_)
+      (x + h1 * dim + b1 * ROPE_Q8_0_BLOCK, ng, ids + nc * VF_W, dh + nc * VF_W, &bad);
+      b1 += ng;
+      if (b1 == blocks) b1 = 0, ++h1;
+    }
+    const int ref = vf_hmax(bad) != 0.0f; /* ggml's code for the chunk's blocks */
+    for (size_t i = 0; i < nc; ++i) {
+      const size_t ng = blocks - b < ROPE_Q8_0_GROUP ? blocks - b : ROPE_Q8_0_GROUP;
+      const float *xg = x + h * dim + b * ROPE_Q8_0_BLOCK;
+      unsigned char *og = out + h * out_stride + b * ROPE_Q8_0_BYTES;
+      b += ng;
+      if (b == blocks) b = 0, ++h;
+      for (size_t g = 0; g < ng; ++g) {
+        const float *xb = xg + g * ROPE_Q8_0_BLOCK;
+        unsigned char *ob = og + g * ROPE_Q8_0_BYTES;
+        if (ref) {
+          rope_q8_0_block_ref(xb, ob);
+          continue;
+        }
+        const size_t lane = i * VF_W + VFN(q8_0_lane_)(g);
+        memcpy(ob, &dh[lane], sizeof dh[lane]);
+        const vf vid = vf_set1(ids[lane]);
+        for (size_t j = 0; j < ROPE_Q8_0_BLOCK; j += VF_W) {
+          const size_t k = ROPE_Q8_0_BLOCK - j < VF_W ? ROPE_Q8_0_BLOCK - j : VF_W;
+          const vf v = vf_mul(k == VF_W ? vf_load(xb + j) : vf_load_n(xb + j, k), vid);
+          const vf q = vf_add(v, vf_select(vf_lt_m(v, zero), mhalf, half));
+          if (k == VF_W)
+            vf_store_i8(ob + 2 + j, q);
+          else
+            vf_store_i8_n(ob + 2 + j, q, k);
+        }
       }
     }
-    if (vf_hmax(bad) != 0.0f) /* the group again, block by block, in ggml's code */
-      for (size_t g = 0; g < ng; ++g)
-        rope_q8_0_block_ref(x + b0 + g * ROPE_Q8_0_BLOCK, out + g * ROPE_Q8_0_BYTES);
-    out += ng * ROPE_Q8_0_BYTES;
   }
 }
 
@@ -703,11 +780,15 @@ static void VFN(quant_fp8_)(const float *x, size_t dim, float scale, unsigned ch
 }
 
 /* The f32 kernels' quantizer: the view's q8_0 blocks or FP8 bytes. */
-static void VFN(quant_)(const rope_view *view, const float *x, unsigned char *out) {
-  if (view->quant == ROPE_QUANT_FP8)
-    VFN(quant_fp8_)(x, view->head_dim, view->fp8_scale, out);
-  else
-    VFN(quant_q8_0_)(x, view->head_dim, out);
+static void VFN(quant_)(const rope_view *view, const float *x, size_t n_heads, unsigned char *out) {
+  if (view->quant != ROPE_QUANT_FP8) {
+    VFN(quant_q8_0_)(x, view->head_dim, n_heads, out, view->dst_head_stride);
+    return;
+  }
+  for (size_t h = 0; h < n_heads; ++h) {
+    const size_t d = view->head_dim;
+    VFN(quant_fp8_)(x + h * d, d, view->fp8_scale, out + h * view->dst_head_stride);
+  }
 }
 
 /* One rotate per storage pair, and the bodies of the exported variants (QK-norm views are

@@ -6,6 +6,7 @@
 //    beside it) at position 0, where the rotation returns each element: halves, zero and
 //    one-element blocks, scales below and near the f16 range;
 //  - blocks with NaN or infinite values: ggml's d and q = 0 at the undefined elements;
+//  - many heads of every magnitude (subnormal to 2^100, roundf's ties, zeros) in one call;
 //  - every bad input returns its status and writes nothing.
 #include <posenc.h>
 
@@ -49,7 +50,8 @@ uint16_t F16Bits(float f) {
 }
 
 // ggml's quantize_row_q8_0_ref, one block: MAX(a, b) is a > b ? a : b; roundf; where the
-// conversion of a NaN or infinite q to int8 is undefined, 0 (x86's result).
+// conversion of q to int8 is undefined (NaN, infinite, outside [-128, 127]: only after a NaN
+// or infinite input), 0 (posenc_rope_out_q8_0's documented rule).
 void GgmlBlock(const float* x, uint8_t* out) {
   float amax = 0.0f;
   for (size_t j = 0; j < kBlock; ++j) {
@@ -62,7 +64,7 @@ void GgmlBlock(const float* x, uint8_t* out) {
   std::memcpy(out, &bits, 2);
   for (size_t j = 0; j < kBlock; ++j) {
     const float r = std::round(x[j] * id);
-    out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::isfinite(r) ? r : 0.0f));
+    out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(r >= -128.0f && r <= 127.0f ? r : 0.0f));
   }
 }
 
@@ -139,6 +141,54 @@ TEST_P(RopeQ8Test, GoldenBlocksAtPositionZero) {
     ++cases;
   }
   EXPECT_EQ(cases, 8);
+}
+
+TEST_P(RopeQ8Test, ManyHeadsOfEveryMagnitude) {
+  // The SIMD quantizer finds the scales of several heads' blocks before it writes any (four
+  // blocks of a head at a time, eight such groups at a time, across heads) and writes a batch
+  // with a failed check (an id that overflows, a NaN) in ggml's sequential code: 11 and 4
+  // heads (D = 128: groups of four; D = 288: groups of 4, 4 and 1, a batch ending inside a
+  // head), one magnitude per head from subnormal to 2^100, exact halves of the scale
+  // (roundf's ties), zero heads, and a NaN in every head (ggml keeps it in amax only as its
+  // block's last element: the batch's blocks in ggml's code).
+  const PlanPtr plan = MakePlan(32, 10000.0, 1.0);
+  std::mt19937 rng(61);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const int scales[] = {-149, -140, -133, -127, -126, -100, -20, 0, 7, 60, 100};
+  for (const size_t D : {size_t{128}, size_t{288}}) {
+    const size_t H = D == 128 ? 11 : 4, L = 3, blocks = D / kBlock;
+    for (int variant = 0; variant < 3; ++variant) {
+      std::vector<float> src(L * H * D);
+      for (size_t t = 0; t < L; ++t)
+        for (size_t h = 0; h < H; ++h) {
+          const float scale = std::ldexp(1.0f, scales[(h + t + variant) % 11]);
+          for (size_t j = 0; j < D; ++j) {
+            float v = u(rng) * scale;
+            if (variant == 1) v = static_cast<float>(static_cast<int>(rng() % 255) - 127) * 0.5f;
+            if (variant == 1 && h % 3 == 0) v = 0.0f;
+            src[(t * H + h) * D + j] = v;
+          }
+        }
+      if (variant == 2)  // a NaN in every head, at positions all over its blocks
+        for (size_t r = 0; r < L * H; ++r) src[r * D + (r * 13 + r / H) % D] = NAN;
+      std::vector<float> rotated(src.size());
+      std::vector<int32_t> pos(L);
+      for (auto& p : pos) p = static_cast<int32_t>(rng() % 5000);
+      const posenc_rope_view sv = {src.data(), POSENC_DTYPE_F32, H, H * D, D, 0};
+      const posenc_rope_view rv = {rotated.data(), POSENC_DTYPE_F32, H, H * D, D, 0};
+      ASSERT_EQ(posenc_rope_out(plan.get(), D, 1, L, pos.data(), 0, &sv, &rv, 0), POSENC_OK);
+      const size_t row = blocks * kBlockBytes;
+      std::vector<uint8_t> got(L * H * row, 0xEE), want(L * H * row, 0xEE);
+      const posenc_q8_0_view dv = {got.data(), H, H * row, row};
+      ASSERT_EQ(posenc_rope_out_q8_0(plan.get(), D, L, pos.data(), 0, &sv, &dv, nullptr, 0),
+                POSENC_OK);
+      for (size_t b = 0; b < L * H * blocks; ++b)
+        GgmlBlock(&rotated[b * kBlock], &want[b * kBlockBytes]);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got[i], want[i]) << "byte " << i << " (block " << i / kBlockBytes << ") D=" << D
+                                   << " variant " << variant;
+    }
+  }
 }
 
 TEST_P(RopeQ8Test, NonFiniteInputsGiveGgmlsScaleAndZeros) {
