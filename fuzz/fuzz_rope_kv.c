@@ -145,7 +145,7 @@ static void run(const kvcall *c, posenc_isa isa, float *buf, posenc_status *st) 
  * MAX(amax, |x|) folds it (a > b ? a : b: a NaN kept only when last), d = amax / 127 in
  * float stored as f16, q = roundf(x * id), id = 1 / d (0 for d 0); q = 0 where the
  * conversion to int8 is undefined (NaN, infinite or outside [-128, 127]: after NaN or
- * infinite inputs). */
+ * infinite inputs, or an amax so small that id overflows). */
 static void q8_block_ref(const float *x, unsigned char *out) {
   float amax = 0.0f;
   for (int j = 0; j < Q8_BLOCK; ++j) {

@@ -906,9 +906,10 @@ typedef struct posenc_q8_0_view {
  * in L1 and quantized from there, where rotating into an f32 tensor and quantizing it reads
  * and writes that tensor once more. Token t goes to row t of dst, or with slots (may be NULL)
  * to row slots->index[t] of slots->n_cells rows (skipped where negative; the rules of
- * posenc_rope_out_slots). Inputs that make ggml's conversion of q to int8 undefined (a NaN
- * or an infinity in a block: q NaN, infinite or outside [-128, 127]) give that block ggml's d
- * and q = 0 at the undefined elements.
+ * posenc_rope_out_slots). Where ggml's conversion of q to int8 is undefined (q NaN,
+ * infinite or outside [-128, 127]: a NaN or an infinity in the block, or an amax in
+ * [~2^-142, ~2^-121), whose d is nonzero but below 2^-128, so 1 / d overflows) the block has
+ * ggml's d and q = 0 at those elements.
  * head_dim: a multiple of 32, at most 4096; rotary_dim at most 512.
  * Errors (nothing written): those of posenc_rope_out for src, a NULL dst, a src dtype other
  * than f32, head_dim not a multiple of 32 or above 4096, rotary_dim above 512, dst's head

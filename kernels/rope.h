@@ -120,8 +120,9 @@ static inline void rope_q8_0_scale(float amax, float *id, unsigned char *out) {
 /* ggml's quantize_row_q8_0_ref on one block of 32 floats, operation for operation: amax as
  * its MAX(amax, |x|) runs (a NaN is kept only where no later element follows it), then
  * q = roundf(x * id). Where that conversion to int8_t is undefined in C (a NaN, infinite or
- * out-of-range q: from NaN or infinite inputs only, an amax that a NaN cut short leaving
- * larger elements before it) q is 0; -128 is a q like any other. */
+ * out-of-range q: from NaN or infinite inputs, from an amax in [~2^-142, ~2^-121), whose
+ * d is nonzero but below 2^-128 so that id overflows, from an amax that a NaN cut short
+ * leaving larger elements before it) q is 0; -128 is a q like any other. */
 static inline void rope_q8_0_block_ref(const float *x, unsigned char *out) {
   float amax = 0.0f;
   for (int j = 0; j < ROPE_Q8_0_BLOCK; ++j) {

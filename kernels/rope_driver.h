@@ -198,7 +198,8 @@ typedef struct rope_extra_ops {
 
 /* A quantized view's token row (q8_0, FP8): its heads rotated (f32 to f32, out of place, so
  * elements [R, head_dim) are copied) into a float buffer as many at a time as it holds, then
- * each quantized into its bytes (dst strides in bytes). Not inlined, as rope_emit_normed. */
+ * those heads quantized into their bytes by one call (dst strides in bytes). Not inlined, as
+ * rope_emit_normed. */
 static __attribute__((noinline, unused)) void rope_emit_quant(
     const rope_args *a, const rope_view *view, const char *src_row, char *dst_row, size_t p0,
     size_t n, const float *c, const float *s, rope_rotate_fn rotate, rope_quant_fn quant) {

@@ -620,15 +620,16 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
  *      roundf for every float below 2^23 in magnitude; checked over all of them) truncated
  *      by the byte store (vf_store_i8), id broadcast from its lane.
  * A chunk's step 1 chains (maxima, reduction, two divisions) do not wait for each other nor
- * for any step 2. A chunk with a group that fails its test (a NaN or infinite input, an amax
- * whose quotient rounds to 128 or more, a d so small that id overflows) is written by
- * rope_q8_0_block_ref instead, ggml's sequential code (the same bytes for the finite blocks;
- * a NaN in ggml's amax depends on where it is). Measured on Zen 4 (posenc_ab case 18, 8 heads
- * of 128, 1 to 512 tokens) against a horizontal max, two scalar divisions and a scalar f16
- * conversion per block, in groups of 8 blocks of one head: avx512 0.79-0.84x the time of the
- * whole call, avx2 0.82-0.86x, sse4 0.91-1.00x; step 1 per group without the chunks (each
- * group's two steps in turn: the divisions' latency in every group's path) 0.84-1.04x;
- * chunks of 16 groups as fast as 8. */
+ * for any step 2. A chunk with a group that fails its test (a NaN or infinite input, or an
+ * amax in [~2^-142, ~2^-121), whose d is nonzero but below 2^-128 so that id overflows and
+ * amax * id is infinite; with a finite id d has 21 bits or more and amax * id stays below
+ * 127.5) is written by rope_q8_0_block_ref instead, ggml's sequential code (the same bytes
+ * for the finite blocks; a NaN in ggml's amax depends on where it is). Measured on Zen 4
+ * (posenc_ab case 18, 8 heads of 128, 1 to 512 tokens) against a horizontal max, two scalar
+ * divisions and a scalar f16 conversion per block, in groups of 8 blocks of one head:
+ * avx512 0.79-0.84x the time of the whole call, avx2 0.82-0.86x, sse4 0.91-1.00x; step 1
+ * per group without the chunks (each group's two steps in turn: the divisions' latency in
+ * every group's path) 0.84-1.04x; chunks of 16 groups as fast as 8. */
 #define ROPE_Q8_0_GROUP 4
 #define ROPE_Q8_0_CHUNK 8
 /* The lane-wise max of a and b's lower halves' lanes interleaved and their upper halves':
@@ -637,9 +638,9 @@ POSENC_INLINE vf VFN(q8_0_fold_)(vf a, vf b) { return vf_max(vf_zip_lo(a, b), vf
 /* The lane of q8_0_max4_ that holds block b's amax (b < 4): after the two pairings lane L
  * holds block (0, 2, 1, 3)[L % 4], and each fold of the vector with itself since spreads lane
  * j to lanes 2j and 2j + 1 (j < W/2; lane j + W/2 joins it there). */
-static inline size_t VFN(q8_0_lane_)(size_t b) { return ((b & 1) * 2 + (b >> 1)) * (VF_W / 4); }
-/* The amax of four blocks from their lane-wise maxima m0..m3 (>= 0, no NaN), in the lanes
- * q8_0_lane_ names. */
+POSENC_INLINE size_t VFN(q8_0_lane_)(size_t b) { return ((b & 1) * 2 + (b >> 1)) * (VF_W / 4); }
+/* The amax of four blocks from their lane-wise maxima m0..m3 (>= 0; a NaN among them only
+ * where the group's test fails anyway), in the lanes q8_0_lane_ names. */
 POSENC_INLINE vf VFN(q8_0_max4_)(vf m0, vf m1, vf m2, vf m3) {
   vf r = VFN(q8_0_fold_)(VFN(q8_0_fold_)(m0, m1), VFN(q8_0_fold_)(m2, m3));
   for (size_t w = VF_W; w > 4; w /= 2) r = VFN(q8_0_fold_)(r, r);

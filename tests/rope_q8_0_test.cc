@@ -50,8 +50,9 @@ uint16_t F16Bits(float f) {
 }
 
 // ggml's quantize_row_q8_0_ref, one block: MAX(a, b) is a > b ? a : b; roundf; where the
-// conversion of q to int8 is undefined (NaN, infinite, outside [-128, 127]: only after a NaN
-// or infinite input), 0 (posenc_rope_out_q8_0's documented rule).
+// conversion of q to int8 is undefined (NaN, infinite, outside [-128, 127]: after a NaN or
+// infinite input, or an amax so small that id overflows), 0 (posenc_rope_out_q8_0's
+// documented rule).
 void GgmlBlock(const float* x, uint8_t* out) {
   float amax = 0.0f;
   for (size_t j = 0; j < kBlock; ++j) {
@@ -77,7 +78,7 @@ TEST_P(RopeQ8Test, IsGgmlsQuantizerOnRopeOutsRow) {
     size_t R, D, H, L;
   };
   for (const Case& c : {Case{128, 128, 5, 9}, Case{64, 96, 3, 6}, Case{32, 32, 1, 40},
-                        Case{128, 288, 2, 5}}) {  // 288: nine blocks, groups of 8 and 1
+                        Case{128, 288, 2, 5}}) {  // 288: nine blocks, groups of 4, 4 and 1
     for (int use_slots = 0; use_slots < 2; ++use_slots) {
       const PlanPtr plan = MakePlan(c.R, 10000.0, 1.0);
       std::vector<float> src(c.L * c.H * c.D), rotated(src.size());
@@ -145,12 +146,12 @@ TEST_P(RopeQ8Test, GoldenBlocksAtPositionZero) {
 
 TEST_P(RopeQ8Test, ManyHeadsOfEveryMagnitude) {
   // The SIMD quantizer finds the scales of several heads' blocks before it writes any (four
-  // blocks of a head at a time, eight such groups at a time, across heads) and writes a batch
+  // blocks of a head at a time, eight such groups at a time, across heads) and writes a chunk
   // with a failed check (an id that overflows, a NaN) in ggml's sequential code: 11 and 4
-  // heads (D = 128: groups of four; D = 288: groups of 4, 4 and 1, a batch ending inside a
+  // heads (D = 128: groups of four; D = 288: groups of 4, 4 and 1, a chunk ending inside a
   // head), one magnitude per head from subnormal to 2^100, exact halves of the scale
   // (roundf's ties), zero heads, and a NaN in every head (ggml keeps it in amax only as its
-  // block's last element: the batch's blocks in ggml's code).
+  // block's last element: the chunk's blocks in ggml's code).
   const PlanPtr plan = MakePlan(32, 10000.0, 1.0);
   std::mt19937 rng(61);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -192,9 +193,9 @@ TEST_P(RopeQ8Test, ManyHeadsOfEveryMagnitude) {
 }
 
 TEST_P(RopeQ8Test, NonFiniteInputsGiveGgmlsScaleAndZeros) {
-  // D = 288: nine blocks, the quantizer's groups of eight and one; the block with the NaN or
-  // infinity and its finite neighbours (those of its group are written again by ggml's
-  // sequential code) are each what ggml writes.
+  // D = 288: nine blocks, the quantizer's groups of 4, 4 and 1; the block with the NaN or
+  // infinity and its finite neighbours (those of its chunk are written by ggml's sequential
+  // code) are each what ggml writes.
   const size_t D = 288, blocks = D / kBlock;
   const PlanPtr plan = MakePlan(32, 10000.0, 1.0);
   for (int kind = 0; kind < 4; ++kind) {
