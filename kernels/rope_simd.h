@@ -746,37 +746,59 @@ static void VFN(quant_q8_0_)(const float *x, size_t dim, size_t n_heads, unsigne
  * bits(r) / 2^20 - 960 (the exponent rebiased, 3 mantissa bits), or r * 2^9 below 2^-6;
  * + 128 where y's sign bit is set; 127 for NaN (whatever its sign). The codes, exact small
  * floats, are stored as bytes (vf_store_i8). */
-static void VFN(quant_fp8_)(const float *x, size_t dim, float scale, unsigned char *out) {
-  const vf vscale = vf_set1(scale), vmax = vf_set1(448.0f), vmin_normal = vf_set1(0x1p-6f);
-  const vf two24 = vf_set1(0x1p24f), two20 = vf_set1(0x1p20f), half = vf_set1(0.5f);
-  const vf two_m20 = vf_set1(0x1p-20f), rebias = vf_set1(960.0f), two9 = vf_set1(512.0f);
-  const vf nan_code = vf_set1(127.0f), sign_code = vf_set1(128.0f);
+/* The codes of y0 and y1 (their steps interleaved: one vector's chain of ~16 dependent
+ * operations alone kept too few vectors in flight). */
+POSENC_INLINE void VFN(fp8_codes2_)(vf y0, vf y1, vf *c0, vf *c1) {
+  const vf vmax = vf_set1(448.0f), vmin_normal = vf_set1(0x1p-6f), two24 = vf_set1(0x1p24f);
+  const vf two20 = vf_set1(0x1p20f), half = vf_set1(0.5f), two_m20 = vf_set1(0x1p-20f);
+  const vf rebias = vf_set1(960.0f), two9 = vf_set1(512.0f), nan_code = vf_set1(127.0f);
+  const vf sign_code = vf_set1(128.0f);
   const vi izero = vi_set1(0);
+  const vf a0 = vf_min(vf_abs(y0), vmax), a1 = vf_min(vf_abs(y1), vmax);
+  const vf m0 = vf_max(a0, vmin_normal), m1 = vf_max(a1, vmin_normal);
+  const vf q0 = vf_mul(m0, two24), q1 = vf_mul(m1, two24);
+  const vf u0 = vf_neg(vf_sub(vf_sub(q0, m0), q0)), u1 = vf_neg(vf_sub(vf_sub(q1, m1), q1));
+  const vf p0 = vf_select(vf_lt_m(m0, u0), vf_mul(u0, half), u0);
+  const vf p1 = vf_select(vf_lt_m(m1, u1), vf_mul(u1, half), u1);
+  const vf s0 = vf_mul(p0, two20), s1 = vf_mul(p1, two20);
+  const vf r0 = vf_sub(vf_add(a0, s0), s0), r1 = vf_sub(vf_add(a1, s1), s1);
+  const vf n0 = vf_sub(vf_mul(vf_from_vi(vi_bits(r0)), two_m20), rebias);
+  const vf n1 = vf_sub(vf_mul(vf_from_vi(vi_bits(r1)), two_m20), rebias);
+  vf k0 = vf_select(vf_lt_m(r0, vmin_normal), vf_mul(r0, two9), n0);
+  vf k1 = vf_select(vf_lt_m(r1, vmin_normal), vf_mul(r1, two9), n1);
+  k0 = vf_select(vi_gt_m(izero, vi_bits(y0)), vf_add(k0, sign_code), k0);
+  k1 = vf_select(vi_gt_m(izero, vi_bits(y1)), vf_add(k1, sign_code), k1);
+  *c0 = vf_select(vf_eq_m(y0, y0), k0, nan_code); /* NaN: 0x7F, unsigned */
+  *c1 = vf_select(vf_eq_m(y1, y1), k1, nan_code);
+}
+static void VFN(quant_fp8_)(const float *x, size_t dim, float scale, unsigned char *out) {
+  const vf vscale = vf_set1(scale);
   uint32_t sb;
   memcpy(&sb, &scale, sizeof sb);
   /* 2^k, k in [-126, 127]: 1 / scale = 2^-k is a float (2^-127 a subnormal), and v * 2^-k
    * and v / 2^k round the same real number. */
   const int by_reciprocal = (sb & 0x7fffffu) == 0 && (sb >> 23) != 0 && (sb >> 23) < 255;
   const vf vinv = vf_set1(1.0f / scale);
-  for (size_t j = 0; j < dim; j += VF_W) {
+  size_t j = 0;
+  for (; j + 2 * VF_W <= dim; j += 2 * VF_W) {
+    const vf v0 = vf_load(x + j), v1 = vf_load(x + j + VF_W);
+    const vf y0 = by_reciprocal ? vf_mul(v0, vinv) : vf_div(v0, vscale);
+    const vf y1 = by_reciprocal ? vf_mul(v1, vinv) : vf_div(v1, vscale);
+    vf c0, c1;
+    VFN(fp8_codes2_)(y0, y1, &c0, &c1);
+    vf_store_i8(out + j, c0);
+    vf_store_i8(out + j + VF_W, c1);
+  }
+  for (; j < dim; j += VF_W) { /* (the second code of the pair unused) */
     const size_t k = dim - j < VF_W ? dim - j : VF_W;
     const vf v = k == VF_W ? vf_load(x + j) : vf_load_n(x + j, k);
     const vf y = by_reciprocal ? vf_mul(v, vinv) : vf_div(v, vscale);
-    const vf a = vf_min(vf_abs(y), vmax);
-    const vf c = vf_max(a, vmin_normal);
-    const vf q = vf_mul(c, two24);
-    const vf up = vf_neg(vf_sub(vf_sub(q, c), q));
-    const vf p = vf_select(vf_lt_m(c, up), vf_mul(up, half), up);
-    const vf m = vf_mul(p, two20);
-    const vf r = vf_sub(vf_add(a, m), m);
-    const vf normal = vf_sub(vf_mul(vf_from_vi(vi_bits(r)), two_m20), rebias);
-    vf code = vf_select(vf_lt_m(r, vmin_normal), vf_mul(r, two9), normal);
-    code = vf_select(vi_gt_m(izero, vi_bits(y)), vf_add(code, sign_code), code);
-    code = vf_select(vf_eq_m(y, y), code, nan_code); /* NaN: 0x7F, unsigned */
+    vf c, unused;
+    VFN(fp8_codes2_)(y, y, &c, &unused);
     if (k == VF_W)
-      vf_store_i8(out + j, code);
+      vf_store_i8(out + j, c);
     else
-      vf_store_i8_n(out + j, code, k);
+      vf_store_i8_n(out + j, c, k);
   }
 }
 

@@ -15,8 +15,9 @@
  * each, T = 512 alone) and in place against a two-sequence KV-cache mask (case 17: 32 heads x
  * 512 x 512 f32, a [512, 512] f32 mask shared by the heads: queries of each half see the
  * keys of their half, every fifth cell of the mask hidden (20%, like the bench's
- * mask:kvcache rows, which hide theirs at random); T = 512 alone) and RoPE into ggml q8_0
- * blocks (case 18: 8 heads of 128, posenc_rope_out_q8_0);
+ * mask:kvcache rows, which hide theirs at random); T = 512 alone), RoPE into ggml q8_0
+ * blocks (case 18: 8 heads of 128, posenc_rope_out_q8_0) and into FP8 E4M3 bytes (case 19:
+ * the same, posenc_rope_out_fp8 with scale 0.05, the bench's);
  * T in 1, 16, 512, 4096. Not built by
  * CMake (it needs two builds): from the repository root, with a build in build/:
  *   gcc -O2 -Iinclude -Ibuild/include bench/ab/posenc_ab.c -o posenc_ab -ldl -lm
@@ -65,6 +66,9 @@ typedef struct {
   posenc_status (*rope_q8_0)(const posenc_rope_plan *, size_t, size_t, const int32_t *, int32_t,
                              const posenc_rope_view *, const posenc_q8_0_view *,
                              const posenc_slots *, unsigned);
+  posenc_status (*rope_fp8)(const posenc_rope_plan *, size_t, size_t, const int32_t *, int32_t,
+                            const posenc_rope_view *, const posenc_fp8_view *, float,
+                            const posenc_slots *, unsigned);
   posenc_rope_plan *plan;
   posenc_sinusoid_plan *sp;
   void *factors;
@@ -101,6 +105,7 @@ static void load(lib *l, const char *path, posenc_isa isa) {
   *(void **)&l->softmax = sym(h, "posenc_softmax");
   *(void **)&l->qknorm = sym(h, "posenc_rope_qknorm");
   *(void **)&l->rope_q8_0 = sym(h, "posenc_rope_out_q8_0");
+  *(void **)&l->rope_fp8 = sym(h, "posenc_rope_out_fp8");
   if (l->set_isa(isa) != POSENC_OK) {
     fprintf(stderr, "isa\n");
     exit(2);
@@ -208,6 +213,10 @@ static posenc_status run(lib *l, int c, size_t T) {
       const posenc_q8_0_view q8 = {o40, KH, KH * (D / 32) * 34, (D / 32) * 34};
       return l->rope_q8_0(l->plan, D, T, NULL, 1000, &src, &q8, NULL, POSENC_ROPE_NEOX);
     }
+    case 19: { /* [T, 8, 128] f32 into FP8 bytes [T, 8, 128] */
+      const posenc_fp8_view f8 = {o40, KH, KH * D, D};
+      return l->rope_fp8(l->plan, D, T, NULL, 1000, &src, &f8, 0.05f, NULL, POSENC_ROPE_NEOX);
+    }
   }
   return POSENC_OK;
 }
@@ -284,10 +293,11 @@ int main(int argc, char **argv) {
                          "rope_out_f32_f16_neox(40h)",
                          "softmax_out_f32(32x512x512)",
                          "softmax_f32_kvcache(32x512x512)",
-                         "rope_out_q8_0_neox(8h)"};
+                         "rope_out_q8_0_neox(8h)",
+                         "rope_out_fp8_neox(8h)"};
   const size_t Ts[] = {1, 16, 512, 4096};
   double *r = malloc(sizeof(double) * rounds);
-  for (int c = 0; c < 19; ++c)
+  for (int c = 0; c < 20; ++c)
     for (int ti = 0; ti < 4; ++ti) {
       size_t T = Ts[ti];
       if (c == 11)
@@ -296,7 +306,7 @@ int main(int argc, char **argv) {
       if ((c == 7) && T < 512) continue;
       if (c >= 9 && c <= 11 && T < 16) continue;
       if (c >= 16 && c <= 17 && T != 512) continue;
-      if (c == 18 && T > 512) continue;
+      if (c >= 18 && T > 512) continue;
       int reps = T >= 4096 ? 1 : T >= 512 ? 4 : T >= 16 ? 64 : 512;
       double tot[2] = {0, 0};
       for (int k = 0; k < rounds; ++k) {
