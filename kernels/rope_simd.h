@@ -613,7 +613,8 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
  *      q8_0_lane_(L)), and in that vector, a lane a block, d = amax / 127 (float, as ggml),
  *      its f16 bits (vf_store_f16: posenc_f32_to_f16's rounding, ggml's GGML_FP32_TO_FP16),
  *      id = 1 / d (0 where d is 0); and the test of its blocks: no NaN or infinite element
- *      (a sum of x * 0: NaN where one is) and each block's largest rounded quotient below
+ *      (the group's sum of x is finite: a finite sum that overflows fails it too, and the
+ *      fallback below is right for any block) and each block's largest rounded quotient below
  *      128. That is the one of its amax (|x| <= amax gives |x * id| <= amax * id, each
  *      product rounded, and the rounding below is monotonic);
  *   2. each group's blocks: q = roundf(x * id) as trunc(x * id +- 0.49999997f) (equal to
@@ -627,9 +628,11 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
  * for the finite blocks; a NaN in ggml's amax depends on where it is). Measured on Zen 4
  * (posenc_ab case 18, 8 heads of 128, 1 to 512 tokens) against a horizontal max, two scalar
  * divisions and a scalar f16 conversion per block, in groups of 8 blocks of one head:
- * avx512 0.79-0.84x the time of the whole call, avx2 0.82-0.86x, sse4 0.91-1.00x; step 1
- * per group without the chunks (each group's two steps in turn: the divisions' latency in
- * every group's path) 0.84-1.04x; chunks of 16 groups as fast as 8. */
+ * avx512 0.82-0.89x the time of the whole call (several runs), avx2 0.82-0.83x, sse4
+ * 0.89-0.90x; step 1 per group without the chunks (each group's two steps in turn: the
+ * divisions' latency in every group's path) 0.84-1.04x; chunks of 16 groups as fast as 8;
+ * the NaN test as a chain of x * 0 + s (two operations without FMA) instead of the sum:
+ * sse4 1.05x, avx512 and avx2 the same. */
 #define ROPE_Q8_0_GROUP 4
 #define ROPE_Q8_0_CHUNK 8
 /* The lane-wise max of a and b's lower halves' lanes interleaved and their upper halves':
@@ -650,38 +653,37 @@ POSENC_INLINE vf VFN(q8_0_max4_)(vf m0, vf m1, vf m2, vf m3) {
  * the lanes of a failed test (1) into *bad. */
 POSENC_INLINE void VFN(q8_0_scales_)(const float *x, size_t ng, float *ids, uint16_t *dh, vf *bad) {
   const vf zero = vf_set1(0.0f), one = vf_set1(1.0f);
-  vf fin = zero; /* the sum of x * 0: +-0, or NaN where an x is NaN or infinite */
-  vf m0 = zero, m1 = zero, m2 = zero, m3 = zero;
+  /* each block's lane-wise max of |x| and sum of x (the sum is finite unless an x is NaN or
+   * infinite or the finite ones overflow it: then the test fails, and ggml's code is right
+   * for every block) */
+  vf m0 = zero, m1 = zero, m2 = zero, m3 = zero, s0 = zero, s1 = zero, s2 = zero, s3 = zero;
   for (size_t g = 0; g < ng; ++g) {
     const float *xb = x + g * ROPE_Q8_0_BLOCK;
-    vf m = zero;
-    size_t j = 0;
-    for (; j + VF_W <= ROPE_Q8_0_BLOCK; j += VF_W) {
+    /* (VF_W, a power of two, divides 32 or is above it) */
+    const vf v0 = VF_W <= ROPE_Q8_0_BLOCK ? vf_load(xb) : vf_load_n(xb, ROPE_Q8_0_BLOCK);
+    vf m = vf_abs(v0), sum = v0;
+    for (size_t j = VF_W; j < ROPE_Q8_0_BLOCK; j += VF_W) {
       const vf v = vf_load(xb + j);
       m = vf_max(m, vf_abs(v));
-      fin = vf_fmadd(v, zero, fin);
-    }
-    if (j < ROPE_Q8_0_BLOCK) {
-      const vf v = vf_load_n(xb + j, ROPE_Q8_0_BLOCK - j);
-      m = vf_max(m, vf_abs(v));
-      fin = vf_fmadd(v, zero, fin);
+      sum = vf_add(sum, v);
     }
     if (g == 0)
-      m0 = m;
+      m0 = m, s0 = sum;
     else if (g == 1)
-      m1 = m;
+      m1 = m, s1 = sum;
     else if (g == 2)
-      m2 = m;
+      m2 = m, s2 = sum;
     else
-      m3 = m;
+      m3 = m, s3 = sum;
   }
+  const vf sum = vf_add(vf_add(s0, s1), vf_add(s2, s3));
   const vf a = VFN(q8_0_max4_)(m0, m1, m2, m3), d = vf_div(a, vf_set1(127.0f));
   const vf id = vf_select(vf_eq_m(d, zero), zero, vf_div(one, d));
   vf_store(ids, id);
   vf_store_f16(dh, d);
   /* (the absent blocks' lanes: amax 0, id 0, r = 0.49999997) */
   const vf r = vf_add(vf_abs(vf_mul(a, id)), vf_set1(0.49999997f));
-  *bad = vf_max(*bad, vf_max(vf_select(vf_eq_m(fin, fin), zero, one),
+  *bad = vf_max(*bad, vf_max(vf_select(vf_eq_m(vf_sub(sum, sum), zero), zero, one),
                              vf_select(vf_lt_m(r, vf_set1(128.0f)), zero, one)));
 }
 static void VFN(quant_q8_0_)(const float *x, size_t dim, size_t n_heads, unsigned char *out,
