@@ -621,18 +621,18 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
  *      roundf for every float below 2^23 in magnitude; checked over all of them) truncated
  *      by the byte store (vf_store_i8), id broadcast from its lane.
  * A chunk's step 1 chains (maxima, reduction, two divisions) do not wait for each other nor
- * for any step 2. A chunk with a group that fails its test (a NaN or infinite input, or an
- * amax in [~2^-142, ~2^-121), whose d is nonzero but below 2^-128 so that id overflows and
- * amax * id is infinite; with a finite id d has 21 bits or more and amax * id stays below
- * 127.5) is written by rope_q8_0_block_ref instead, ggml's sequential code (the same bytes
- * for the finite blocks; a NaN in ggml's amax depends on where it is). Measured on Zen 4
- * (posenc_ab case 18, 8 heads of 128, 1 to 512 tokens) against a horizontal max, two scalar
- * divisions and a scalar f16 conversion per block, in groups of 8 blocks of one head:
- * avx512 0.82-0.89x the time of the whole call (several runs), avx2 0.82-0.83x, sse4
- * 0.89-0.90x; step 1 per group without the chunks (each group's two steps in turn: the
- * divisions' latency in every group's path) 0.84-1.04x; chunks of 16 groups as fast as 8;
- * the NaN test as a chain of x * 0 + s (two operations without FMA) instead of the sum:
- * sse4 1.05x, avx512 and avx2 the same. */
+ * for any step 2. A chunk with a group that fails its test (a NaN or infinite input, finite
+ * inputs whose sum overflows, or an amax in [~2^-142, ~2^-121), whose d is nonzero but
+ * below 2^-128 so that id overflows and amax * id is infinite; with a finite id d has 21
+ * bits or more and amax * id stays below 127.5) is written by rope_q8_0_block_ref instead,
+ * ggml's sequential code (the same bytes for the finite blocks; a NaN in ggml's amax
+ * depends on where it is). Measured on Zen 4 (posenc_ab case 18, 8 heads of 128, 1 to 512
+ * tokens) against a horizontal max, two scalar divisions and a scalar f16 conversion per
+ * block, in groups of 8 blocks of one head: avx512 0.79-0.89x the time of the whole call
+ * (several runs), avx2 0.82-0.83x, sse4 0.89-0.90x; step 1 per group without the chunks
+ * (each group's two steps in turn: the divisions' latency in every group's path)
+ * 0.84-1.04x; chunks of 16 groups as fast as 8; the NaN test as a chain of x * 0 + s (two
+ * operations without FMA) instead of the sum: sse4 1.05x, avx512 and avx2 the same. */
 #define ROPE_Q8_0_GROUP 4
 #define ROPE_Q8_0_CHUNK 8
 /* The lane-wise max of a and b's lower halves' lanes interleaved and their upper halves':
@@ -735,6 +735,32 @@ static void VFN(quant_q8_0_)(const float *x, size_t dim, size_t n_heads, unsigne
   }
 }
 
+/* The E4M3 codes (as quant_fp8_ below states them: up is its P, m its p 2^20) of y0 and y1,
+ * their steps interleaved (one vector's chain of ~16 dependent operations alone kept too few
+ * vectors in flight). */
+POSENC_INLINE void VFN(fp8_codes2_)(vf y0, vf y1, vf *code0, vf *code1) {
+  const vf vmax = vf_set1(448.0f), vmin_normal = vf_set1(0x1p-6f), two24 = vf_set1(0x1p24f);
+  const vf two20 = vf_set1(0x1p20f), half = vf_set1(0.5f), two_m20 = vf_set1(0x1p-20f);
+  const vf rebias = vf_set1(960.0f), two9 = vf_set1(512.0f), nan_code = vf_set1(127.0f);
+  const vf sign_code = vf_set1(128.0f);
+  const vi izero = vi_set1(0);
+  const vf a0 = vf_min(vf_abs(y0), vmax), a1 = vf_min(vf_abs(y1), vmax);
+  const vf c0 = vf_max(a0, vmin_normal), c1 = vf_max(a1, vmin_normal);
+  const vf q0 = vf_mul(c0, two24), q1 = vf_mul(c1, two24);
+  const vf up0 = vf_neg(vf_sub(vf_sub(q0, c0), q0)), up1 = vf_neg(vf_sub(vf_sub(q1, c1), q1));
+  const vf p0 = vf_select(vf_lt_m(c0, up0), vf_mul(up0, half), up0);
+  const vf p1 = vf_select(vf_lt_m(c1, up1), vf_mul(up1, half), up1);
+  const vf m0 = vf_mul(p0, two20), m1 = vf_mul(p1, two20);
+  const vf r0 = vf_sub(vf_add(a0, m0), m0), r1 = vf_sub(vf_add(a1, m1), m1);
+  const vf normal0 = vf_sub(vf_mul(vf_from_vi(vi_bits(r0)), two_m20), rebias);
+  const vf normal1 = vf_sub(vf_mul(vf_from_vi(vi_bits(r1)), two_m20), rebias);
+  vf k0 = vf_select(vf_lt_m(r0, vmin_normal), vf_mul(r0, two9), normal0);
+  vf k1 = vf_select(vf_lt_m(r1, vmin_normal), vf_mul(r1, two9), normal1);
+  k0 = vf_select(vi_gt_m(izero, vi_bits(y0)), vf_add(k0, sign_code), k0);
+  k1 = vf_select(vi_gt_m(izero, vi_bits(y1)), vf_add(k1, sign_code), k1);
+  *code0 = vf_select(vf_eq_m(y0, y0), k0, nan_code); /* NaN: 0x7F, unsigned */
+  *code1 = vf_select(vf_eq_m(y1, y1), k1, nan_code);
+}
 /* FP8 E4M3 (rope_driver.h): each x[i] / scale (vf_div: the scalar division's float; for a
  * normal power-of-two scale the product by its reciprocal, exact, so the same float: vLLM's
  * default k_scale 1.0, 16-24% of the call's time saved on avx512 / avx2) as
@@ -747,32 +773,9 @@ static void VFN(quant_q8_0_)(const float *x, size_t dim, size_t n_heads, unsigne
  * once: the E4M3 value of a (below 2^-6, p = 2^-6 gives the subnormals' 2^-9). Its code is
  * bits(r) / 2^20 - 960 (the exponent rebiased, 3 mantissa bits), or r * 2^9 below 2^-6;
  * + 128 where y's sign bit is set; 127 for NaN (whatever its sign). The codes, exact small
- * floats, are stored as bytes (vf_store_i8). */
-/* The codes of y0 and y1 (their steps interleaved: one vector's chain of ~16 dependent
- * operations alone kept too few vectors in flight). */
-POSENC_INLINE void VFN(fp8_codes2_)(vf y0, vf y1, vf *c0, vf *c1) {
-  const vf vmax = vf_set1(448.0f), vmin_normal = vf_set1(0x1p-6f), two24 = vf_set1(0x1p24f);
-  const vf two20 = vf_set1(0x1p20f), half = vf_set1(0.5f), two_m20 = vf_set1(0x1p-20f);
-  const vf rebias = vf_set1(960.0f), two9 = vf_set1(512.0f), nan_code = vf_set1(127.0f);
-  const vf sign_code = vf_set1(128.0f);
-  const vi izero = vi_set1(0);
-  const vf a0 = vf_min(vf_abs(y0), vmax), a1 = vf_min(vf_abs(y1), vmax);
-  const vf m0 = vf_max(a0, vmin_normal), m1 = vf_max(a1, vmin_normal);
-  const vf q0 = vf_mul(m0, two24), q1 = vf_mul(m1, two24);
-  const vf u0 = vf_neg(vf_sub(vf_sub(q0, m0), q0)), u1 = vf_neg(vf_sub(vf_sub(q1, m1), q1));
-  const vf p0 = vf_select(vf_lt_m(m0, u0), vf_mul(u0, half), u0);
-  const vf p1 = vf_select(vf_lt_m(m1, u1), vf_mul(u1, half), u1);
-  const vf s0 = vf_mul(p0, two20), s1 = vf_mul(p1, two20);
-  const vf r0 = vf_sub(vf_add(a0, s0), s0), r1 = vf_sub(vf_add(a1, s1), s1);
-  const vf n0 = vf_sub(vf_mul(vf_from_vi(vi_bits(r0)), two_m20), rebias);
-  const vf n1 = vf_sub(vf_mul(vf_from_vi(vi_bits(r1)), two_m20), rebias);
-  vf k0 = vf_select(vf_lt_m(r0, vmin_normal), vf_mul(r0, two9), n0);
-  vf k1 = vf_select(vf_lt_m(r1, vmin_normal), vf_mul(r1, two9), n1);
-  k0 = vf_select(vi_gt_m(izero, vi_bits(y0)), vf_add(k0, sign_code), k0);
-  k1 = vf_select(vi_gt_m(izero, vi_bits(y1)), vf_add(k1, sign_code), k1);
-  *c0 = vf_select(vf_eq_m(y0, y0), k0, nan_code); /* NaN: 0x7F, unsigned */
-  *c1 = vf_select(vf_eq_m(y1, y1), k1, nan_code);
-}
+ * floats, are stored as bytes (vf_store_i8), two vectors at a time (fp8_codes2_: Zen 4,
+ * posenc_ab case 19, rope_out_fp8_neox 8 heads at 1-512 tokens against one at a time:
+ * avx512 0.94-0.96x the time, avx2 0.91-0.92x, sse4 0.90x). */
 static void VFN(quant_fp8_)(const float *x, size_t dim, float scale, unsigned char *out) {
   const vf vscale = vf_set1(scale);
   uint32_t sb;

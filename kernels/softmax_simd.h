@@ -76,7 +76,7 @@ POSENC_INLINE vf VFN(sm_exp_)(vf t, vf lo) {
 /* sm_exp_ of t0 and t1, their steps interleaved (each exp is a chain of ~10 dependent
  * operations; one after the other kept fewer exps in flight). Zen 4 avx512, posenc_ab
  * against the exps one after the other: 32 x 512 x 512 with a KV-cache mask 0.96-1.00x the
- * time, decode rows of 512 and 4096 keys 0.97-0.98x, softmax out of place the same. With 16
+ * time, decode rows of 512 and 4096 keys 0.96-0.99x, softmax out of place the same. With 16
  * registers (avx2) decode rows took 1.04-1.10x the time: not used there. */
 POSENC_INLINE void VFN(sm_exp2_)(vf t0, vf t1, vf lo, vf *e0, vf *e1) {
   const vf magic = vf_set1(SOFTMAX_ROUND_MAGIC), one = vf_set1(1.0f);
