@@ -38,52 +38,19 @@
 _Static_assert(SOFTMAX_BLOCK % (SOFTMAX_SUM_SPAN * POSENC_MAX_LANES) == 0,
                "SOFTMAX_BLOCK must hold whole sum spans");
 
-/* posenc's exp for t in [SOFTMAX_EXP_MIN, 88] (a NaN t gives NaN), as P(r) and n of
- * e^t = 2^n P(r). */
-POSENC_INLINE vf VFN(sm_exp_parts_)(vf t, vf *n_out) {
-  const vf magic = vf_set1(SOFTMAX_ROUND_MAGIC), one = vf_set1(1.0f);
-  const vf n = vf_sub(vf_fmadd(t, vf_set1(SOFTMAX_LOG2E), magic), magic);
-#ifdef VF_FMA
-  /* One fused step: n * SOFTMAX_LN2 is exact inside it, and float ln 2's own error
-   * (1.9e-9) costs |n| 1.9e-9 relative, below 2^-24 where |t| < 16. */
-  const vf r = vf_fnmadd(n, vf_set1(SOFTMAX_LN2), t);
-#else
-  vf r = vf_fnmadd(n, vf_set1(SOFTMAX_LN2_HI), t);
-  r = vf_fnmadd(n, vf_set1(SOFTMAX_LN2_LO), r);
-#endif
-  vf p = vf_fmadd(vf_set1(SOFTMAX_EXP_C5), r, vf_set1(SOFTMAX_EXP_C4));
-  p = vf_fmadd(p, r, vf_set1(SOFTMAX_EXP_C3));
-  p = vf_fmadd(p, r, vf_set1(SOFTMAX_EXP_C2));
-  p = vf_fmadd(p, r, one);
-  *n_out = n;
-  return vf_fmadd(p, r, one);
-}
-
-/* posenc's exp for t in [SOFTMAX_EXP_MIN, 88] (a NaN t gives NaN). */
-POSENC_INLINE vf VFN(sm_exp_poly_)(vf t) {
-  vf n;
-  const vf p = VFN(sm_exp_parts_)(t, &n);
-  return vf_scale2(p, n);
-}
-
-/* exp(t), +0 where t < lo (softmax_exp_floor; -inf included); a NaN t stays NaN. */
-POSENC_INLINE vf VFN(sm_exp_)(vf t, vf lo) {
-  vf n;
-  const vf p = VFN(sm_exp_parts_)(t, &n);
-  return vf_scale2_zero_where(vf_lt_m(t, lo), p, n);
-}
-
-/* sm_exp_ of t0 and t1, their steps interleaved (each exp is a chain of ~10 dependent
- * operations; one after the other kept fewer exps in flight). Zen 4 avx512, posenc_ab
- * against the exps one after the other: 32 x 512 x 512 with a KV-cache mask 0.96-1.00x the
- * time, decode rows of 512 and 4096 keys 0.96-0.99x, softmax out of place the same. With 16
- * registers (avx2) decode rows took 1.04-1.10x the time: not used there. */
-POSENC_INLINE void VFN(sm_exp2_)(vf t0, vf t1, vf lo, vf *e0, vf *e1) {
+/* posenc's exp for t0 and t1 in [SOFTMAX_EXP_MIN, 88] (a NaN t gives NaN), as P(r) and n of
+ * e^t = 2^n P(r), their steps interleaved (each exp is a chain of ~10 dependent operations:
+ * one after the other kept fewer exps in flight; see sm_exp2_). One exp (sm_exp_parts_)
+ * passes t twice and drops the second result, which the compiler removes. */
+POSENC_INLINE void VFN(sm_exp_parts2_)(vf t0, vf t1, vf *p0_out, vf *p1_out, vf *n0_out,
+                                       vf *n1_out) {
   const vf magic = vf_set1(SOFTMAX_ROUND_MAGIC), one = vf_set1(1.0f);
   const vf l2e = vf_set1(SOFTMAX_LOG2E);
   const vf n0 = vf_sub(vf_fmadd(t0, l2e, magic), magic);
   const vf n1 = vf_sub(vf_fmadd(t1, l2e, magic), magic);
 #ifdef VF_FMA
+  /* One fused step: n * SOFTMAX_LN2 is exact inside it, and float ln 2's own error
+   * (1.9e-9) costs |n| 1.9e-9 relative, below 2^-24 where |t| < 16. */
   const vf r0 = vf_fnmadd(n0, vf_set1(SOFTMAX_LN2), t0);
   const vf r1 = vf_fnmadd(n1, vf_set1(SOFTMAX_LN2), t1);
 #else
@@ -101,8 +68,41 @@ POSENC_INLINE void VFN(sm_exp2_)(vf t0, vf t1, vf lo, vf *e0, vf *e1) {
   p1 = vf_fmadd(p1, r1, c2);
   p0 = vf_fmadd(p0, r0, one);
   p1 = vf_fmadd(p1, r1, one);
-  p0 = vf_fmadd(p0, r0, one);
-  p1 = vf_fmadd(p1, r1, one);
+  *p0_out = vf_fmadd(p0, r0, one);
+  *p1_out = vf_fmadd(p1, r1, one);
+  *n0_out = n0;
+  *n1_out = n1;
+}
+
+/* posenc's exp for t in [SOFTMAX_EXP_MIN, 88] (a NaN t gives NaN), as P(r) and n of
+ * e^t = 2^n P(r). */
+POSENC_INLINE vf VFN(sm_exp_parts_)(vf t, vf *n_out) {
+  vf p, p_unused, n_unused;
+  VFN(sm_exp_parts2_)(t, t, &p, &p_unused, n_out, &n_unused);
+  return p;
+}
+
+/* posenc's exp for t in [SOFTMAX_EXP_MIN, 88] (a NaN t gives NaN). */
+POSENC_INLINE vf VFN(sm_exp_poly_)(vf t) {
+  vf n;
+  const vf p = VFN(sm_exp_parts_)(t, &n);
+  return vf_scale2(p, n);
+}
+
+/* exp(t), +0 where t < lo (softmax_exp_floor; -inf included); a NaN t stays NaN. */
+POSENC_INLINE vf VFN(sm_exp_)(vf t, vf lo) {
+  vf n;
+  const vf p = VFN(sm_exp_parts_)(t, &n);
+  return vf_scale2_zero_where(vf_lt_m(t, lo), p, n);
+}
+
+/* sm_exp_ of t0 and t1, their steps interleaved. Zen 4 avx512, posenc_ab against the exps
+ * one after the other: 32 x 512 x 512 with a KV-cache mask 0.96-1.00x the time, decode rows
+ * of 512 and 4096 keys 0.96-0.99x, softmax out of place the same. With 16 registers (avx2)
+ * decode rows took 1.04-1.10x the time: not used there. */
+POSENC_INLINE void VFN(sm_exp2_)(vf t0, vf t1, vf lo, vf *e0, vf *e1) {
+  vf p0, p1, n0, n1;
+  VFN(sm_exp_parts2_)(t0, t1, &p0, &p1, &n0, &n1);
   *e0 = vf_scale2_zero_where(vf_lt_m(t0, lo), p0, n0);
   *e1 = vf_scale2_zero_where(vf_lt_m(t1, lo), p1, n1);
 }
