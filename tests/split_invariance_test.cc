@@ -53,6 +53,16 @@ struct Rows {
       }
     }
   }
+  // Element i of the rows set to f (rounded to the storage type).
+  void Set(size_t i, float f) {
+    char* p = reinterpret_cast<char*>(words.data());
+    if (st == Storage::kF32) {
+      std::memcpy(p + 4 * i, &f, 4);
+    } else {
+      const uint16_t h = st == Storage::kBf16 ? posenc_f32_to_bf16(f) : posenc_f32_to_f16(f);
+      std::memcpy(p + 2 * i, &h, 2);
+    }
+  }
   bool operator==(const Rows& o) const { return words == o.words; }
 };
 
@@ -338,6 +348,7 @@ TEST_P(SplitInvarianceTest, RopeOutStreamedToLargeDestinations) {
   } cases[] = {
       {POSENC_DTYPE_F32, POSENC_DTYPE_F16, POSENC_ROPE_NEOX, 128, 128, 128, 0, false},
       {POSENC_DTYPE_F32, POSENC_DTYPE_BF16, POSENC_ROPE_GPTJ, 136, 128, 140, 1, false},
+      {POSENC_DTYPE_F32, POSENC_DTYPE_BF16, POSENC_ROPE_NEOX, 128, 128, 128, 0, false},
       {POSENC_DTYPE_F32, POSENC_DTYPE_F32, POSENC_ROPE_NEOX, 128, 128, 128, 0, true},
       {POSENC_DTYPE_BF16, POSENC_DTYPE_BF16, POSENC_ROPE_NEOX | POSENC_ROPE_INVERSE, 72, 64, 76, 1,
        false},
@@ -357,6 +368,19 @@ TEST_P(SplitInvarianceTest, RopeOutStreamedToLargeDestinations) {
                                                      : Storage::kF16;
     Rows src(sst, T, H * c.D);
     src.Random(rng());
+    // Special values in every 997th token: subnormal results (a 16-bit conversion that
+    // flushes them to zero must not be taken), NaN, infinities, values that round to zero.
+    for (size_t t = 5; t < T; t += 997) {
+      const size_t e = t * H * c.D + (t / 997 % H) * c.D;
+      for (size_t d = 0; d < 24; ++d) { /* both elements of NEOX's and GPT-J's pairs */
+        src.Set(e + d, (d % 2 ? -1.0f : 1.0f) * 1e-39f * static_cast<float>(d + 1));
+        src.Set(e + c.R / 2 + d, 1e-39f * static_cast<float>(d % 5));
+      }
+      src.Set(e + 24, NAN);
+      src.Set(e + 25, INFINITY);
+      src.Set(e + 26, -INFINITY);
+      src.Set(e + 27, 1e-45f);
+    }
     std::vector<uint8_t> fstore;
     posenc_rope_factors factors{};
     if (c.apply) {
