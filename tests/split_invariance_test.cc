@@ -42,16 +42,7 @@ struct Rows {
   void Random(uint32_t seed) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-    for (size_t i = 0; i < n * width; ++i) {
-      const float f = u(rng);
-      char* p = reinterpret_cast<char*>(words.data());
-      if (st == Storage::kF32) {
-        std::memcpy(p + 4 * i, &f, 4);
-      } else {
-        const uint16_t h = st == Storage::kBf16 ? posenc_f32_to_bf16(f) : posenc_f32_to_f16(f);
-        std::memcpy(p + 2 * i, &h, 2);
-      }
-    }
+    for (size_t i = 0; i < n * width; ++i) Set(i, u(rng));
   }
   // Element i of the rows set to f (rounded to the storage type).
   void Set(size_t i, float f) {

@@ -218,16 +218,26 @@ static inline void vf_stream_bf16(uint16_t *p, vf v) {
  * only a result with a zero (one test of 32 words, not two FPCLASS of the inputs) needs the
  * inputs looked at; a subnormal one sends both vectors to the integer path. */
 #define VF_HAVE_STORE2_BF16 1
-static inline void vf_store2_bf16(uint16_t *p, vf a, vf b) {
+/* (nt, a constant: the non-temporal stores of vf_stream2_bf16 below) */
+static inline void vf_put2_bf16_(uint16_t *p, vf a, vf b, int nt) {
   const __m512i r = (__m512i)_mm512_cvtne2ps_pbh(b, a);
   if (__builtin_expect(_mm512_testn_epi16_mask(r, _mm512_set1_epi16(0x7fff)) != 0, 0) &&
       (_mm512_fpclass_ps_mask(a, 0x20) | _mm512_fpclass_ps_mask(b, 0x20)) != 0) {
-    vf_store_bf16(p, a);
-    vf_store_bf16(p + 16, b);
+    if (nt) {
+      vf_stream_bf16(p, a);
+      vf_stream_bf16(p + 16, b);
+    } else {
+      vf_store_bf16(p, a);
+      vf_store_bf16(p + 16, b);
+    }
     return;
   }
-  _mm512_storeu_si512(p, r);
+  if (nt)
+    _mm512_stream_si512((void *)p, r);
+  else
+    _mm512_storeu_si512(p, r);
 }
+static inline void vf_store2_bf16(uint16_t *p, vf a, vf b) { vf_put2_bf16_(p, a, b, 0); }
 /* Two such pairs, a then b at p and c then d at q (ve_store2x2): both results' zero tests in
  * one branch (a test and branch per 64-byte store took 14% of bf16 RoPE's time in cache). */
 static inline void vf_store2x2_bf16(uint16_t *p, vf a, vf b, uint16_t *q, vf c, vf d) {
@@ -325,16 +335,7 @@ static inline void vf_stream2_f16(uint16_t *p, vf a, vf b) {
 }
 #ifdef POSENC_VEC_AVX512_BF16
 /* (vf_store2_bf16's conversion and test) */
-static inline void vf_stream2_bf16(uint16_t *p, vf a, vf b) {
-  const __m512i r = (__m512i)_mm512_cvtne2ps_pbh(b, a);
-  if (__builtin_expect(_mm512_testn_epi16_mask(r, _mm512_set1_epi16(0x7fff)) != 0, 0) &&
-      (_mm512_fpclass_ps_mask(a, 0x20) | _mm512_fpclass_ps_mask(b, 0x20)) != 0) {
-    vf_stream_bf16(p, a);
-    vf_stream_bf16(p + 16, b);
-    return;
-  }
-  _mm512_stream_si512((void *)p, r);
-}
+static inline void vf_stream2_bf16(uint16_t *p, vf a, vf b) { vf_put2_bf16_(p, a, b, 1); }
 #else
 static inline void vf_stream2_bf16(uint16_t *p, vf a, vf b) {
   _mm512_stream_si512(
