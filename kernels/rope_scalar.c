@@ -156,13 +156,16 @@ static void norm_f16(const rope_view *view, const void *src_row, size_t h0, size
 /* q8_0: ggml's reference, block by block; FP8: rope_fp8_e4m3_ref of each v / scale. */
 static void quant_ref(const rope_view *view, const float *x, size_t n_heads, unsigned char *out) {
   const size_t dim = view->head_dim;
-  for (size_t h = 0; h < n_heads; ++h, x += dim, out += view->dst_head_stride) {
+  /* Head h at out + h * stride, formed for h < n_heads only: a stride stepped past the last
+   * head may pass the address space (one head: any stride is valid). */
+  for (size_t h = 0; h < n_heads; ++h, x += dim) {
+    unsigned char *o = out + h * view->dst_head_stride;
     if (view->quant == ROPE_QUANT_FP8) {
-      for (size_t i = 0; i < dim; ++i) out[i] = rope_fp8_e4m3_ref(x[i] / view->fp8_scale);
+      for (size_t i = 0; i < dim; ++i) o[i] = rope_fp8_e4m3_ref(x[i] / view->fp8_scale);
       continue;
     }
     for (size_t b = 0; b < dim; b += ROPE_Q8_0_BLOCK)
-      rope_q8_0_block_ref(x + b, out + b / ROPE_Q8_0_BLOCK * ROPE_Q8_0_BYTES);
+      rope_q8_0_block_ref(x + b, o + b / ROPE_Q8_0_BLOCK * ROPE_Q8_0_BYTES);
   }
 }
 
