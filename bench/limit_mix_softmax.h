@@ -15,8 +15,8 @@
  *          floor's zeros (the layer's vf_scale2_zero_where), the add into the sum;
  *   pass 3 (sm_normalise_): e * (1 / sum).
  * Chains: a round's scores x are made opaque (MIX_KEEP) instead of computed from the round
- * before, so that, as in the kernel's rows, only the max and the sum (two accumulators each,
- * as the kernel's rows) carry from one vector to the next: with the round's y fed back as
+ * before, so that only the max and the sum (two accumulators each, as the kernel's rows)
+ * carry from one vector to the next: with the round's y fed back as
  * the next round's x, every chain waited for its exp's whole latency and the decode rows ran
  * faster than their "roofline" (Zen 5: 1.08x the plain mix, 1.9x the masked one). Pass 2
  * subtracts a row max known beforehand (the kernel's pass 2 takes pass 1's); the loads and

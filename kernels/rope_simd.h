@@ -156,15 +156,9 @@ POSENC_INLINE vf VFN(madd_)(vf a, vf b, vf c, vf d, int det) {
 }
 
 /* A whole vector of the source at element i; with nt (a constant: the call streams its
- * destination, so its source comes from DRAM too) f32 rows are read by vf_load_stream where
- * the layer has one (VF_HAVE_LOAD_STREAM). */
+ * destination, so its source comes from DRAM too) by ve_load_stream. */
 POSENC_INLINE vf VFN(sload_)(const void *x, size_t i, posenc_elem ex, int nt) {
-#ifdef VF_HAVE_LOAD_STREAM
-  if (nt && ex == POSENC_ELEM_F32) return vf_load_stream((const float *)x + i);
-#else
-  (void)nt;
-#endif
-  return ve_load(x, i, ex);
+  return nt ? ve_load_stream(x, i, ex) : ve_load(x, i, ex);
 }
 
 /* QK-norm inside the rotation (normed, a constant at every call): each element x loaded is
@@ -187,18 +181,10 @@ POSENC_INLINE void VFN(put_)(void *y, size_t i, vf v, posenc_elem ey, int nt) {
 }
 POSENC_INLINE void VFN(put2_)(void *y, size_t i, vf a, vf b, posenc_elem ey, int nt) {
   if (nt) {
-#ifdef VF_HAVE_STREAM2_16
-    /* 2 VF_W 16-bit results in one non-temporal store where the layer has it and y + i is
-     * aligned to it (a whole cache line on AVX-512: 0.92-0.93x the time of two 32-byte
-     * stores for f32 -> f16 and bf16 at 4096 tokens, 40 heads, Zen 5) */
-    if (ey != POSENC_ELEM_F32 && ((uintptr_t)y + 2 * i) % (4 * VF_W) == 0) {
-      if (ey == POSENC_ELEM_F16)
-        vf_stream2_f16((uint16_t *)y + i, a, b);
-      else
-        vf_stream2_bf16((uint16_t *)y + i, a, b);
-      return;
-    }
-#endif
+    /* both in one non-temporal store where the layer has one (a whole cache line of 16-bit
+     * results on AVX-512: 0.92-0.93x the time of two 32-byte stores for f32 -> f16 and bf16
+     * at 4096 tokens, 40 heads, Zen 5) */
+    if (ve_stream2(y, i, a, b, ey)) return;
     VFN(put_)(y, i, a, ey, nt);
     VFN(put_)(y, i + VF_W, b, ey, nt);
   } else {

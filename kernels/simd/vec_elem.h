@@ -85,6 +85,15 @@ POSENC_INLINE void ve_store2x2(void *p, size_t i, vf a, vf b, void *q, size_t j,
   ve_store2(q, j, c, d, e);
 }
 
+/* ve_load of a row that comes from DRAM (a call that streams its destination): f32 rows by
+ * the layer's vf_load_stream where it has one (VF_HAVE_LOAD_STREAM). */
+POSENC_INLINE vf ve_load_stream(const void *base, size_t i, posenc_elem e) {
+#ifdef VF_HAVE_LOAD_STREAM
+  if (e == POSENC_ELEM_F32) return vf_load_stream((const float *)base + i);
+#endif
+  return ve_load(base, i, e);
+}
+
 /* Non-temporal store of VF_W elements at i (vf_stream, vf_stream_bf16, vf_stream_f16), where
  * ve_stream_aligned: base + i aligned to VF_W elements (a float vector, or half of one). */
 POSENC_INLINE int ve_stream_aligned(const void *base, size_t i, posenc_elem e) {
@@ -102,6 +111,24 @@ POSENC_INLINE void ve_stream(void *base, size_t i, vf v, posenc_elem e) {
     default:
       vf_stream((float *)base + i, v);
   }
+}
+
+/* 2 VF_W elements at i, a then b, in one non-temporal store where the layer has one for the
+ * type (VF_HAVE_STREAM2_16: 16-bit elements) and base + i is aligned to it (4 VF_W bytes):
+ * 1 if written, else 0 and nothing written (the caller stores a and b apart). */
+POSENC_INLINE int ve_stream2(void *base, size_t i, vf a, vf b, posenc_elem e) {
+#ifdef VF_HAVE_STREAM2_16
+  if (e != POSENC_ELEM_F32 && ((uintptr_t)base + 2 * i) % (4 * VF_W) == 0) {
+    if (e == POSENC_ELEM_F16)
+      vf_stream2_f16((uint16_t *)base + i, a, b);
+    else
+      vf_stream2_bf16((uint16_t *)base + i, a, b);
+    return 1;
+  }
+#else
+  (void)base, (void)i, (void)a, (void)b, (void)e;
+#endif
+  return 0;
 }
 
 #endif /* POSENC_VEC_ELEM_H */
