@@ -22,18 +22,21 @@
 #define LIMIT_LINE_FLOATS 16 /* one 64-byte cache line */
 
 /* (kind, variant, unroll, prefetch distance in bytes, non-temporal stores) */
-#define LIMIT_VARIANTS(X)       \
-  X(rmw, x4, 4, 0, 0)           \
-  X(rmw, x8, 8, 0, 0)           \
-  X(rmw, x4_pf512, 4, 512, 0)   \
-  X(rmw, x4_pf2k, 4, 2048, 0)   \
-  X(write, x4, 4, 0, 0)         \
-  X(write, x8, 8, 0, 0)         \
-  X(write, x4_pf512, 4, 512, 0) \
-  X(copy, x4, 4, 0, 0)          \
-  X(copy, x8, 8, 0, 0)          \
-  X(copy, x4_pf512, 4, 512, 0)  \
-  X(copy, x4_pf2k, 4, 2048, 0)
+#define LIMIT_VARIANTS(X)         \
+  X(rmw, x4, 4, 0, 0)             \
+  X(rmw, x8, 8, 0, 0)             \
+  X(rmw, x4_pf512, 4, 512, 0)     \
+  X(rmw, x4_pf2k, 4, 2048, 0)     \
+  X(rmw, x4_pf16k, 4, 16384, 0)   \
+  X(write, x4, 4, 0, 0)           \
+  X(write, x8, 8, 0, 0)           \
+  X(write, x4_pf512, 4, 512, 0)   \
+  X(write, x4_pf16k, 4, 16384, 0) \
+  X(copy, x4, 4, 0, 0)            \
+  X(copy, x8, 8, 0, 0)            \
+  X(copy, x4_pf512, 4, 512, 0)    \
+  X(copy, x4_pf2k, 4, 2048, 0)    \
+  X(copy, x4_pf16k, 4, 16384, 0)
 #define LIMIT_STREAM_VARIANTS(X) \
   X(rmw, x4_nt, 4, 0, 1)         \
   X(write, x4_nt, 4, 0, 1)       \

@@ -35,5 +35,9 @@
  * out-of-place rows of 4096 tokens to the copy limit (README). Sinusoid tables (its whole
  * table) and RoPE's out-of-place forms (every destination view of the call) use it. */
 #define POSENC_STREAM_MIN_BYTES ((size_t)16 << 20)
+/* RoPE calls whose plain views' sources add up to this many bytes or more prefetch them
+ * this far ahead, in whole token rows (kernels/rope_driver.h, rope_prefetches). */
+#define POSENC_PREFETCH_MIN_BYTES ((size_t)16 << 20)
+#define ROPE_PREFETCH_BYTES ((size_t)16 << 10)
 
 #endif /* POSENC_KERNELS_COMMON_H */

@@ -189,11 +189,14 @@ typedef void (*rope_quant_fn)(const rope_view *view, const float *x, size_t n_he
 /* The functions a variant may supply beyond rotate: for QK-norm views (the scalar
  * reference) norm for the source type and rotate from f32 to the destination type (without
  * them, NULL: the SIMD variants, rotate() itself normalises the views with norm_w); for
- * quantized views (the f32 kernels: q8_0, FP8) quant, after rotate into a float buffer. */
+ * quantized views (the f32 kernels: q8_0, FP8) quant, after rotate into a float buffer; for
+ * plain views (no QK-norm, not deterministic, not streamed) of a call that prefetches
+ * (rope_prefetches) rotate_pf, rotate() with the prefetches (NULL otherwise). */
 typedef struct rope_extra_ops {
   rope_norm_fn norm;
   rope_rotate_fn rotate;
   rope_quant_fn quant;
+  rope_rotate_fn rotate_pf;
 } rope_extra_ops;
 
 /* A quantized view's token row (q8_0, FP8): its heads rotated (f32 to f32, out of place, so
@@ -253,6 +256,22 @@ static inline int rope_streams(const rope_args *a, size_t dst_size) {
   return bytes >= POSENC_STREAM_MIN_BYTES;
 }
 
+/* Whether a call prefetches the sources of its plain views (rope_extra_ops.rotate_pf):
+ * 16-bit sources (f32 rows ran 1.06-1.19x slower with the prefetches, at 1024-8192 tokens:
+ * with half the operations per byte, their own loads keep the hardware prefetchers ahead),
+ * not deterministic, not streamed, and those views' sources hold POSENC_PREFETCH_MIN_BYTES
+ * or more. */
+static inline int rope_prefetches(const rope_args *a, size_t src_size, int stream) {
+  if (src_size != 2 || a->factors_out || stream || (a->flags & POSENC_ROPE_DETERMINISTIC)) return 0;
+  size_t bytes = 0;
+  for (size_t v = 0; v < a->n_views; ++v) {
+    const rope_view *view = &a->views[v];
+    if (view->quant || view->norm_w) continue;
+    bytes += a->n_batch * a->n_tokens * view->n_heads * view->head_dim * src_size;
+  }
+  return bytes >= POSENC_PREFETCH_MIN_BYTES;
+}
+
 /* Token (b, t)'s use of the cos/sin c, s of pairs [p0, p0 + n): written to its factor row
  * (compute), or applied to every view. rflags: the flags rotate() takes (a->flags, with
  * ROPE_STREAM_ where the call streams). */
@@ -286,6 +305,8 @@ POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, s
     }
     if (view->norm_w && extra->norm)
       rope_emit_normed(a, view, src_row, dst_row, p0, n, c, s, dst_size, extra);
+    else if (extra->rotate_pf && !view->norm_w)
+      extra->rotate_pf(view, src_row, dst_row, a->n_pairs, p0, n, c, s, rflags);
     else
       rotate(view, src_row, dst_row, a->n_pairs, p0, n, c, s, rflags);
   }
@@ -294,22 +315,25 @@ POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, s
 /* src, dst: the storage types of the views (read, written), which `rotate` is written for.
  * norm_fn, rotate_normed: the variant's QK-norm functions for these types (used only for
  * views with norm_w), or NULL when rotate() normalises such views itself; quant: the
- * quantizer of the f32 kernels (used only for q8_0 and FP8 views), else NULL
+ * quantizer of the f32 kernels (used only for q8_0 and FP8 views), else NULL; rotate_pf:
+ * rotate() with prefetches, for the plain views of calls that prefetch, or NULL
  * (rope_extra_ops). can_stream: rotate() takes ROPE_STREAM_ (a SIMD variant). Returns
  * whether rotate() was given it: the caller then fences the non-temporal stores. */
 POSENC_INLINE int rope_drive(const rope_args *a, posenc_elem src, posenc_elem dst,
                              rope_prepare_fn prepare, int anchored,
                              rope_prepare_delta_fn prepare_delta, rope_rotate_fn rotate,
                              rope_norm_fn norm_fn, rope_rotate_fn rotate_normed,
-                             rope_quant_fn quant, int can_stream) {
+                             rope_quant_fn quant, rope_rotate_fn rotate_pf, int can_stream) {
   _Alignas(64) float c[2 * POSENC_ROPE_CHUNK];
   _Alignas(64) float s[2 * POSENC_ROPE_CHUNK];
-  const rope_extra_ops extra_ops = {norm_fn, rotate_normed, quant};
-  const rope_extra_ops *const extra = &extra_ops;
   const size_t src_size = posenc_elem_size(src), dst_size = posenc_elem_size(dst);
   const size_t n_pairs = a->n_pairs, n_all = a->n_batch * a->n_tokens;
   const int stream = can_stream && rope_streams(a, dst_size);
   const unsigned rflags = a->flags | (stream ? ROPE_STREAM_ : 0u);
+  const rope_extra_ops extra_ops = {
+      norm_fn, rotate_normed, quant,
+      rotate_pf && rope_prefetches(a, src_size, stream) ? rotate_pf : NULL};
+  const rope_extra_ops *const extra = &extra_ops;
   if (a->factors) { /* apply: every token's cos/sin are its factor row */
     const size_t per = (a->flags & POSENC_ROPE_GPTJ) ? 2 : 1, half = a->factor_half;
     for (size_t g = 0; g < n_all; ++g) {

@@ -193,21 +193,21 @@ static void rotate_f32_f16(const rope_view *view, const void *src_row, void *dst
 
 void posenc_rope_f32_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F32, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_f32, norm_f32, rotate_f32, quant_ref, 0);
+             rotate_f32, norm_f32, rotate_f32, quant_ref, NULL, 0);
 }
 void posenc_rope_bf16_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_BF16, POSENC_ELEM_BF16, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_bf16, norm_bf16, rotate_f32_bf16, NULL, 0);
+             rotate_bf16, norm_bf16, rotate_f32_bf16, NULL, NULL, 0);
 }
 void posenc_rope_f16_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F16, POSENC_ELEM_F16, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_f16, norm_f16, rotate_f32_f16, NULL, 0);
+             rotate_f16, norm_f16, rotate_f32_f16, NULL, NULL, 0);
 }
 void posenc_rope_f32_bf16_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_BF16, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_f32_bf16, norm_f32, rotate_f32_bf16, NULL, 0);
+             rotate_f32_bf16, norm_f32, rotate_f32_bf16, NULL, NULL, 0);
 }
 void posenc_rope_f32_f16_scalar(const rope_args *args) {
   rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F16, prepare_scalar, 0, prepare_delta_scalar,
-             rotate_f32_f16, norm_f32, rotate_f32_f16, NULL, 0);
+             rotate_f32_f16, norm_f32, rotate_f32_f16, NULL, NULL, 0);
 }

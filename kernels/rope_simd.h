@@ -12,24 +12,26 @@
  * GPTJ duplicated per pair, s as (-s_i, +s_i). The multiplier of s, att times that sign
  * pattern per lane: */
 static inline vf VFN(s_sign_)(vf att, unsigned flags) {
-  const int gptj = (flags & POSENC_ROPE_GPTJ) != 0;
-  float pattern[POSENC_MAX_LANES]; /* VF_W <= POSENC_MAX_LANES, a run-time value if sizeless */
-  for (size_t j = 0; j < VF_W; ++j) pattern[j] = (gptj && j % 2 == 0) ? -1.0f : 1.0f;
-  return vf_mul(att, vf_load(pattern));
+  /* In registers: a vector loaded from lanes just stored one float at a time waits for
+   * those stores to reach the cache (no store-to-load forwarding), once per token. */
+  if (!(flags & POSENC_ROPE_GPTJ)) return att;
+  return vf_mul(att, vf_zip_lo(vf_set1(-1.0f), vf_set1(1.0f)));
 }
 
-/* Writes cos/sin of pairs [i, i + VF_W). */
+/* Writes cos/sin of pairs [i, i + VF_W), as stores that rotate()'s vector loads read back
+ * right away (vf_store_reload: with AVX-512's two 256-bit vf_store a token's first loads of
+ * c and s waited for the stores to reach the cache). */
 static inline void VFN(store_cs_)(vf att, vf s_sign, int gptj, size_t i, vf cv, vf sv, float *c,
                                   float *s) {
   cv = vf_mul(cv, att);
   if (gptj) {
-    vf_store(c + 2 * i, vf_zip_lo(cv, cv));
-    vf_store(c + 2 * i + VF_W, vf_zip_hi(cv, cv));
-    vf_store(s + 2 * i, vf_mul(vf_zip_lo(sv, sv), s_sign));
-    vf_store(s + 2 * i + VF_W, vf_mul(vf_zip_hi(sv, sv), s_sign));
+    vf_store_reload(c + 2 * i, vf_zip_lo(cv, cv));
+    vf_store_reload(c + 2 * i + VF_W, vf_zip_hi(cv, cv));
+    vf_store_reload(s + 2 * i, vf_mul(vf_zip_lo(sv, sv), s_sign));
+    vf_store_reload(s + 2 * i + VF_W, vf_mul(vf_zip_hi(sv, sv), s_sign));
   } else {
-    vf_store(c + i, cv);
-    vf_store(s + i, vf_mul(sv, s_sign));
+    vf_store_reload(c + i, cv);
+    vf_store_reload(s + i, vf_mul(sv, s_sign));
   }
 }
 
@@ -159,6 +161,14 @@ POSENC_INLINE vf VFN(madd_)(vf a, vf b, vf c, vf d, int det) {
  * destination, so its source comes from DRAM too) by ve_load_stream. */
 POSENC_INLINE vf VFN(sload_)(const void *x, size_t i, posenc_elem ex, int nt) {
   return nt ? ve_load_stream(x, i, ex) : ve_load(x, i, ex);
+}
+
+/* With pf > 0 (rotate_prefetch_): the lines of the `bytes` bytes at x + pf, prefetched (an
+ * address formed as an integer: it may lie past the source's end, where a prefetch is
+ * harmless). */
+POSENC_INLINE void VFN(prefetch_)(const char *x, size_t pf, size_t bytes) {
+  if (!pf) return;
+  for (size_t j = 0; j < bytes; j += 64) __builtin_prefetch((const void *)((uintptr_t)x + pf + j));
 }
 
 /* QK-norm inside the rotation (normed, a constant at every call): each element x loaded is
@@ -394,7 +404,7 @@ POSENC_INLINE vf VFN(head_inv_)(const rope_view *view, const char *xr, size_t xs
 POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char *yr, size_t half,
                                      size_t p0, size_t n, const float *c, const float *s, vf sg,
                                      int tail, int det, posenc_elem ex, posenc_elem ey, int normed,
-                                     int nt) {
+                                     int nt, size_t pf) {
   const size_t nh = view->n_heads;
   const size_t xs = view->src_head_stride * posenc_elem_size(ex);
   const size_t ys = view->dst_head_stride * posenc_elem_size(ey);
@@ -439,6 +449,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
       const char *xu = x + p0 * xe, *xv = xu + half * xe;
       char *yu = y + p0 * ye, *yv = yu + half * ye;
       if (normed) niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
+      VFN(prefetch_)(x, pf, view->head_dim * xe);
       for (int b = 0; b < ROPE_BLOCK; b += 2) /* ROPE_BLOCK is even (VF_W <= 32) */
         VFN(neox_blk2_)
       (xu, xv, yu, yv, (size_t)b * VF_W, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ex, ey, normed,
@@ -497,6 +508,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
     const char *x = xr + h * xs;
     char *y = yr + h * ys;
     if (normed) niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
+    VFN(prefetch_)(x, pf, view->head_dim * posenc_elem_size(ex));
     const size_t u = p0, v = u + half;
     size_t i = 0;
     for (; i + VF_W <= n; i += VF_W) VFN(neox_vec_)
@@ -514,7 +526,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
 POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char *yr, size_t half,
                                      size_t p0, size_t n, const float *c, const float *s, vf sg,
                                      int tail, int det, posenc_elem ex, posenc_elem ey, int normed,
-                                     int nt) {
+                                     int nt, size_t pf) {
   const size_t nh = view->n_heads, m = 2 * n;
   const size_t xs = view->src_head_stride * posenc_elem_size(ex);
   const size_t ys = view->dst_head_stride * posenc_elem_size(ey);
@@ -559,6 +571,7 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
       const char *xo = x + 2 * p0 * xe;
       char *yo = y + 2 * p0 * ye;
       if (normed) niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
+      VFN(prefetch_)(x, pf, view->head_dim * xe);
       for (int b = 0; b < 2 * ROPE_BLOCK; ++b)
         VFN(gptj_vec_)(xo, yo, (size_t)b * VF_W, cb[b], sb[b], det, ex, ey, normed, niv, wo, nt);
       if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, normed, niv, view->norm_w, nt);
@@ -570,6 +583,7 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
     const char *x = xr + h * xs;
     char *y = yr + h * ys;
     if (normed) niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
+    VFN(prefetch_)(x, pf, view->head_dim * posenc_elem_size(ex));
     const size_t o = 2 * p0;
     size_t i = 0;
     for (; i + VF_W <= m; i += VF_W) VFN(gptj_vec_)
@@ -587,11 +601,19 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
 POSENC_INLINE void VFN(rotate_mode_)(const rope_view *view, const void *src_row, void *dst_row,
                                      size_t half, size_t p0, size_t n, const float *c,
                                      const float *s, unsigned flags, vf sg, int tail, int det,
-                                     posenc_elem ex, posenc_elem ey, int normed, int nt) {
-  if (flags & POSENC_ROPE_GPTJ)
-    VFN(rotate_gptj_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, det, ex, ey, normed, nt);
-  else
-    VFN(rotate_neox_)(view, src_row, dst_row, half, p0, n, c, s, sg, tail, det, ex, ey, normed, nt);
+                                     posenc_elem ex, posenc_elem ey, int normed, int nt, int pfo) {
+  size_t pf = 0; /* pfo (a constant): whole token rows, ROPE_PREFETCH_BYTES or more ahead */
+  if (pfo) {
+    const size_t row = view->src_token_stride * posenc_elem_size(ex);
+    pf = row ? (ROPE_PREFETCH_BYTES + row - 1) / row * row : ROPE_PREFETCH_BYTES;
+  }
+  if (flags & POSENC_ROPE_GPTJ) {
+    VFN(rotate_gptj_)
+    (view, src_row, dst_row, half, p0, n, c, s, sg, tail, det, ex, ey, normed, nt, pf);
+  } else {
+    VFN(rotate_neox_)
+    (view, src_row, dst_row, half, p0, n, c, s, sg, tail, det, ex, ey, normed, nt, pf);
+  }
 }
 
 POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void *dst_row,
@@ -606,16 +628,34 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
   /* The constants det, normed and nt (non-temporal stores) of each instance. */
   const int det = (flags & POSENC_ROPE_DETERMINISTIC) != 0;
   if (normed && det) {
-    VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 1, ex, ey, 1, 0);
+    VFN(rotate_mode_)
+    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 1, ex, ey, 1, 0, 0);
   } else if (normed) {
-    VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 1, 0);
+    VFN(rotate_mode_)
+    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 1, 0, 0);
   } else if (det) {
-    VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 1, ex, ey, 0, 0);
+    VFN(rotate_mode_)
+    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 1, ex, ey, 0, 0, 0);
   } else if ((flags & ROPE_STREAM_) && view->src != view->dst) {
-    VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, 1);
+    VFN(rotate_mode_)
+    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, 1, 0);
   } else {
-    VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, 0);
+    VFN(rotate_mode_)
+    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, 0, 0);
   }
+}
+
+/* rotate_ for a plain view (no QK-norm, not deterministic, not streamed; rope_drive's
+ * rotate_pf) of a call that prefetches: each head vector's source lines are prefetched whole
+ * token rows, ROPE_PREFETCH_BYTES or more, ahead (a function apart from rotate_: in it, GCC
+ * allocated the plain loops' registers worse, 1.1-1.2x their time in cache). */
+POSENC_INLINE void VFN(rotate_prefetch_)(const rope_view *view, const void *src_row, void *dst_row,
+                                         size_t half, size_t p0, size_t n, const float *c,
+                                         const float *s, unsigned flags, posenc_elem ex,
+                                         posenc_elem ey) {
+  const vf sg = vf_set1((flags & POSENC_ROPE_INVERSE) ? -1.0f : 1.0f);
+  const int tail = view->src != view->dst && p0 + n == half && view->head_dim > 2 * half;
+  VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, 0, 1);
 }
 
 /* q8_0 (rope_driver.h): ggml's quantize_row_q8_0_ref on each block of 32 floats, bit for
@@ -838,9 +878,15 @@ static void VFN(rotate_f32_)(const rope_view *view, const void *src_row, void *d
                              size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
   VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F32);
 }
+static void VFN(rotate_f32_pf_)(const rope_view *view, const void *src_row, void *dst_row,
+                                size_t half, size_t p0, size_t n, const float *c, const float *s,
+                                unsigned flags) {
+  VFN(rotate_prefetch_)
+  (view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F32);
+}
 POSENC_INLINE void rope_run_f32(const rope_args *args) {
   if (rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F32, VFN(prepare_), 1, VFN(prepare_delta_),
-                 VFN(rotate_f32_), NULL, NULL, VFN(quant_), 1))
+                 VFN(rotate_f32_), NULL, NULL, VFN(quant_), VFN(rotate_f32_pf_), 1))
     vf_stream_fence();
 }
 static void VFN(rotate_bf16_)(const rope_view *view, const void *src_row, void *dst_row,
@@ -849,18 +895,30 @@ static void VFN(rotate_bf16_)(const rope_view *view, const void *src_row, void *
   VFN(rotate_)
   (view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_BF16, POSENC_ELEM_BF16);
 }
+static void VFN(rotate_bf16_pf_)(const rope_view *view, const void *src_row, void *dst_row,
+                                 size_t half, size_t p0, size_t n, const float *c, const float *s,
+                                 unsigned flags) {
+  VFN(rotate_prefetch_)
+  (view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_BF16, POSENC_ELEM_BF16);
+}
 POSENC_INLINE void rope_run_bf16(const rope_args *args) {
   if (rope_drive(args, POSENC_ELEM_BF16, POSENC_ELEM_BF16, VFN(prepare_), 1, VFN(prepare_delta_),
-                 VFN(rotate_bf16_), NULL, NULL, NULL, 1))
+                 VFN(rotate_bf16_), NULL, NULL, NULL, VFN(rotate_bf16_pf_), 1))
     vf_stream_fence();
 }
 static void VFN(rotate_f16_)(const rope_view *view, const void *src_row, void *dst_row, size_t half,
                              size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
   VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F16, POSENC_ELEM_F16);
 }
+static void VFN(rotate_f16_pf_)(const rope_view *view, const void *src_row, void *dst_row,
+                                size_t half, size_t p0, size_t n, const float *c, const float *s,
+                                unsigned flags) {
+  VFN(rotate_prefetch_)
+  (view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F16, POSENC_ELEM_F16);
+}
 POSENC_INLINE void rope_run_f16(const rope_args *args) {
   if (rope_drive(args, POSENC_ELEM_F16, POSENC_ELEM_F16, VFN(prepare_), 1, VFN(prepare_delta_),
-                 VFN(rotate_f16_), NULL, NULL, NULL, 1))
+                 VFN(rotate_f16_), NULL, NULL, NULL, VFN(rotate_f16_pf_), 1))
     vf_stream_fence();
 }
 static void VFN(rotate_f32_bf16_)(const rope_view *view, const void *src_row, void *dst_row,
@@ -868,9 +926,15 @@ static void VFN(rotate_f32_bf16_)(const rope_view *view, const void *src_row, vo
                                   unsigned flags) {
   VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_BF16);
 }
+static void VFN(rotate_f32_bf16_pf_)(const rope_view *view, const void *src_row, void *dst_row,
+                                     size_t half, size_t p0, size_t n, const float *c,
+                                     const float *s, unsigned flags) {
+  VFN(rotate_prefetch_)
+  (view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_BF16);
+}
 POSENC_INLINE void rope_run_f32_bf16(const rope_args *args) {
   if (rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_BF16, VFN(prepare_), 1, VFN(prepare_delta_),
-                 VFN(rotate_f32_bf16_), NULL, NULL, NULL, 1))
+                 VFN(rotate_f32_bf16_), NULL, NULL, NULL, VFN(rotate_f32_bf16_pf_), 1))
     vf_stream_fence();
 }
 static void VFN(rotate_f32_f16_)(const rope_view *view, const void *src_row, void *dst_row,
@@ -878,8 +942,14 @@ static void VFN(rotate_f32_f16_)(const rope_view *view, const void *src_row, voi
                                  unsigned flags) {
   VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F16);
 }
+static void VFN(rotate_f32_f16_pf_)(const rope_view *view, const void *src_row, void *dst_row,
+                                    size_t half, size_t p0, size_t n, const float *c,
+                                    const float *s, unsigned flags) {
+  VFN(rotate_prefetch_)
+  (view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F16);
+}
 POSENC_INLINE void rope_run_f32_f16(const rope_args *args) {
   if (rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F16, VFN(prepare_), 1, VFN(prepare_delta_),
-                 VFN(rotate_f32_f16_), NULL, NULL, NULL, 1))
+                 VFN(rotate_f32_f16_), NULL, NULL, NULL, VFN(rotate_f32_f16_pf_), 1))
     vf_stream_fence();
 }

@@ -417,6 +417,55 @@ TEST_P(SplitInvarianceTest, RopeOutStreamedToLargeDestinations) {
   }
 }
 
+// In-place 16-bit calls whose sources hold 16 MiB or more prefetch their rows ahead
+// (kernels/common.h, POSENC_PREFETCH_MIN_BYTES; the prefetches may reach past the rows' end):
+// the same bits as the same rows rotated in four calls below that size, the rows of a
+// strided q and k (their gaps) untouched. bf16 and f16, both layouts, the block path
+// (head_dim 128) and the general loops (head_dim 72 with rotary dim 64).
+TEST_P(SplitInvarianceTest, RopeInPlacePrefetchedLargeCalls) {
+  const struct {
+    Storage st;
+    unsigned flags;
+    size_t D, R;
+  } cases[] = {
+      {Storage::kBf16, POSENC_ROPE_NEOX, 128, 128},
+      {Storage::kF16, POSENC_ROPE_GPTJ, 128, 128},
+      {Storage::kF16, POSENC_ROPE_NEOX | POSENC_ROPE_INVERSE, 72, 64},
+      {Storage::kBf16, POSENC_ROPE_GPTJ, 72, 64},
+  };
+  const size_t kPrefetch = size_t{16} << 20, QH = 6, KH = 2, gap = 8;
+  std::mt19937 rng(kSeed + 10);
+  for (const auto& c : cases) {
+    /* each token: QH q heads, then KH k heads, then `gap` untouched elements */
+    const size_t width = (QH + KH) * c.D + gap, T = kPrefetch / ((QH + KH) * c.D * 2) + 5;
+    const std::string what =
+        std::string(Name(c.st)) + " flags " + std::to_string(c.flags) + " D " + std::to_string(c.D);
+    const PlanPtr plan = MakePlan(c.R, 10000.0, 1.0);
+    Rows input(c.st, T, width);
+    input.Random(rng());
+    Rows whole = input, split = input;
+    const auto call = [&](Rows& rows, size_t a, size_t n) {
+      posenc_rope_tensor q = {rows.Row(a), QH, width, c.D};
+      posenc_rope_tensor k = {rows.Row(a) + QH * c.D * 2, KH, width, c.D};
+      const int32_t start = 300 + static_cast<int32_t>(a);
+      return c.st == Storage::kBf16
+                 ? posenc_rope_bf16(plan.get(), c.D, n, nullptr, start, &q, &k, c.flags)
+                 : posenc_rope_f16(plan.get(), c.D, n, nullptr, start, &q, &k, c.flags);
+    };
+    ASSERT_EQ(call(whole, 0, T), POSENC_OK) << what;
+    const size_t piece = (T + 3) / 4;
+    for (size_t a = 0; a < T; a += piece)
+      ASSERT_EQ(call(split, a, std::min(piece, T - a)), POSENC_OK) << what;
+    EXPECT_TRUE(whole == split) << what;
+    size_t kept = 0;
+    for (size_t t = 0; t < T; ++t)
+      kept += std::memcmp(whole.Row(t) + (QH + KH) * c.D * 2, input.Row(t) + (QH + KH) * c.D * 2,
+                          gap * 2) == 0;
+    EXPECT_EQ(kept, T) << what;
+    EXPECT_FALSE(whole == input) << what; /* rotated at all */
+  }
+}
+
 // ggml's M-RoPE (plans from posenc_rope_plan_create_ggml_mode, POSENC_ROPE_MROPE_GGML: four
 // sections, four position rows t, h, w, e): MROPE, IMROPE and VISION, each row's positions
 // from a fixed table (text tokens, then an image grid), whatever the piece.

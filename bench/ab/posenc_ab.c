@@ -18,7 +18,8 @@
  * mask:kvcache rows, which hide theirs at random); T = 512 alone), RoPE into ggml q8_0
  * blocks (case 18: 8 heads of 128, posenc_rope_out_q8_0) and into FP8 E4M3 bytes (case 19:
  * the same, posenc_rope_out_fp8 with scale 0.05, the bench's);
- * T in 1, 16, 512, 4096. Not built by
+ * T in 1, 16, 512, 4096 (TS=t1,t2,...: other counts, up to 8192 for the cases with [T, heads, 128]
+ * buffers: 0-2, 4 and 12-15). Not built by
  * CMake (it needs two builds): from the repository root, with a build in build/:
  *   gcc -O2 -Iinclude -Ibuild/include bench/ab/posenc_ab.c -o posenc_ab -ldl -lm
  *   taskset -c 1 ./posenc_ab OLD/libposenc.so.0 NEW/libposenc.so.0 <isa number> 15
@@ -33,6 +34,9 @@
 #include <string.h>
 #include <time.h>
 #include "posenc.h"
+
+/* The largest token count of the RoPE cases' buffers (TS). */
+#define TMAX ((size_t)8192)
 
 typedef struct {
   posenc_status (*set_isa)(posenc_isa);
@@ -234,14 +238,14 @@ int main(int argc, char **argv) {
   lib L[2];
   load(&L[0], argv[1], isa);
   load(&L[1], argv[2], isa);
-  xq = aligned_alloc(64, 4096 * QH * D * 4);
-  xk = aligned_alloc(64, 4096 * KH * D * 4);
-  hq = aligned_alloc(64, 4096 * QH * D * 2);
-  hk = aligned_alloc(64, 4096 * KH * D * 2);
-  out16 = aligned_alloc(64, 4096 * KH * D * 2);
-  x40 = aligned_alloc(64, 4096 * (QH + KH) * D * 4);
-  o40 = aligned_alloc(64, 4096 * (QH + KH) * D * 2);
-  for (size_t i = 0; i < 4096u * (QH + KH) * D; ++i) {
+  xq = aligned_alloc(64, TMAX * QH * D * 4);
+  xk = aligned_alloc(64, TMAX * KH * D * 4);
+  hq = aligned_alloc(64, TMAX * QH * D * 2);
+  hk = aligned_alloc(64, TMAX * KH * D * 2);
+  out16 = aligned_alloc(64, TMAX * KH * D * 2);
+  x40 = aligned_alloc(64, TMAX * (QH + KH) * D * 4);
+  o40 = aligned_alloc(64, TMAX * (QH + KH) * D * 2);
+  for (size_t i = 0; i < TMAX * (QH + KH) * D; ++i) {
     x40[i] = (float)(i % 83) * 0.01f;
     o40[i] = 0;
   }
@@ -256,11 +260,11 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 512; ++i)
     for (int j = 0; j < 512; ++j)
       kvmask512[i * 512 + j] = (i < 256) == (j < 256) && (i * 512 + j) % 5 ? 0.0f : -INFINITY;
-  for (size_t i = 0; i < 4096u * QH * D; ++i) {
+  for (size_t i = 0; i < TMAX * QH * D; ++i) {
     xq[i] = (float)(i % 97) * 0.01f;
     hq[i] = 0x3f80;
   }
-  for (size_t i = 0; i < 4096u * KH * D; ++i) {
+  for (size_t i = 0; i < TMAX * KH * D; ++i) {
     xk[i] = (float)(i % 89) * 0.01f;
     hk[i] = 0x3f80;
   }
@@ -295,11 +299,24 @@ int main(int argc, char **argv) {
                          "softmax_f32_kvcache(32x512x512)",
                          "rope_out_q8_0_neox(8h)",
                          "rope_out_fp8_neox(8h)"};
-  const size_t Ts[] = {1, 16, 512, 4096};
+  size_t Ts[8] = {1, 16, 512, 4096};
+  int nT = 4;
+  if (getenv("TS")) { /* TS=t1,t2,...: other token counts (the RoPE cases, up to TMAX) */
+    nT = 0;
+    for (char *p = getenv("TS"); *p && nT < 8; ++nT) {
+      Ts[nT] = strtoul(p, &p, 10);
+      if (Ts[nT] < 1 || Ts[nT] > TMAX) {
+        fprintf(stderr, "TS: token counts in [1, %u]\n", (unsigned)TMAX);
+        return 2;
+      }
+      if (*p == ',') ++p;
+    }
+  }
   double *r = malloc(sizeof(double) * rounds);
   for (int c = 0; c < 20; ++c)
-    for (int ti = 0; ti < 4; ++ti) {
+    for (int ti = 0; ti < nT; ++ti) {
       size_t T = Ts[ti];
+      if (T > 4096 && !(c <= 2 || c == 4 || (c >= 12 && c <= 15))) continue;
       if (c == 11)
         for (size_t j = 0; j < T; ++j) kvmask[j] = j < T / 2 && j % 5 ? 0.0f : -INFINITY;
       if (getenv("CASE") && atoi(getenv("CASE")) != c) continue;
