@@ -9,11 +9,11 @@
 #include "../kernels/rope_driver.h"
 #include "checks.h"
 
-rope_anchor *posenc_rope_anchor_cache(void) {
-  /* 4 KiB per thread (zero: no plan has serial 0), in the general TLS model so that the
+rope_thread_cache *posenc_rope_thread_cache(void) {
+  /* 6 KiB per thread (zero: no plan has serial 0), in the general TLS model so that the
    * library may be dlopen()ed (Python's ctypes) */
-  static _Thread_local rope_anchor anchor;
-  return &anchor;
+  static _Thread_local rope_thread_cache cache;
+  return &cache;
 }
 
 /* The next plan's serial (struct posenc_rope_plan). */

@@ -417,6 +417,80 @@ TEST_P(SplitInvarianceTest, RopeOutStreamedToLargeDestinations) {
   }
 }
 
+// A call's first token may take the cos/sin the thread's previous call prepared (a decode
+// step's layers, one position): only where they are that token's. Calls of one token, one
+// after the other on one plan, each against the same call right after a call on another plan
+// (which empties the thread's cache): the layouts, an inverse call, a bf16 call, a
+// re-rotation whose position (the shift) and attention ratio differ, other positions and
+// back. Bits equal, head by head.
+TEST_P(SplitInvarianceTest, DecodeCallsTakeThePreviousCallsValuesOnlyWhenTheirOwn) {
+  const size_t D = 128;
+  const PlanPtr plan = MakePlan(D, 10000.0, 1.0), other = MakePlan(D, 500000.0, 1.0);
+  const PlanPtr half_att = MakePlan(D, 10000.0, 0.5); /* same frequencies, att 0.5 */
+  std::mt19937 rng(kSeed + 11);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<float> x0(D);
+  for (float& v : x0) v = u(rng);
+  std::vector<uint16_t> b0(D);
+  for (size_t i = 0; i < D; ++i) b0[i] = posenc_f32_to_bf16(x0[i]);
+  struct Call {
+    int kind; /* 0 f32, 1 bf16, 2 re-rotation from half_att (f32) */
+    unsigned flags;
+    int32_t pos;
+  };
+  const Call calls[] = {
+      {0, POSENC_ROPE_NEOX, 7},
+      {0, POSENC_ROPE_GPTJ, 7},
+      {0, POSENC_ROPE_NEOX | POSENC_ROPE_INVERSE, 7},
+      {1, POSENC_ROPE_NEOX, 7},
+      {2, POSENC_ROPE_NEOX, 7}, /* from position 100 to 107: the angle of 7, att 1 / 0.5 */
+      {0, POSENC_ROPE_NEOX, 8},
+      {0, POSENC_ROPE_NEOX, 7},
+      {0, POSENC_ROPE_GPTJ, 70000},
+      {0, POSENC_ROPE_GPTJ, 70000},
+  };
+  // The call into fresh copies of the inputs, as 32-bit words.
+  const auto run = [&](const Call& c) {
+    std::vector<float> x = x0;
+    std::vector<uint16_t> b = b0;
+    posenc_rope_tensor t = {x.data(), 1, D, D};
+    posenc_status st;
+    if (c.kind == 1) {
+      t.data = b.data();
+      st = posenc_rope_bf16(plan.get(), D, 1, nullptr, c.pos, &t, nullptr, c.flags);
+    } else if (c.kind == 2) {
+      st = posenc_rope_rerotate_f32(half_att.get(), nullptr, 100, plan.get(), nullptr, 100 + c.pos,
+                                    D, 1, &t, c.flags);
+    } else {
+      st = posenc_rope_f32(plan.get(), D, 1, nullptr, c.pos, &t, nullptr, c.flags);
+    }
+    EXPECT_EQ(st, POSENC_OK);
+    std::vector<uint32_t> bits(D);
+    for (size_t i = 0; i < D; ++i) {
+      if (c.kind == 1)
+        bits[i] = b[i];
+      else
+        std::memcpy(&bits[i], &x[i], 4);
+    }
+    return bits;
+  };
+  const auto flush = [&] {
+    std::vector<float> x = x0;
+    posenc_rope_tensor t = {x.data(), 1, D, D};
+    ASSERT_EQ(posenc_rope_f32(other.get(), D, 1, nullptr, 7, &t, nullptr, POSENC_ROPE_NEOX),
+              POSENC_OK);
+  };
+  std::vector<std::vector<uint32_t>> fresh;
+  for (const Call& c : calls) {
+    flush();
+    fresh.push_back(run(c));
+  }
+  flush();
+  for (size_t i = 0; i < std::size(calls); ++i) EXPECT_EQ(run(calls[i]), fresh[i]) << "call " << i;
+  EXPECT_NE(fresh[0], fresh[1]);
+  EXPECT_NE(fresh[0], fresh[4]); /* the re-rotation's factor 2 */
+}
+
 // In-place 16-bit calls whose sources hold 16 MiB or more prefetch their rows ahead
 // (kernels/common.h, POSENC_PREFETCH_MIN_BYTES; the prefetches may reach past the rows' end):
 // the same bits as the same rows rotated in four calls below that size, the rows of a
