@@ -99,9 +99,11 @@ posenc_status posenc_check_slots(const char *fn, const posenc_slots *s, size_t n
   return check_slots_all(fn, s, n_tokens, written);
 }
 
-posenc_status posenc_check_src_and_rows(const char *fn, const posenc_rope_view *src, size_t xs,
-                                        size_t n_tokens, size_t head_dim, const posenc_dst_rows *d,
-                                        size_t *dst_bytes) {
+/* posenc_check_src_and_rows, inlined into posenc_check_slot_dst (a decode step's paged
+ * call: one call fewer) */
+static inline __attribute__((always_inline)) posenc_status src_and_rows(
+    const char *fn, const posenc_rope_view *src, size_t xs, size_t n_tokens, size_t head_dim,
+    const posenc_dst_rows *d, size_t *dst_bytes) {
   if (!posenc_elem_aligned(src->data, xs))
     return posenc_reject_data(fn, "src", "data", src->data, xs);
   if (!posenc_elem_aligned(d->data, d->unit))
@@ -127,8 +129,18 @@ posenc_status posenc_check_src_and_rows(const char *fn, const posenc_rope_view *
   return POSENC_OK;
 }
 
-void posenc_rows_view(rope_view *v, const posenc_rope_view *src, void *dst, size_t dst_token_stride,
-                      size_t dst_head_stride, size_t head_dim, const posenc_slots *slots) {
+posenc_status posenc_check_src_and_rows(const char *fn, const posenc_rope_view *src, size_t xs,
+                                        size_t n_tokens, size_t head_dim, const posenc_dst_rows *d,
+                                        size_t *dst_bytes) {
+  return src_and_rows(fn, src, xs, n_tokens, head_dim, d, dst_bytes);
+}
+
+/* posenc_rows_view, inlined into posenc_rope_out_slots (as src_and_rows) */
+static inline __attribute__((always_inline)) void rows_view(rope_view *v,
+                                                            const posenc_rope_view *src, void *dst,
+                                                            size_t dst_token_stride,
+                                                            size_t dst_head_stride, size_t head_dim,
+                                                            const posenc_slots *slots) {
   /* Field by field into the caller's args: a struct built apart and copied in was read back
    * across the halves of its own stores (a store-forwarding stall of ~20 ns per call). */
   memset(v, 0, sizeof *v);
@@ -142,6 +154,11 @@ void posenc_rows_view(rope_view *v, const posenc_rope_view *src, void *dst, size
   v->dst_head_stride = dst_head_stride;
   v->slots = slots ? slots->index : NULL;
   v->slots64 = slots ? slots->is_int64 : 0;
+}
+
+void posenc_rows_view(rope_view *v, const posenc_rope_view *src, void *dst, size_t dst_token_stride,
+                      size_t dst_head_stride, size_t head_dim, const posenc_slots *slots) {
+  rows_view(v, src, dst, dst_token_stride, dst_head_stride, head_dim, slots);
 }
 
 posenc_status posenc_check_slot_dst(const char *fn, size_t head_dim, size_t n_tokens,
@@ -172,8 +189,7 @@ posenc_status posenc_check_slot_dst(const char *fn, size_t head_dim, size_t n_to
   const size_t ys = posenc_elem_size(y);
   const posenc_dst_rows rows = {
       dst->data, ys, dst->n_heads, slots->n_cells, dst->token_stride, dst->head_stride, head_dim};
-  st =
-      posenc_check_src_and_rows(fn, src, posenc_elem_size(x), n_tokens, head_dim, &rows, dst_bytes);
+  st = src_and_rows(fn, src, posenc_elem_size(x), n_tokens, head_dim, &rows, dst_bytes);
   if (st != POSENC_OK) return st;
   *kernel_out = kernel;
   *written_out = written;
@@ -194,8 +210,7 @@ static posenc_status rope_out_slots_int32(const char *fn, const posenc_rope_plan
       posenc_check_slot_dst(fn, head_dim, n_tokens, src, dst, slots, &kernel, &written, &dst_bytes);
   if (st != POSENC_OK || written == 0) return st;
   rope_args args = posenc_rope_args(plan, n_tokens, positions, start_pos, flags);
-  posenc_rows_view(&args.views[0], src, dst->data, dst->token_stride, dst->head_stride, head_dim,
-                   slots);
+  rows_view(&args.views[0], src, dst->data, dst->token_stride, dst->head_stride, head_dim, slots);
   args.n_views = 1;
   kernel(&args);
   return POSENC_OK;
