@@ -149,12 +149,23 @@ POSENC_INLINE void VFN(row_)(void *row, int32_t qpos, size_t visible, size_t n_k
  * storage type. */
 POSENC_INLINE void VFN(heads_)(const alibi_args *a, int write, posenc_elem e) {
   const vf scale = vf_set1(a->scale);
+  /* Calls of POSENC_PREFETCH_MIN_BYTES of scores or more: each row first prefetches the row
+   * whole rows, POSENC_PREFETCH_AHEAD_BYTES or more, after it (an address formed as an
+   * integer: it may lie past the scores, where a prefetch is harmless). Zen 5, avx512,
+   * 32 x 512 x 512 in place, bench interleaved medians of 5 against none: f32 0.58-0.63x the
+   * time, f16 0.83-1.02x, bf16 0.92-1.0x (4 KiB ahead: f32 0.67-0.74x). */
+  const size_t es = posenc_elem_size(e), row_bytes = a->n_k * es;
+  size_t ahead = 0;
+  if (a->n_heads * a->n_q * row_bytes >= POSENC_PREFETCH_MIN_BYTES)
+    ahead = (POSENC_PREFETCH_AHEAD_BYTES + row_bytes - 1) / row_bytes * a->row_stride * es;
   for (size_t h = 0; h < a->n_heads; ++h) {
     const vf m = vf_set1(a->slopes[h]);
     for (size_t i = 0; i < a->n_q; ++i) {
       const int32_t qpos = a->q_offset + (int32_t)i;
-      void *row =
-          (char *)a->scores + (h * a->head_stride + i * a->row_stride) * posenc_elem_size(e);
+      void *row = (char *)a->scores + (h * a->head_stride + i * a->row_stride) * es;
+      if (ahead)
+        for (size_t o = 0; o < row_bytes; o += 64)
+          __builtin_prefetch((const void *)((uintptr_t)row + ahead + o), 1, 3);
       VFN(row_)(row, qpos, alibi_visible(a, qpos), a->n_k, m, scale, write, e);
     }
   }

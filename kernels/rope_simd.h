@@ -602,10 +602,10 @@ POSENC_INLINE void VFN(rotate_mode_)(const rope_view *view, const void *src_row,
                                      size_t half, size_t p0, size_t n, const float *c,
                                      const float *s, unsigned flags, vf sg, int tail, int det,
                                      posenc_elem ex, posenc_elem ey, int normed, int nt, int pfo) {
-  size_t pf = 0; /* pfo (a constant): whole token rows, ROPE_PREFETCH_BYTES or more ahead */
+  size_t pf = 0; /* pfo (a constant): whole token rows, POSENC_PREFETCH_AHEAD_BYTES or more ahead */
   if (pfo) {
     const size_t row = view->src_token_stride * posenc_elem_size(ex);
-    pf = row ? (ROPE_PREFETCH_BYTES + row - 1) / row * row : ROPE_PREFETCH_BYTES;
+    pf = row ? (POSENC_PREFETCH_AHEAD_BYTES + row - 1) / row * row : POSENC_PREFETCH_AHEAD_BYTES;
   }
   if (flags & POSENC_ROPE_GPTJ) {
     VFN(rotate_gptj_)
@@ -647,7 +647,7 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
 
 /* rotate_ for a plain view (no QK-norm, not deterministic, not streamed; rope_drive's
  * rotate_pf) of a call that prefetches: each head vector's source lines are prefetched whole
- * token rows, ROPE_PREFETCH_BYTES or more, ahead (a function apart from rotate_: in it, GCC
+ * token rows, POSENC_PREFETCH_AHEAD_BYTES or more, ahead (a function apart from rotate_: in it, GCC
  * allocated the plain loops' registers worse, 1.1-1.2x their time in cache). */
 POSENC_INLINE void VFN(rotate_prefetch_)(const rope_view *view, const void *src_row, void *dst_row,
                                          size_t half, size_t p0, size_t n, const float *c,

@@ -705,9 +705,6 @@ SM_FUSED(sm_fused_m16_, 1, POSENC_ELEM_F16)
  * the time without any prefetch. The same rule serves every path and ISA (the 16-bit outputs'
  * rows, the pairs, smaller L2 caches: not measured apart). */
 #define SM_PREFETCH_MIN_BYTES ((size_t)1 << 20)
-/* The plain f32 rows' pipeline prefetches at least this far ahead, in whole rows
- * (sm_pipeline_). */
-#define SM_PREFETCH_AHEAD_BYTES ((size_t)16 << 10)
 static inline int sm_prefetches_(const softmax_args *a) {
   return a->n_heads * a->n_q * a->n_k * posenc_elem_size(a->xe) >= SM_PREFETCH_MIN_BYTES;
 }
@@ -831,11 +828,11 @@ static void VFN(sm_pipeline_)(const sm_call *c, const sm_row *t, softmax_extent_
    * beside it; measured on avx512, 32 x 512 x 512 in place: 0.92x the time of the pairs'
    * two ahead, two ahead here 1.06x) */
   size_t ahead = a->n_k <= SM_PIPE_KEYS || memo ? 3 : 1;
-  /* and at least SM_PREFETCH_AHEAD_BYTES of rows ahead (rows of 512 f32 scores: 8; Zen 5,
+  /* and at least POSENC_PREFETCH_AHEAD_BYTES of rows ahead (rows of 512 f32 scores: 8; Zen 5,
    * avx512, 32 x 512 x 512 in place, bench interleaved medians of 5: no mask 0.78-0.79x the
    * time of three ahead; posenc_ab case 17, the two-sequence mask: 0.90-0.92x) */
   const size_t row_bytes = a->n_k * sizeof(float);
-  const size_t far = (SM_PREFETCH_AHEAD_BYTES + row_bytes - 1) / row_bytes;
+  const size_t far = (POSENC_PREFETCH_AHEAD_BYTES + row_bytes - 1) / row_bytes;
   if (far > ahead) ahead = far;
   sm_job ring[3];
   sm_job *p2 = NULL, *p3 = NULL; /* the rows waiting for their step 2, and step 3 */

@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
+#include "../kernels/half.h"
 #include "alibi_harness.h"
 #include "test_support.h"
 
@@ -284,6 +286,53 @@ TEST_P(AlibiVariantTest, BiasOverwritesWhateverTheBufferHeld) {
         for (size_t j = 0; j < shape.n_k; ++j)
           problem.mutable_input()[problem.Index(h, i, j)] = junk[n++ % 5];
     ExpectVariantMatches(isa(), problem, AlibiOp::kBias);
+  }
+}
+
+// Calls over 16 MiB of scores or more prefetch their rows ahead (kernels/common.h,
+// POSENC_PREFETCH_MIN_BYTES; the prefetches may reach past the scores): the bits of the same
+// heads added one call per head (each under that size), the gaps of a padded row stride
+// untouched. f32 and f16 scores, causal or not.
+TEST_P(AlibiVariantTest, LargeCallsGiveTheBitsOfOneHeadCalls) {
+  const size_t H = 9, n_q = 700, n_k = 700, rs = 704;
+  const std::vector<float> slopes = SeedSlopes(H);
+  for (unsigned flags : kFlags) {
+    {
+      std::vector<float> whole(H * n_q * rs), split;
+      for (size_t i = 0; i < whole.size(); ++i)
+        whole[i] = static_cast<float>(i % 97) * 0.03f - 1.0f;
+      split = whole;
+      const std::vector<float> before = whole;
+      ASSERT_EQ(posenc_alibi_add_f32(slopes.data(), H, n_q, n_k, 40, whole.data(), n_q * rs, rs,
+                                     0.5f, flags),
+                POSENC_OK);
+      for (size_t h = 0; h < H; ++h)
+        ASSERT_EQ(posenc_alibi_add_f32(&slopes[h], 1, n_q, n_k, 40, split.data() + h * n_q * rs,
+                                       n_q * rs, rs, 0.5f, flags),
+                  POSENC_OK);
+      EXPECT_EQ(std::memcmp(whole.data(), split.data(), whole.size() * 4), 0) << flags;
+      size_t kept = 0;
+      for (size_t r = 0; r < H * n_q; ++r)
+        kept += std::memcmp(&whole[r * rs + n_k], &before[r * rs + n_k], (rs - n_k) * 4) == 0;
+      EXPECT_EQ(kept, H * n_q) << flags;
+    }
+    {
+      std::vector<uint16_t> whole(2 * H * n_q * rs), split;
+      for (size_t i = 0; i < whole.size(); ++i)
+        whole[i] = posenc_f32_to_f16(static_cast<float>(i % 89) * 0.05f - 2.0f);
+      split = whole;
+      const size_t h2 = 2 * H; /* 18 heads: 17.6 MiB of f16 */
+      std::vector<float> s2(h2);
+      for (size_t h = 0; h < h2; ++h) s2[h] = slopes[h % H];
+      ASSERT_EQ(posenc_alibi_add_f16(s2.data(), h2, n_q, n_k, 40, whole.data(), n_q * rs, rs, 0.5f,
+                                     flags),
+                POSENC_OK);
+      for (size_t h = 0; h < h2; ++h)
+        ASSERT_EQ(posenc_alibi_add_f16(&s2[h], 1, n_q, n_k, 40, split.data() + h * n_q * rs,
+                                       n_q * rs, rs, 0.5f, flags),
+                  POSENC_OK);
+      EXPECT_EQ(std::memcmp(whole.data(), split.data(), whole.size() * 2), 0) << flags;
+    }
   }
 }
 
