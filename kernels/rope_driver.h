@@ -274,13 +274,11 @@ static inline int rope_streams(const rope_args *a, size_t dst_size) {
   return bytes >= POSENC_STREAM_MIN_BYTES;
 }
 
-/* Whether a call prefetches the sources of its plain views (rope_extra_ops.rotate_pf):
- * 16-bit sources (f32 rows ran 1.06-1.19x slower with the prefetches, at 1024-8192 tokens:
- * with half the operations per byte, their own loads keep the hardware prefetchers ahead),
- * not deterministic, not streamed, and those views' sources hold POSENC_PREFETCH_MIN_BYTES
- * or more. */
+/* Whether a call prefetches the sources of its plain views (rope_extra_ops.rotate_pf, which
+ * the SIMD variants supply for 16-bit sources): not deterministic, not streamed, and those
+ * views' sources hold POSENC_PREFETCH_MIN_BYTES or more. */
 static inline int rope_prefetches(const rope_args *a, size_t src_size, int stream) {
-  if (src_size != 2 || a->factors_out || stream || (a->flags & POSENC_ROPE_DETERMINISTIC)) return 0;
+  if (a->factors_out || stream || (a->flags & POSENC_ROPE_DETERMINISTIC)) return 0;
   size_t bytes = 0;
   for (size_t v = 0; v < a->n_views; ++v) {
     const rope_view *view = &a->views[v];

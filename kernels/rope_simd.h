@@ -658,9 +658,12 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
 }
 
 /* rotate_ for a plain view (no QK-norm, not deterministic, not streamed; rope_drive's
- * rotate_pf) of a call that prefetches: each head vector's source lines are prefetched whole
- * token rows, POSENC_PREFETCH_AHEAD_BYTES or more, ahead (a function apart from rotate_: in it, GCC
- * allocated the plain loops' registers worse, 1.1-1.2x their time in cache). */
+ * rotate_pf, for 16-bit sources) of a call that prefetches: each head vector's source lines
+ * are prefetched whole token rows, POSENC_PREFETCH_AHEAD_BYTES or more, ahead (a function
+ * apart from rotate_: inside it, GCC allocated the plain loops' registers worse, 1.1-1.2x
+ * their time in cache). f32 sources have none: they ran 1.06-1.19x slower with it in place
+ * at 1024-8192 tokens (with half the operations per byte, their own loads keep the hardware
+ * prefetchers ahead), and f32 -> 16-bit rows of 2-4 MiB 1.06-1.10x with 2 KiB ahead. */
 POSENC_INLINE void VFN(rotate_prefetch_)(const rope_view *view, const void *src_row, void *dst_row,
                                          size_t half, size_t p0, size_t n, const float *c,
                                          const float *s, unsigned flags, posenc_elem ex,
@@ -890,15 +893,9 @@ static void VFN(rotate_f32_)(const rope_view *view, const void *src_row, void *d
                              size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
   VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F32);
 }
-static void VFN(rotate_f32_pf_)(const rope_view *view, const void *src_row, void *dst_row,
-                                size_t half, size_t p0, size_t n, const float *c, const float *s,
-                                unsigned flags) {
-  VFN(rotate_prefetch_)
-  (view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F32);
-}
 POSENC_INLINE void rope_run_f32(const rope_args *args) {
   if (rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F32, VFN(prepare_), 1, VFN(prepare_delta_),
-                 VFN(rotate_f32_), NULL, NULL, VFN(quant_), VFN(rotate_f32_pf_), 1))
+                 VFN(rotate_f32_), NULL, NULL, VFN(quant_), NULL, 1))
     vf_stream_fence();
 }
 static void VFN(rotate_bf16_)(const rope_view *view, const void *src_row, void *dst_row,
@@ -938,15 +935,9 @@ static void VFN(rotate_f32_bf16_)(const rope_view *view, const void *src_row, vo
                                   unsigned flags) {
   VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_BF16);
 }
-static void VFN(rotate_f32_bf16_pf_)(const rope_view *view, const void *src_row, void *dst_row,
-                                     size_t half, size_t p0, size_t n, const float *c,
-                                     const float *s, unsigned flags) {
-  VFN(rotate_prefetch_)
-  (view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_BF16);
-}
 POSENC_INLINE void rope_run_f32_bf16(const rope_args *args) {
   if (rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_BF16, VFN(prepare_), 1, VFN(prepare_delta_),
-                 VFN(rotate_f32_bf16_), NULL, NULL, NULL, VFN(rotate_f32_bf16_pf_), 1))
+                 VFN(rotate_f32_bf16_), NULL, NULL, NULL, NULL, 1))
     vf_stream_fence();
 }
 static void VFN(rotate_f32_f16_)(const rope_view *view, const void *src_row, void *dst_row,
@@ -954,14 +945,8 @@ static void VFN(rotate_f32_f16_)(const rope_view *view, const void *src_row, voi
                                  unsigned flags) {
   VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F16);
 }
-static void VFN(rotate_f32_f16_pf_)(const rope_view *view, const void *src_row, void *dst_row,
-                                    size_t half, size_t p0, size_t n, const float *c,
-                                    const float *s, unsigned flags) {
-  VFN(rotate_prefetch_)
-  (view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F16);
-}
 POSENC_INLINE void rope_run_f32_f16(const rope_args *args) {
   if (rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F16, VFN(prepare_), 1, VFN(prepare_delta_),
-                 VFN(rotate_f32_f16_), NULL, NULL, NULL, VFN(rotate_f32_f16_pf_), 1))
+                 VFN(rotate_f32_f16_), NULL, NULL, NULL, NULL, 1))
     vf_stream_fence();
 }
