@@ -10,7 +10,7 @@
 #include "checks.h"
 
 rope_thread_cache *posenc_rope_thread_cache(void) {
-  /* 6 KiB per thread (zero: no plan has serial 0), in the general TLS model so that the
+  /* 8 KiB per thread (zero: no plan has serial 0), in the general TLS model so that the
    * library may be dlopen()ed (Python's ctypes) */
   static _Thread_local rope_thread_cache cache;
   return &cache;
