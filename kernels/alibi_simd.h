@@ -157,7 +157,7 @@ POSENC_INLINE void VFN(heads_)(const alibi_args *a, int write, posenc_elem e) {
   const size_t es = posenc_elem_size(e), row_bytes = a->n_k * es;
   size_t ahead = 0;
   if (a->n_heads * a->n_q * row_bytes >= POSENC_PREFETCH_MIN_BYTES)
-    ahead = (POSENC_PREFETCH_AHEAD_BYTES + row_bytes - 1) / row_bytes * a->row_stride * es;
+    ahead = posenc_prefetch_rows(row_bytes) * a->row_stride * es;
   for (size_t h = 0; h < a->n_heads; ++h) {
     const vf m = vf_set1(a->slopes[h]);
     for (size_t i = 0; i < a->n_q; ++i) {

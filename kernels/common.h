@@ -42,5 +42,9 @@
  * ahead than with any nearer one (bench limit_rmw, its x4_pf16k candidates). */
 #define POSENC_PREFETCH_MIN_BYTES ((size_t)16 << 20)
 #define POSENC_PREFETCH_AHEAD_BYTES ((size_t)16 << 10)
+/* The whole rows of row_bytes (> 0) that reach POSENC_PREFETCH_AHEAD_BYTES ahead. */
+static inline size_t posenc_prefetch_rows(size_t row_bytes) {
+  return (POSENC_PREFETCH_AHEAD_BYTES + row_bytes - 1) / row_bytes;
+}
 
 #endif /* POSENC_KERNELS_COMMON_H */

@@ -617,7 +617,7 @@ POSENC_INLINE void VFN(rotate_mode_)(const rope_view *view, const void *src_row,
   size_t pf = 0; /* pfo (a constant): whole token rows, POSENC_PREFETCH_AHEAD_BYTES or more ahead */
   if (pfo) {
     const size_t row = view->src_token_stride * posenc_elem_size(ex);
-    pf = row ? (POSENC_PREFETCH_AHEAD_BYTES + row - 1) / row * row : POSENC_PREFETCH_AHEAD_BYTES;
+    pf = row ? posenc_prefetch_rows(row) * row : POSENC_PREFETCH_AHEAD_BYTES;
   }
   if (flags & POSENC_ROPE_GPTJ) {
     VFN(rotate_gptj_)

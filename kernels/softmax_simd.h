@@ -831,8 +831,7 @@ static void VFN(sm_pipeline_)(const sm_call *c, const sm_row *t, softmax_extent_
   /* and at least POSENC_PREFETCH_AHEAD_BYTES of rows ahead (rows of 512 f32 scores: 8; Zen 5,
    * avx512, 32 x 512 x 512 in place, bench interleaved medians of 5: no mask 0.78-0.79x the
    * time of three ahead; posenc_ab case 17, the two-sequence mask: 0.90-0.92x) */
-  const size_t row_bytes = a->n_k * sizeof(float);
-  const size_t far = (POSENC_PREFETCH_AHEAD_BYTES + row_bytes - 1) / row_bytes;
+  const size_t far = posenc_prefetch_rows(a->n_k * sizeof(float));
   if (far > ahead) ahead = far;
   sm_job ring[3];
   sm_job *p2 = NULL, *p3 = NULL; /* the rows waiting for their step 2, and step 3 */
