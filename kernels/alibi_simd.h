@@ -20,29 +20,47 @@
 /* Below this, integers and their sums and differences are exact in float. */
 #define ALIBI_FLOAT_EXACT_ 16777216 /* 2^24 */
 
+/* How a call reads its rows (a constant at each call, so each loop is compiled for one):
+ * ALIBI_ADD_ loads them (ve_load), ALIBI_ADD_STREAM_ the same but for the two-vector steps
+ * (put2_, nearly every column), which take ve_load_stream: f32 scores of a call of
+ * POSENC_PREFETCH_MIN_BYTES or more. Zen 5, 32 x 512 x 512 f32 in place (32 MiB), bench/ab's
+ * case 7 at 4096 (per-round ratios, medians of 41): avx512 0.92-0.97x the time in five runs
+ * with two 256-bit loads per vector, avx2's time over avx512's 0.89-0.90 before, 0.93-1.04
+ * after (code placement alone moves avx2, whose code is the same, by ~5% between builds); at
+ * 4 MiB the split loads took 1.09-1.10x: plain loads there. ALIBI_WRITE_ does not read the
+ * rows (the bias alone). */
+enum { ALIBI_ADD_, ALIBI_ADD_STREAM_, ALIBI_WRITE_ };
+
 /* The result of lanes whose bias is `bias`. */
-POSENC_INLINE vf VFN(value_)(vf bias, vf scale, vf old, int write) {
-  return write ? vf_neg(bias) : vf_sub(vf_mul(scale, old), bias);
+POSENC_INLINE vf VFN(value_)(vf bias, vf scale, vf old, int mode) {
+  return mode == ALIBI_WRITE_ ? vf_neg(bias) : vf_sub(vf_mul(scale, old), bias);
+}
+
+/* The VF_W old scores at column j (0 where the row is only written). */
+POSENC_INLINE vf VFN(old_)(const void *row, size_t j, int mode, posenc_elem e) {
+  return mode == ALIBI_WRITE_        ? vf_set1(0.0f)
+         : mode == ALIBI_ADD_STREAM_ ? ve_load_stream(row, j, e)
+                                     : ve_load(row, j, e);
 }
 
 /* Columns [j, j + n) of a row (n <= VF_W) with float distances fd. n is VF_W (a constant) in
  * the loops, so they compile to whole-vector loads and stores. */
-POSENC_INLINE void VFN(put_)(void *row, size_t j, size_t n, vf m, vf fd, vf scale, int write,
+POSENC_INLINE void VFN(put_)(void *row, size_t j, size_t n, vf m, vf fd, vf scale, int mode,
                              posenc_elem e) {
   const vf bias = vf_mul(m, fd);
   if (n == VF_W) {
-    const vf old = write ? vf_set1(0.0f) : ve_load(row, j, e);
-    ve_store(row, j, VFN(value_)(bias, scale, old, write), e);
+    const vf old = mode == ALIBI_WRITE_ ? vf_set1(0.0f) : ve_load(row, j, e);
+    ve_store(row, j, VFN(value_)(bias, scale, old, mode), e);
   } else {
-    const vf old = write ? vf_set1(0.0f) : ve_load_n(row, j, n, e);
-    ve_store_n(row, j, VFN(value_)(bias, scale, old, write), n, e);
+    const vf old = mode == ALIBI_WRITE_ ? vf_set1(0.0f) : ve_load_n(row, j, n, e);
+    ve_store_n(row, j, VFN(value_)(bias, scale, old, mode), n, e);
   }
 }
 
 /* The same with int32 distances d = qpos - j (any sign, |d| < 2^31). */
-POSENC_INLINE void VFN(put_int_)(void *row, size_t j, size_t n, vf m, vi d, vf scale, int write,
+POSENC_INLINE void VFN(put_int_)(void *row, size_t j, size_t n, vf m, vi d, vf scale, int mode,
                                  posenc_elem e) {
-  VFN(put_)(row, j, n, m, vf_from_vi(vi_abs(d)), scale, write, e);
+  VFN(put_)(row, j, n, m, vf_from_vi(vi_abs(d)), scale, mode, e);
 }
 
 /* Two vectors' worth of columns, [j, j + 2 * VF_W): loaded as the lanes a and b, whose columns
@@ -71,29 +89,26 @@ POSENC_INLINE void VFN(cols_)(posenc_elem e, vf *a, vf *b) {
 }
 
 /* Columns [j, j + 2 * VF_W) with float distances fa, fb in the lanes of cols_a, cols_b. */
-POSENC_INLINE void VFN(put2_)(void *row, size_t j, vf m, vf fa, vf fb, vf scale, int write,
+POSENC_INLINE void VFN(put2_)(void *row, size_t j, vf m, vf fa, vf fb, vf scale, int mode,
                               posenc_elem e) {
-  vf a = vf_set1(0.0f), b = vf_set1(0.0f);
 #ifdef ALIBI_BF16_PAIR
   if (e == POSENC_ELEM_BF16) {
+    vf a = vf_set1(0.0f), b = vf_set1(0.0f);
     uint16_t *p = (uint16_t *)row + j;
-    if (!write) alibi_bf16_load2(p, &a, &b);
-    alibi_bf16_store2(p, VFN(value_)(vf_mul(m, fa), scale, a, write),
-                      VFN(value_)(vf_mul(m, fb), scale, b, write));
+    if (mode != ALIBI_WRITE_) alibi_bf16_load2(p, &a, &b);
+    alibi_bf16_store2(p, VFN(value_)(vf_mul(m, fa), scale, a, mode),
+                      VFN(value_)(vf_mul(m, fb), scale, b, mode));
     return;
   }
 #endif
-  if (!write) {
-    a = ve_load(row, j, e);
-    b = ve_load(row, j + VF_W, e);
-  }
-  ve_store(row, j, VFN(value_)(vf_mul(m, fa), scale, a, write), e);
-  ve_store(row, j + VF_W, VFN(value_)(vf_mul(m, fb), scale, b, write), e);
+  const vf a = VFN(old_)(row, j, mode, e), b = VFN(old_)(row, j + VF_W, mode, e);
+  ve_store(row, j, VFN(value_)(vf_mul(m, fa), scale, a, mode), e);
+  ve_store(row, j + VF_W, VFN(value_)(vf_mul(m, fb), scale, b, mode), e);
 }
 
 /* Columns [0, visible) of one row get their bias, [visible, n_k) get -inf. */
 POSENC_INLINE void VFN(row_)(void *row, int32_t qpos, size_t visible, size_t n_k, vf m, vf scale,
-                             int write, posenc_elem e) {
+                             int mode, posenc_elem e) {
   size_t j = 0;
   if (qpos < ALIBI_FLOAT_EXACT_ && n_k < ALIBI_FLOAT_EXACT_) {
     const vf iota = vf_from_vi(vi_iota());
@@ -106,58 +121,64 @@ POSENC_INLINE void VFN(row_)(void *row, int32_t qpos, size_t visible, size_t n_k
     if (2 * VF_W <= before) {
       vf fa = vf_sub(vf_set1((float)qpos), cols_a), fb = vf_sub(vf_set1((float)qpos), cols_b);
       for (; j + 2 * VF_W <= before; j += 2 * VF_W, fa = vf_sub(fa, w2), fb = vf_sub(fb, w2))
-        VFN(put2_)(row, j, m, fa, fb, scale, write, e);
+        VFN(put2_)(row, j, m, fa, fb, scale, mode, e);
     }
     vf fd = vf_sub(vf_set1((float)(qpos - (int32_t)j)), iota);
     if (j + VF_W <= before) {
-      VFN(put_)(row, j, VF_W, m, fd, scale, write, e);
+      VFN(put_)(row, j, VF_W, m, fd, scale, mode, e);
       j += VF_W;
     }
     if (j < visible) {
       /* The vector with the query's column (or the row's last, partial one). */
       const size_t n = visible - j < VF_W ? visible - j : VF_W;
-      VFN(put_int_)(row, j, n, m, vi_sub(vi_set1(qpos - (int32_t)j), vi_iota()), scale, write, e);
+      VFN(put_int_)(row, j, n, m, vi_sub(vi_set1(qpos - (int32_t)j), vi_iota()), scale, mode, e);
       j += n;
       /* Columns after the query: distances j - qpos, rising. */
       if (j + 2 * VF_W <= visible) {
         const vf base = vf_set1((float)((int32_t)j - qpos));
         vf fa = vf_add(base, cols_a), fb = vf_add(base, cols_b);
         for (; j + 2 * VF_W <= visible; j += 2 * VF_W, fa = vf_add(fa, w2), fb = vf_add(fb, w2))
-          VFN(put2_)(row, j, m, fa, fb, scale, write, e);
+          VFN(put2_)(row, j, m, fa, fb, scale, mode, e);
       }
       fd = vf_add(vf_set1((float)((int32_t)j - qpos)), iota);
       if (j + VF_W <= visible) {
-        VFN(put_)(row, j, VF_W, m, fd, scale, write, e);
+        VFN(put_)(row, j, VF_W, m, fd, scale, mode, e);
         fd = vf_add(fd, w);
         j += VF_W;
       }
-      if (j < visible) VFN(put_)(row, j, visible - j, m, fd, scale, write, e);
+      if (j < visible) VFN(put_)(row, j, visible - j, m, fd, scale, mode, e);
     }
   } else {
     const vi step = vi_set1(VF_W);
     vi d = vi_sub(vi_set1(qpos), vi_iota()); /* qpos - j for the lanes of column j */
     for (; j + VF_W <= visible; j += VF_W, d = vi_sub(d, step))
-      VFN(put_int_)(row, j, VF_W, m, d, scale, write, e);
-    if (j < visible) VFN(put_int_)(row, j, visible - j, m, d, scale, write, e);
+      VFN(put_int_)(row, j, VF_W, m, d, scale, mode, e);
+    if (j < visible) VFN(put_int_)(row, j, visible - j, m, d, scale, mode, e);
   }
   const vf ninf = vf_set1(-INFINITY);
   for (j = visible; j + VF_W <= n_k; j += VF_W) ve_store(row, j, ninf, e);
   if (j < n_k) ve_store_n(row, j, ninf, n_k - j, e);
 }
 
-/* write and e are constants at each call, so each loop is compiled for one mode and one
- * storage type. */
-POSENC_INLINE void VFN(heads_)(const alibi_args *a, int write, posenc_elem e) {
-  const vf scale = vf_set1(a->scale);
-  /* Calls of POSENC_PREFETCH_MIN_BYTES of scores or more: each row first prefetches the row
-   * whole rows, POSENC_PREFETCH_AHEAD_BYTES or more, after it (an address formed as an
-   * integer: it may lie past the scores, where a prefetch is harmless). Zen 5, avx512,
-   * 32 x 512 x 512 in place, bench interleaved medians of 5 against none: f32 0.58-0.63x the
-   * time, f16 0.83-1.02x, bf16 0.92-1.0x (4 KiB ahead: f32 0.67-0.74x). */
+/* Calls of POSENC_PREFETCH_MIN_BYTES of scores or more: each row first prefetches the row
+ * whole rows, POSENC_PREFETCH_AHEAD_BYTES or more, after it (this many bytes; an address
+ * formed as an integer: it may lie past the scores, where a prefetch is harmless). Zen 5,
+ * avx512, 32 x 512 x 512 in place, bench interleaved medians of 5 against none: f32
+ * 0.58-0.63x the time, f16 0.83-1.02x, bf16 0.92-1.0x (4 KiB ahead: f32 0.67-0.74x). Their f32
+ * rows are read by ALIBI_ADD_STREAM_. 0: smaller calls, no prefetch. */
+POSENC_INLINE size_t VFN(ahead_)(const alibi_args *a, posenc_elem e) {
   const size_t es = posenc_elem_size(e), row_bytes = a->n_k * es;
-  size_t ahead = 0;
-  if (a->n_heads * a->n_q * row_bytes >= POSENC_PREFETCH_MIN_BYTES)
-    ahead = posenc_prefetch_rows(row_bytes) * a->row_stride * es;
+  return a->n_heads * a->n_q * row_bytes >= POSENC_PREFETCH_MIN_BYTES
+             ? posenc_prefetch_rows(row_bytes) * a->row_stride * es
+             : 0;
+}
+
+/* mode and e are constants at each call, so each loop is compiled for one mode and one
+ * storage type. */
+POSENC_INLINE void VFN(heads_)(const alibi_args *a, int mode, posenc_elem e) {
+  const vf scale = vf_set1(a->scale);
+  const size_t es = posenc_elem_size(e), row_bytes = a->n_k * es;
+  const size_t ahead = VFN(ahead_)(a, e);
   for (size_t h = 0; h < a->n_heads; ++h) {
     const vf m = vf_set1(a->slopes[h]);
     for (size_t i = 0; i < a->n_q; ++i) {
@@ -166,16 +187,18 @@ POSENC_INLINE void VFN(heads_)(const alibi_args *a, int write, posenc_elem e) {
       if (ahead)
         for (size_t o = 0; o < row_bytes; o += 64)
           __builtin_prefetch((const void *)((uintptr_t)row + ahead + o), 1, 3);
-      VFN(row_)(row, qpos, alibi_visible(a, qpos), a->n_k, m, scale, write, e);
+      VFN(row_)(row, qpos, alibi_visible(a, qpos), a->n_k, m, scale, mode, e);
     }
   }
 }
 
 POSENC_INLINE void VFN(alibi_)(const alibi_args *a, posenc_elem e) {
   if (a->flags & POSENC_ALIBI_WRITE_)
-    VFN(heads_)(a, 1, e);
+    VFN(heads_)(a, ALIBI_WRITE_, e);
+  else if (e == POSENC_ELEM_F32 && VFN(ahead_)(a, e))
+    VFN(heads_)(a, ALIBI_ADD_STREAM_, e);
   else
-    VFN(heads_)(a, 0, e);
+    VFN(heads_)(a, ALIBI_ADD_, e);
 }
 
 /* The bodies of the exported variants, posenc_alibi_<type>_<isa> (alibi_<isa>.c). */

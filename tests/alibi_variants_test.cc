@@ -290,9 +290,10 @@ TEST_P(AlibiVariantTest, BiasOverwritesWhateverTheBufferHeld) {
 }
 
 // Calls over 16 MiB of scores or more prefetch their rows ahead (kernels/common.h,
-// POSENC_PREFETCH_MIN_BYTES; the prefetches may reach past the scores): the bits of the same
-// heads added one call per head (each under that size), the gaps of a padded row stride
-// untouched. f32 and f16 scores, causal or not.
+// POSENC_PREFETCH_MIN_BYTES; the prefetches may reach past the scores) and read f32 rows by
+// split loads (ALIBI_ADD_STREAM_): the bits of the same heads added one call per head (each
+// under that size), the gaps of a padded row stride untouched. f32 and f16 scores, causal or
+// not.
 TEST_P(AlibiVariantTest, LargeCallsGiveTheBitsOfOneHeadCalls) {
   const size_t H = 9, n_q = 700, n_k = 700, rs = 704;
   const std::vector<float> slopes = SeedSlopes(H);
