@@ -36,12 +36,15 @@ struct AlibiShape {
 
 // Prefill (512 queries against 512 keys) and a decode step (the newest query against a
 // 4096-key cache), each without and with the causal mask. In the decode step no key is
-// after the query: causal only adds the test.
-// 16-bit scores: the prefill without the mask.
+// after the query: causal only adds the test. 16-bit scores: the prefill without the mask.
+// And each storage type's DRAM-sized call, 64 MiB (twice a 32 MiB last-level cache): 1024
+// queries against 512 keys of f32 scores, 1024 x 1024 of 16-bit ones.
 const AlibiShape kShapes[] = {
     {Storage::kF32, 32, 512, 512, 0, false},   {Storage::kF32, 32, 512, 512, 0, true},
     {Storage::kF32, 32, 1, 4096, 4095, false}, {Storage::kF32, 32, 1, 4096, 4095, true},
-    {Storage::kBf16, 32, 512, 512, 0, false},  {Storage::kF16, 32, 512, 512, 0, false}};
+    {Storage::kBf16, 32, 512, 512, 0, false},  {Storage::kF16, 32, 512, 512, 0, false},
+    {Storage::kF32, 32, 1024, 512, 0, false},  {Storage::kBf16, 32, 1024, 1024, 0, false},
+    {Storage::kF16, 32, 1024, 1024, 0, false}};
 
 const char* KernelName(Storage storage) {
   return storage == Storage::kBf16  ? "alibi_add_bf16"

@@ -51,6 +51,11 @@ const SoftmaxShape kShapes[] = {
     {Kind::kAddThenSoftmax, 32, 512, 512, 0, false},
     {Kind::kAddThenSoftmax, 32, 512, 512, 0, true},
     {Kind::kAddThenSoftmax, 32, 1, 4096, 4095, true},
+    // DRAM-sized, 64 MiB (twice a 32 MiB last-level cache): 1024 queries against 512 keys of
+    // f32 scores, 1024 x 1024 causal bf16 ones.
+    {Kind::kFusedF32, 32, 1024, 512, 0, false},
+    {Kind::kFusedBf16, 32, 1024, 1024, 0, true},
+    {Kind::kAddThenSoftmax, 32, 1024, 512, 0, false},
 };
 
 const char* KernelName(Kind kind) {

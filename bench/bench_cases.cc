@@ -2,6 +2,8 @@
 // same loop, then the limit rows.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <string>
 #include <utility>
@@ -66,8 +68,10 @@ void RunNaive(benchmark::State& state, const GroupRows* rows) {
   TimePasses(state, *rows, rows->naive);
 }
 
-void RegisterGroup(const GroupRows& rows) {
+// paired_apart: without the paired rows (IsPairedRow).
+void RegisterGroup(const GroupRows& rows, bool paired_apart) {
   for (const std::string& variant : GroupVariants(rows.group)) {
+    if (paired_apart && IsPairedRow(rows.group, variant)) continue;
     const std::string name = RowName(rows.group.kernel, variant, rows.group.shape);
     posenc_isa isa;
     if (posenc_isa_from_name(variant.c_str(), &isa) == POSENC_OK)
@@ -75,6 +79,34 @@ void RegisterGroup(const GroupRows& rows) {
     else
       benchmark::RegisterBenchmark(name.c_str(), RunNaive, &rows);
   }
+}
+
+// A row of a paired measurement, set up: its pass (the limit row: the passes of its fastest
+// loops), and the ISA to select before each pass (POSENC_ISA_COUNT: none, for naive and the
+// limit row).
+struct PairedPass {
+  std::vector<Pass> passes;
+  posenc_isa isa = POSENC_ISA_COUNT;
+};
+
+// The limit row's loops timed in each round, the fastest first when they were ranked; the
+// round's limit is the best of them (which loop is fastest at these sizes moves with the
+// host's state: one chosen once reads up to 20% low in a later minute).
+constexpr size_t kPairedLimitLoops = 3;
+
+// `warm` untimed passes (what they leave in the caches is this row's own, as in a loop of
+// passes), then each of its passes timed once: the best time.
+double SecondsOf(const PairedPass& p, int warm) {
+  if (p.isa != POSENC_ISA_COUNT) posenc_set_isa(p.isa);
+  for (int i = 0; i < warm; ++i) p.passes.front()();
+  double best = 1e300;
+  for (const Pass& pass : p.passes) {
+    const auto start = std::chrono::steady_clock::now();
+    pass();
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
 }
 
 }  // namespace
@@ -254,12 +286,76 @@ std::string RowName(const std::string& kernel, const std::string& variant,
   return kernel + "/" + variant + "/" + shape;
 }
 
-void RegisterAll(RowSet set) {
+void RegisterAll(RowSet set, bool paired_apart) {
   const std::vector<RowGroup>& groups = RowGroups();
   for (size_t i = 0; i < groups.size(); ++i)
-    if (InRowSet(groups[i], set)) RegisterGroup(AllRows()[i]);
+    if (InRowSet(groups[i], set)) RegisterGroup(AllRows()[i], paired_apart);
   RegisterDecodeLayersRows();
-  RegisterLimitRows(set);
+  RegisterLimitRows(set, paired_apart);
+}
+
+std::vector<PairedRow> MeasurePaired(const RowGroup& group,
+                                     const std::vector<std::string>& variants, double seconds,
+                                     int min_rounds, int max_rounds) {
+  const std::vector<RowGroup>& groups = RowGroups();
+  const GroupRows& rows = AllRows()[&group - groups.data()];
+  std::vector<PairedRow> out;
+  std::vector<PairedPass> passes;
+  for (const std::string& variant : variants) {
+    PairedRow row;
+    row.name = RowName(group.kernel, variant, group.shape);
+    row.bytes_per_pass = rows.bytes_per_pass;
+    row.items_per_pass = rows.items_per_pass;
+    PairedPass p;
+    posenc_isa isa;
+    if (posenc_isa_from_name(variant.c_str(), &isa) == POSENC_OK) {
+      p.isa = isa;
+      if (posenc_set_isa(isa) != POSENC_OK) row.error = "posenc_set_isa failed";
+    } else if (variant != "naive" || !rows.naive) {
+      row.error = "no such variant";
+    }
+    if (row.error.empty()) {
+      p.passes = {variant == "naive" ? rows.naive() : rows.posenc()};
+      const posenc_status status = p.passes.front()();
+      if (status != POSENC_OK)
+        row.error = std::string("setup or first call failed: ") + posenc_status_string(status);
+    }
+    if (row.error.empty()) passes.push_back(std::move(p));
+    out.push_back(std::move(row));
+  }
+  PairedRow limit;
+  limit.name = LimitRowName(group.limit, group.limit_bytes);
+  limit.bytes_per_pass = LimitBytesPerPass(group.limit, group.limit_bytes);
+  limit.items_per_pass = LimitItemsPerPass(group.limit, group.limit_bytes);
+  std::vector<std::string> loops;
+  passes.push_back(
+      {LimitPasses(group.limit, group.limit_bytes, kPairedLimitLoops, &loops), POSENC_ISA_COUNT});
+  for (const std::string& loop : loops) limit.label += (limit.label.empty() ? "" : " ") + loop;
+  out.push_back(std::move(limit));
+  // The rows that set up (every one but those with an error), in `out`'s order.
+  std::vector<PairedRow*> live;
+  for (PairedRow& row : out)
+    if (row.error.empty()) live.push_back(&row);
+  const size_t n = passes.size();
+  // After other buffers went through it, the last-level cache takes several passes to hold
+  // a buffer that fits it (Zen 5, a 16 MiB in-place stream after 160 MiB of others: 51, 71,
+  // 89, 112, 122, 133, then 135-144 GB/s): passes over 4 x the last-level cache first
+  // (by every byte a pass touches, FootprintBytes; at least one, at most 16).
+  const size_t llc = LastLevelCacheBytes();
+  const size_t footprint = FootprintBytes(group);
+  const int warm =
+      static_cast<int>(std::clamp<size_t>((4 * llc + footprint - 1) / footprint, 1, 16));
+  const auto start = std::chrono::steady_clock::now();
+  for (int round = 0; round < max_rounds; ++round) {
+    if (round >= min_rounds &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= seconds)
+      break;
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = (k + static_cast<size_t>(round)) % n;
+      live[i]->seconds.push_back(SecondsOf(passes[i], warm));
+    }
+  }
+  return out;
 }
 
 void AddCpuContext() {

@@ -60,7 +60,21 @@ std::vector<GroupRows> SoftmaxRows();
 std::vector<GroupRows> LearnedRows();
 
 void RegisterDecodeLayersRows();
-void RegisterLimitRows(RowSet set);
+// paired_apart: without the limit rows of kPairedMinBytes and more (RegisterAll).
+void RegisterLimitRows(RowSet set, bool paired_apart);
+
+// The largest cache Google Benchmark found (0 if none).
+size_t LastLevelCacheBytes();
+
+// Passes of the limit row (kind, bytes) over buffers they share and own: the loop the row
+// runs (the fastest of its candidates when first timed), the fastest of the other store kind
+// (non-temporal or not) where there is one, then the next fastest: `count` in all at most,
+// in the order of that ranking (their names into *labels); and the bytes and items one pass
+// counts.
+std::vector<Pass> LimitPasses(LimitKind kind, size_t bytes, size_t count,
+                              std::vector<std::string>* labels);
+int64_t LimitBytesPerPass(LimitKind kind, size_t bytes);
+int64_t LimitItemsPerPass(LimitKind kind, size_t bytes);
 
 // Calls the hook of SetRowEnterHook(), if any.
 void NotifyRowEnter(const std::string& row_name, int64_t max_iterations);

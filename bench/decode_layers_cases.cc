@@ -77,14 +77,6 @@ double ClockOverheadSeconds() {
   return overhead;
 }
 
-// The largest cache Google Benchmark found (0 if none).
-size_t LastLevelCacheBytes() {
-  int largest = 0;
-  for (const auto& cache : benchmark::CPUInfo::Get().caches)
-    largest = std::max(largest, cache.size);
-  return static_cast<size_t>(largest);
-}
-
 // The weights' stand-in, shared by the rows of one slice size and made once: a ring of
 // slices of `slice_bytes` (8 MiB for the decode rows, E MiB for the cold rows), at least two,
 // at least 32 x 8 MiB in all and at least twice the last-level cache, so that a slice is

@@ -65,11 +65,13 @@ GroupRows Group(const LearnedShape& shape) {
   const size_t bytes = elements * sizeof(float);
   const std::string about = std::to_string(bytes) + " bytes of x in place + " +
                             std::to_string(bytes) + " of table rows read";
-  return {{"learned_add_f32", ShapeName(shape), LimitKind::kRmw, bytes, about},
-          3 * FloatBytes(elements),
-          static_cast<int64_t>(elements),
-          Factory(PosencPass, shape),
-          Factory(NaivePass, shape)};
+  GroupRows rows = {{"learned_add_f32", ShapeName(shape), LimitKind::kRmw, bytes, about},
+                    3 * FloatBytes(elements),
+                    static_cast<int64_t>(elements),
+                    Factory(PosencPass, shape),
+                    Factory(NaivePass, shape)};
+  rows.group.footprint_bytes = bytes + shape.max_pos * shape.dim * sizeof(float);
+  return rows;
 }
 
 }  // namespace

@@ -126,7 +126,13 @@ struct RowGroup {
   // with the largest buffer (DRAM-sized where the buffer passes the last-level cache); the
   // first registered of equal sizes. Set by RowGroups().
   bool core = false;
+  // Every byte a pass touches where that is more than limit_bytes (learned_add's table, read
+  // by a gather: 64 MiB at 512 x 4096); 0: limit_bytes (FootprintBytes).
+  size_t footprint_bytes = 0;
 };
+inline size_t FootprintBytes(const RowGroup& group) {
+  return group.footprint_bytes > group.limit_bytes ? group.footprint_bytes : group.limit_bytes;
+}
 
 // What posenc-report's default run calls cache-resident: at most this many limit bytes.
 constexpr size_t kCoreCacheBytes = size_t{1} << 20;
@@ -237,9 +243,51 @@ std::vector<size_t> ColdLayerStreamMib();   // 32, 256
 std::string ColdLayerRunName(const std::string& form, size_t mib);
 std::vector<std::string> ColdLayerRunNames();  // per E, per form, in registration order
 
+// Groups of at least this many limit bytes (L3- and DRAM-sized: 16 MiB and up) are what
+// posenc-report measures in paired rounds (MeasurePaired) rather than in Google Benchmark's
+// run: at these sizes this host's bandwidth moves 10-20% from one run of a row to the next
+// (and ~2x within minutes), so rows timed seconds or minutes apart do not give a ratio.
+constexpr size_t kPairedMinBytes = size_t{16} << 20;
+inline bool IsPairedGroup(const RowGroup& group) { return group.limit_bytes >= kPairedMinBytes; }
+// The groups whose dispatcher check (a pick below 95% of the fastest row) is measured again in
+// paired rounds: those that touch kPairedMinBytes or more (FootprintBytes).
+inline bool IsPairedCheck(const RowGroup& group) {
+  return FootprintBytes(group) >= kPairedMinBytes;
+}
+// The rows of a paired group measured in paired rounds: its SIMD ISA rows (the scalar and
+// naive rows, compute-bound at 20-35% of the limit there, stay in Google Benchmark's run).
+inline bool IsPairedRow(const RowGroup& group, const std::string& variant) {
+  return IsPairedGroup(group) && variant != "naive" && variant != "scalar";
+}
+
 // Registers every kernel row, then the decode rows, then the limit rows with Google
-// Benchmark. Call once, before benchmark::RunSpecifiedBenchmarks().
-void RegisterAll(RowSet set = RowSet::kAll);
+// Benchmark. Call once, before benchmark::RunSpecifiedBenchmarks(). paired_apart: leave out
+// the paired rows (IsPairedRow) and the limit rows of kPairedMinBytes and more, which
+// MeasurePaired measures instead.
+void RegisterAll(RowSet set = RowSet::kAll, bool paired_apart = false);
+
+// One row of a paired measurement: the name Google Benchmark gives it, its bytes and items
+// per pass (as its Google Benchmark row counts them) and one time per round, in seconds.
+struct PairedRow {
+  std::string name;
+  int64_t bytes_per_pass = 0;
+  int64_t items_per_pass = 0;
+  std::vector<double> seconds;
+  std::string label;  // the limit row's loops ("avx2/x4 sse2/x4_pf16k ..."); "" for a kernel row
+  std::string error;  // setup or the first pass failed: no seconds
+};
+
+// The rows of `variants` (ISA names, or "naive") of `group` and then its limit row, measured
+// side by side: each row set up once (its buffers, plan), then rounds in which every row runs
+// untimed passes over its own buffers (enough to stream 4 x the last-level cache, at least
+// one: what they leave in the caches is its own, as in a loop of passes) and one timed pass,
+// the order rotated by one row each round; the limit row times three of its loops
+// (LimitPasses, bench_rows.h) and keeps the best. Rounds until `seconds` have passed, at least
+// min_rounds, at most max_rounds. The ratio of two rows' times within a round is free of the
+// drift between rounds. The limit row is last.
+std::vector<PairedRow> MeasurePaired(const RowGroup& group,
+                                     const std::vector<std::string>& variants, double seconds,
+                                     int min_rounds, int max_rounds);
 
 // Adds the CPU (name, features, available ISAs, posenc version) to Google Benchmark's
 // context, so that its JSON output says what ran.

@@ -62,9 +62,13 @@ struct RerotateShape {
   Move move;
 };
 
-// A cache-resident 16 tokens (64 KiB of f32 keys) and a 4096-token cache (16 MiB).
-const RerotateShape kShapes[] = {
-    {16, Move::kShift}, {4096, Move::kShift}, {16, Move::kLongRope}, {4096, Move::kLongRope}};
+// A cache-resident 16 tokens (64 KiB of f32 keys), a 4096-token cache (16 MiB) and, shifted,
+// a DRAM-sized 16384-token one (64 MiB of f32 keys, twice a 32 MiB last-level cache).
+const RerotateShape kShapes[] = {{16, Move::kShift},
+                                 {4096, Move::kShift},
+                                 {16, Move::kLongRope},
+                                 {4096, Move::kLongRope},
+                                 {16384, Move::kShift}};
 
 // "tokens:4096/heads:8/dim:128/shift:1024/longrope:0"
 std::string ShapeName(const RerotateShape& shape) {

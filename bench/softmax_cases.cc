@@ -66,6 +66,9 @@ const SoftmaxShape kShapes[] = {
     {Storage::kF32, 1, 4096, Mask::kCausal, false, 256},
     {Storage::kBf16, 512, 512, Mask::kCausal, false, 0},
     {Storage::kF32, 512, 512, Mask::kNone, false, 0, true},
+    // DRAM-sized, 64 MiB (twice a 32 MiB last-level cache): f32 1024 x 512, bf16 1024 x 1024.
+    {Storage::kF32, 1024, 512, Mask::kNone, false, 0},
+    {Storage::kBf16, 1024, 1024, Mask::kCausal, false, 0},
 };
 
 const char* MaskName(Mask mask) {

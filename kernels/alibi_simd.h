@@ -24,7 +24,7 @@
  * ALIBI_ADD_ loads them (ve_load), ALIBI_ADD_STREAM_ the same but for the two-vector steps
  * (put2_, nearly every column), which take ve_load_stream: f32 scores of a call of
  * POSENC_PREFETCH_MIN_BYTES or more. Zen 5, 32 x 512 x 512 f32 in place (32 MiB), bench/ab's
- * case 7 at 4096 (per-round ratios, medians of 41): avx512 0.92-0.97x the time in five runs
+ * case 20 (per-round ratios, medians of 41): avx512 0.92-0.97x the time in five runs
  * with two 256-bit loads per vector, avx2's time over avx512's 0.89-0.90 before, 0.93-1.04
  * after (code placement alone moves avx2, whose code is the same, by ~5% between builds); at
  * 4 MiB the split loads took 1.09-1.10x: plain loads there. ALIBI_WRITE_ does not read the

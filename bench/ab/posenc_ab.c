@@ -17,14 +17,17 @@
  * keys of their half, every fifth cell of the mask hidden (20%, like the bench's
  * mask:kvcache rows, which hide theirs at random); T = 512 alone), RoPE into ggml q8_0
  * blocks (case 18: 8 heads of 128, posenc_rope_out_q8_0) and into FP8 E4M3 bytes (case 19:
- * the same, posenc_rope_out_fp8 with scale 0.05, the bench's);
+ * the same, posenc_rope_out_fp8 with scale 0.05, the bench's) and ALiBi add on 32 heads x
+ * 512 x 512 f32 scores in place (case 20: 32 MiB, T = 512 alone);
  * T in 1, 16, 512, 4096 (TS=t1,t2,...: other counts, up to 8192 for the cases with [T, heads, 128]
  * buffers: 0-2, 4 and 12-15). Not built by
  * CMake (it needs two builds): from the repository root, with a build in build/:
  *   gcc -O2 -Iinclude -Ibuild/include bench/ab/posenc_ab.c -o posenc_ab -ldl -lm
  *   taskset -c 1 ./posenc_ab OLD/libposenc.so.0 NEW/libposenc.so.0 <isa number> 15
- * (isa numbers are posenc_isa's: 3 avx512, 2 avx2); CASE=<n> runs case n alone. Both
- * builds must share the header's API for the cases (0.1.0 and later do). */
+ * (isa numbers are posenc_isa's: 3 avx512, 2 avx2); CASE=<n> runs case n alone; ISA_NEW=<n>
+ * sets the new build to another ISA (one build against itself: ISA_NEW=2 with isa 3 gives
+ * avx2's time over avx512's). Both builds must share the header's API for the cases (0.1.0
+ * and later do). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <math.h>
@@ -221,6 +224,8 @@ static posenc_status run(lib *l, int c, size_t T) {
       const posenc_fp8_view f8 = {o40, KH, KH * D, D};
       return l->rope_fp8(l->plan, D, T, NULL, 1000, &src, &f8, 0.05f, NULL, POSENC_ROPE_NEOX);
     }
+    case 20: /* ALiBi add, 32 heads x 512 x 512 f32 in place (32 MiB), T = 512 alone */
+      return l->alibi_add(slopes, 32, 512, 512, 0, scores, 512 * 512, 512, 1.0f, 0);
   }
   return POSENC_OK;
 }
@@ -237,7 +242,8 @@ int main(int argc, char **argv) {
   }
   lib L[2];
   load(&L[0], argv[1], isa);
-  load(&L[1], argv[2], isa);
+  /* ISA_NEW=<n>: the new build at another ISA (one build against itself: avx2 against avx512) */
+  load(&L[1], argv[2], getenv("ISA_NEW") ? (posenc_isa)atoi(getenv("ISA_NEW")) : isa);
   xq = aligned_alloc(64, TMAX * QH * D * 4);
   xk = aligned_alloc(64, TMAX * KH * D * 4);
   hq = aligned_alloc(64, TMAX * QH * D * 2);
@@ -298,7 +304,8 @@ int main(int argc, char **argv) {
                          "softmax_out_f32(32x512x512)",
                          "softmax_f32_kvcache(32x512x512)",
                          "rope_out_q8_0_neox(8h)",
-                         "rope_out_fp8_neox(8h)"};
+                         "rope_out_fp8_neox(8h)",
+                         "alibi_add_f32(32x512x512)"};
   size_t Ts[8] = {1, 16, 512, 4096};
   int nT = 4;
   if (getenv("TS")) { /* TS=t1,t2,...: other token counts (the RoPE cases, up to TMAX) */
@@ -313,7 +320,7 @@ int main(int argc, char **argv) {
     }
   }
   double *r = malloc(sizeof(double) * rounds);
-  for (int c = 0; c < 20; ++c)
+  for (int c = 0; c < 21; ++c)
     for (int ti = 0; ti < nT; ++ti) {
       size_t T = Ts[ti];
       if (T > 4096 && !(c <= 2 || c == 4 || (c >= 12 && c <= 15))) continue;
@@ -322,8 +329,8 @@ int main(int argc, char **argv) {
       if (getenv("CASE") && atoi(getenv("CASE")) != c) continue;
       if ((c == 7) && T < 512) continue;
       if (c >= 9 && c <= 11 && T < 16) continue;
-      if (c >= 16 && c <= 17 && T != 512) continue;
-      if (c >= 18 && T > 512) continue;
+      if (((c >= 16 && c <= 17) || c == 20) && T != 512) continue;
+      if (c >= 18 && c <= 19 && T > 512) continue;
       int reps = T >= 4096 ? 1 : T >= 512 ? 4 : T >= 16 ? 64 : 512;
       double tot[2] = {0, 0};
       for (int k = 0; k < rounds; ++k) {

@@ -17,9 +17,16 @@
 #include "posenc.h"
 #include "posenc_bench_cases.h"
 #include "report_progress.h"
+#include "report_rates.h"
 
 namespace posenc_report {
 namespace {
+
+// The most rounds a paired group runs (its time, BenchOptions::paired_seconds, ends it first
+// but for the smallest passes).
+constexpr int kPairedMaxRounds = 400;
+// The sweeps over the paired groups a run makes (each group's time split among them).
+constexpr int kPairedSweeps = 3;
 
 struct RowResult {
   double bytes_per_second = 0;
@@ -27,6 +34,11 @@ struct RowResult {
   double rope_ns_per_layer = -1;  // the decode and cold rows' counter; -1 elsewhere
   double fma_per_second = -1;     // the compute-limit rows' counter (vector FMAs); -1 elsewhere
   double items_per_second = 0;    // elements produced
+  // Measured in paired rounds (posenc_bench::MeasurePaired): the rounds, and the quartiles of
+  // the per-round ratio of the row's rate to its limit row's (the row's rate is the limit's
+  // median rate times the median of those ratios). 0 rounds: measured by Google Benchmark.
+  int paired_rounds = 0;
+  double of_limit_q25 = 0, of_limit_q75 = 0;
 };
 using Results = std::map<std::string, RowResult>;
 
@@ -70,17 +82,20 @@ class CollectingReporter : public benchmark::ConsoleReporter {
   bool verbose_;
 };
 
-// Every row name RegisterAll(set) registers, in its order.
+// Every row name RegisterAll(set, true) registers (the paired rows and the limit rows of
+// their sizes left out), in its order.
 std::vector<std::string> AllRowNames(posenc_bench::RowSet set) {
   std::vector<std::string> names;
   for (const posenc_bench::RowGroup& group : posenc_bench::RowGroups())
     if (posenc_bench::InRowSet(group, set))
       for (const std::string& variant : posenc_bench::GroupVariants(group))
-        names.push_back(posenc_bench::RowName(group.kernel, variant, group.shape));
+        if (!posenc_bench::IsPairedRow(group, variant))
+          names.push_back(posenc_bench::RowName(group.kernel, variant, group.shape));
   for (const std::string& name : posenc_bench::DecodeLayersRunNames()) names.push_back(name);
   for (const std::string& name : posenc_bench::ColdLayerRunNames()) names.push_back(name);
   for (const posenc_bench::LimitRow& limit : posenc_bench::LimitRows(set))
-    names.push_back(posenc_bench::LimitRowName(limit.kind, limit.bytes));
+    if (limit.bytes < posenc_bench::kPairedMinBytes)
+      names.push_back(posenc_bench::LimitRowName(limit.kind, limit.bytes));
   for (const std::string& name : posenc_bench::LimitFmaRowNames()) names.push_back(name);
   for (const std::string& name : posenc_bench::LimitMixRowNames()) names.push_back(name);
   return names;
@@ -90,21 +105,36 @@ posenc_bench::RowSet RowSetOf(const BenchOptions& o) {
   return o.full ? posenc_bench::RowSet::kAll : posenc_bench::RowSet::kCore;
 }
 
-// The runs Google Benchmark will make: rows matching the filter as it matches them (POSIX
-// extended regex searched in the name; a leading '-' negates) x repetitions; 0 if the
+// --filter as Google Benchmark applies it: a POSIX extended regex searched in the row name,
+// a leading '-' negating it; every row if empty or "all". Matches nothing if it does not
+// compile here (Google Benchmark then says why).
+class RowFilter {
+ public:
+  explicit RowFilter(const std::string& filter) {
+    std::string spec = filter.empty() || filter == "all" ? "." : filter;
+    negative_ = spec[0] == '-';
+    if (negative_) spec.erase(0, 1);
+    try {
+      re_ = std::regex(spec, std::regex::extended);
+      valid_ = true;
+    } catch (const std::regex_error&) {
+    }
+  }
+  bool Matches(const std::string& name) const {
+    return valid_ && std::regex_search(name, re_) != negative_;
+  }
+
+ private:
+  std::regex re_;
+  bool negative_ = false, valid_ = false;
+};
+
+// The runs Google Benchmark will make: rows matching the filter x repetitions; 0 if the
 // filter does not compile here.
 size_t ExpectedRuns(const BenchOptions& o) {
-  std::string spec = o.filter.empty() || o.filter == "all" ? "." : o.filter;
-  const bool negative = spec[0] == '-';
-  if (negative) spec.erase(0, 1);
+  const RowFilter filter(o.filter);
   size_t rows = 0;
-  try {
-    const std::regex re(spec, std::regex::extended);
-    for (const std::string& name : AllRowNames(RowSetOf(o)))
-      if (std::regex_search(name, re) != negative) ++rows;
-  } catch (const std::regex_error&) {
-    return 0;
-  }
+  for (const std::string& name : AllRowNames(RowSetOf(o))) rows += filter.Matches(name);
   return rows * static_cast<size_t>(o.repetitions);
 }
 
@@ -240,6 +270,21 @@ void PrintGroupTable(const Results& results, const posenc_bench::RowGroup& group
                   elements, ops.c_str(), elements / *mix * 1e9);
     out << mix_line;
   }
+  // A paired group: its rounds and, per ISA row, the quartiles of its per-round ratios.
+  std::string paired;
+  int rounds = 0;
+  for (const std::string& variant : posenc_bench::GroupVariants(group)) {
+    const auto it = results.find(posenc_bench::RowName(group.kernel, variant, group.shape));
+    if (it == results.end() || it->second.paired_rounds == 0) continue;
+    rounds = std::max(rounds, it->second.paired_rounds);
+    char cell[64];
+    std::snprintf(cell, sizeof cell, " %s %.0f-%.0f%%", variant.c_str(),
+                  100 * it->second.of_limit_q25, 100 * it->second.of_limit_q75);
+    paired += cell;
+  }
+  if (rounds > 0)
+    out << "  paired rounds with the limit row: " << rounds << "; of limit, quartiles:" << paired
+        << "\n";
   char line[160];
   const std::string of_limit = std::string("of ") + posenc_bench::LimitKindName(group.limit);
   std::snprintf(line, sizeof line, "  variant     GB/s %14s  of roofline  vs scalar  vs naive\n",
@@ -497,6 +542,114 @@ void PrintFmaTable(const Results& results, std::ostream& out) {
   }
 }
 
+// Per round, row a's time over row b's times b's bytes over a's: the ratio of a's rate to b's.
+std::vector<double> RoundRatios(const posenc_bench::PairedRow& a,
+                                const posenc_bench::PairedRow& b) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < a.seconds.size() && i < b.seconds.size(); ++i)
+    ratios.push_back(static_cast<double>(a.bytes_per_pass) / static_cast<double>(b.bytes_per_pass) *
+                     b.seconds[i] / a.seconds[i]);
+  return ratios;
+}
+
+// The paired groups (posenc_bench::IsPairedGroup) of the run's row set, each measured in
+// paired rounds with the ISA rows the filter selects and its limit row; their rows go into
+// `results` (a kernel row: its limit row's median rate, over every group's rounds with it,
+// times the median of its per-round ratios to it; a limit row: that median rate), and into
+// `json` ({row: {bytes_per_second, rounds, of_limit: [q25, median, q75]}}).
+void MeasurePairedGroups(const BenchOptions& options, Results& results, JsonValue& json) {
+  const RowFilter filter(options.filter);
+  struct Measured {
+    std::vector<double> of_limit;
+    std::string limit;
+    int64_t bytes_per_pass, items_per_pass;
+  };
+  std::map<std::string, Measured> rows;
+  std::vector<std::string> order;                          // rows as first measured
+  std::map<std::string, std::vector<double>> limit_rates;  // per round, every group's
+  std::map<std::string, std::string> limit_labels;
+  // The groups with the variants the filter leaves them.
+  std::vector<std::pair<const posenc_bench::RowGroup*, std::vector<std::string>>> groups;
+  for (const posenc_bench::RowGroup& group : posenc_bench::RowGroups()) {
+    if (!posenc_bench::InRowSet(group, RowSetOf(options)) || !posenc_bench::IsPairedGroup(group))
+      continue;
+    std::vector<std::string> variants;
+    for (const std::string& variant : posenc_bench::GroupVariants(group))
+      if (posenc_bench::IsPairedRow(group, variant) &&
+          filter.Matches(posenc_bench::RowName(group.kernel, variant, group.shape)))
+        variants.push_back(variant);
+    if (!variants.empty()) groups.emplace_back(&group, variants);
+  }
+  // Each group's time in kPairedSweeps parts, every sweep over all the groups (the odd ones
+  // backwards): the state of the host's shared caches and memory (its other tenants) moves
+  // the ratio of a kernel to a stream loop by up to 30% from one minute to the next at these
+  // sizes, and rounds spread over the whole phase average those states.
+  for (int sweep = 0; sweep < kPairedSweeps; ++sweep) {
+    for (size_t k = 0; k < groups.size(); ++k) {
+      const auto& [group, variants] = groups[sweep % 2 ? groups.size() - 1 - k : k];
+      std::fprintf(stderr, "posenc-report: paired rounds, sweep %d/%d, group %zu/%zu  %s %s\n",
+                   sweep + 1, kPairedSweeps, k + 1, groups.size(), group->kernel.c_str(),
+                   group->shape.c_str());
+      const std::vector<posenc_bench::PairedRow> measured = posenc_bench::MeasurePaired(
+          *group, variants, options.paired_seconds / kPairedSweeps,
+          (options.paired_min_rounds + kPairedSweeps - 1) / kPairedSweeps,
+          kPairedMaxRounds / kPairedSweeps);
+      const posenc_bench::PairedRow& limit = measured.back();
+      for (double s : limit.seconds)
+        limit_rates[limit.name].push_back(static_cast<double>(limit.bytes_per_pass) / s);
+      limit_labels[limit.name] = limit.label;
+      for (size_t i = 0; i + 1 < measured.size(); ++i) {
+        const posenc_bench::PairedRow& row = measured[i];
+        if (!row.error.empty()) {
+          if (sweep == 0) std::cerr << "\nposenc-report: " << row.name << ": " << row.error << "\n";
+          continue;
+        }
+        auto [it, fresh] = rows.try_emplace(
+            row.name, Measured{{}, limit.name, row.bytes_per_pass, row.items_per_pass});
+        if (fresh) order.push_back(row.name);
+        const std::vector<double> ratios = RoundRatios(row, limit);
+        it->second.of_limit.insert(it->second.of_limit.end(), ratios.begin(), ratios.end());
+      }
+    }
+  }
+  json = JsonValue::Object();
+  json.Set("seconds_per_group", JsonValue::Number(options.paired_seconds));
+  json.Set("min_rounds", JsonValue::Number(options.paired_min_rounds));
+  JsonValue json_rows = JsonValue::Object();
+  for (const auto& [name, rates] : limit_rates) {
+    RowResult& r = results[name];
+    r = RowResult();
+    r.bytes_per_second = Median(rates);
+    r.label = limit_labels[name];
+    r.paired_rounds = static_cast<int>(rates.size());
+    JsonValue& j = json_rows.Set(name, JsonValue::Object());
+    j.Set("bytes_per_second", JsonValue::Number(r.bytes_per_second));
+    j.Set("rounds", JsonValue::Number(r.paired_rounds));
+    j.Set("loops", JsonValue::String(r.label));
+  }
+  for (const std::string& name : order) {
+    const Measured& m = rows.at(name);
+    RowResult& r = results[name];
+    r = RowResult();
+    const double of_limit = Median(m.of_limit);
+    r.bytes_per_second = results[m.limit].bytes_per_second * of_limit;
+    r.items_per_second = r.bytes_per_second * static_cast<double>(m.items_per_pass) /
+                         static_cast<double>(m.bytes_per_pass);
+    r.paired_rounds = static_cast<int>(m.of_limit.size());
+    r.of_limit_q25 = Quantile(m.of_limit, 0.25);
+    r.of_limit_q75 = Quantile(m.of_limit, 0.75);
+    JsonValue& j = json_rows.Set(name, JsonValue::Object());
+    j.Set("bytes_per_second", JsonValue::Number(r.bytes_per_second));
+    j.Set("rounds", JsonValue::Number(r.paired_rounds));
+    j.Set("limit", JsonValue::String(m.limit));
+    JsonValue quartiles = JsonValue::Array();
+    for (double q : {r.of_limit_q25, of_limit, r.of_limit_q75})
+      quartiles.Push(JsonValue::Number(q));
+    j.Set("of_limit", quartiles);
+  }
+  json.Set("rows", json_rows);
+}
+
 // One group of the dispatcher check: the row of the tier that serves its kernel and the
 // fastest ISA row, the ratio of their rates in the main run and, where that was below
 // BenchOptions::pick_within, in the side-by-side run (-1 where there was none).
@@ -544,9 +697,20 @@ std::string ExactRowRegex(const std::string& name) {
 // more than 5% in minutes (learned_add_f32 at 512 x 4096: avx2 at 0.92x avx512's rate in one
 // report, 1.04x and 1.06x side by side minutes later); measured together, drift moves both
 // alike. The check's verdict is the side-by-side ratio where there is one; both are printed.
+// A group that touches 16 MiB or more (posenc_bench::IsPairedCheck) has its two rows measured
+// again in paired rounds (3 x a paired group's time), the verdict the median of the per-round
+// ratios of the two.
 void ConfirmPicks(const BenchOptions& options, std::vector<PickCheck>& checks) {
   for (PickCheck& check : checks) {
     if (check.ratio >= options.pick_within) continue;
+    if (posenc_bench::IsPairedCheck(*check.group)) {
+      const std::vector<posenc_bench::PairedRow> measured = posenc_bench::MeasurePaired(
+          *check.group, {check.pick, check.fastest}, 3 * options.paired_seconds,
+          3 * options.paired_min_rounds, 3 * kPairedMaxRounds);
+      if (measured.size() == 3 && measured[0].error.empty() && measured[1].error.empty())
+        check.side_by_side = Median(RoundRatios(measured[0], measured[1]));
+      continue;
+    }
     const std::string picked =
         posenc_bench::RowName(check.group->kernel, check.pick, check.group->shape);
     const std::string fastest =
@@ -588,7 +752,7 @@ void PrintPickCheck(const std::vector<PickCheck>& checks, double pick_within, st
       << bound
       << " the fastest's rate or more. Where 'ratio' is below that, the two rows were measured "
          "again side by side (their\nrepetitions interleaved, 2n + 1 of them): 'again', the "
-         "ratio that decides\n";
+         "ratio that decides (groups that touch 16 MiB or more: paired rounds of the two rows)\n";
   char head[200];
   std::snprintf(head, sizeof head, "  %-26s %-49s %-10s %-10s %6s  %6s\n", "kernel", "shape",
                 "picked", "fastest", "ratio", "again");
@@ -611,6 +775,15 @@ void PrintTables(const Results& results, std::ostream& out) {
          "given for free (its reads not counted), sinusoids with libm sinf/cosf of the float32\n"
          "angle (float)p * inv_freq, ALiBi's triple loop, the softmax row loop with libm expf,\n"
          "learned's gather-add loop.\n"
+         "Groups of 16 MiB and more (L3 and DRAM sizes, where this kind of host's bandwidth\n"
+         "moves 10-20% between two runs of a row and ~2x within minutes): their SIMD rows and\n"
+         "their limit row measured apart, in paired rounds (per round, every row streams\n"
+         "untimed passes over its own buffers, 4 x the last-level cache, then one timed pass;\n"
+         "the limit row the best of three of its loops; the order rotated each round;\n"
+         "three sweeps over those groups): a row's 'of limit' is the median of its per-round\n"
+         "ratios to the limit row (quartiles listed), its GB/s that times the limit's median\n"
+         "over every round, the limit rows of those sizes those medians. Their scalar and\n"
+         "naive rows are Google Benchmark's, as above.\n"
          "Out of place (rope_out, and copy_then_rope for the same job) counts src + dst bytes\n"
          "against limit_copy of those bytes; rope_apply counts Q + K in place, as rope does.\n"
          "Of roofline: the larger of the row's rate over its limit row's and the time its\n"
@@ -631,10 +804,10 @@ void PrintTables(const Results& results, std::ostream& out) {
 
 }  // namespace
 
-bool RunBenchmarks(const BenchOptions& options, std::ostream& out) {
+bool RunBenchmarks(const BenchOptions& options, std::ostream& out, JsonValue* paired) {
   std::vector<std::string> args = GoogleBenchmarkArgs(options, options.repetitions);
   if (!InitializeGoogleBenchmark(args)) return false;
-  posenc_bench::RegisterAll(RowSetOf(options));
+  posenc_bench::RegisterAll(RowSetOf(options), /*paired_apart=*/true);
   posenc_bench::AddCpuContext();
   Results results;
   CollectingReporter reporter(results, options.verbose);
@@ -654,6 +827,9 @@ bool RunBenchmarks(const BenchOptions& options, std::ostream& out) {
   posenc_bench::SetRowEnterHook(nullptr);
   g_progress = nullptr;
   if (!options.verbose) progress.Finish();
+  JsonValue paired_json;
+  MeasurePairedGroups(options, results, paired_json);
+  if (paired) *paired = paired_json;
   std::vector<PickCheck> checks = PickChecks(results, options.kernel_picks);
   ConfirmPicks(options, checks);
   benchmark::Shutdown();

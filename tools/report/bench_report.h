@@ -26,13 +26,22 @@ struct BenchOptions {
   // group below it is measured again side by side (--pick-within; above 1 every group is,
   // which the report's test uses).
   double pick_within = 0.95;
+  // The paired groups (posenc_bench::IsPairedGroup: 16 MiB and more) have their SIMD rows and
+  // limit row measured apart from Google Benchmark's run, in paired rounds
+  // (posenc_bench::MeasurePaired): this many seconds and at least this many rounds per group,
+  // split among sweeps over all of them.
+  double paired_seconds = 1.0;
+  int paired_min_rounds = 16;
 };
 
 // Runs the rows and prints the tables to `out`, then the dispatcher check: for every group
 // whose rows call one kernel, the picked tier's row against the fastest ISA row of the group
 // (PASS within 5%). Returns false if Google Benchmark could not run or no row ran (a FAIL of
-// the check is printed, not returned: timings are not a test).
-bool RunBenchmarks(const BenchOptions& options, std::ostream& out);
+// the check is printed, not returned: timings are not a test). *paired (if given): the rows
+// measured in paired rounds, {"seconds_per_group", "min_rounds", "rows": {row:
+// {"bytes_per_second", "rounds", "limit", "of_limit": [q25, median, q75]}}} (limit rows:
+// "bytes_per_second", "rounds" and "loops", the loops timed, the best of them per round).
+bool RunBenchmarks(const BenchOptions& options, std::ostream& out, JsonValue* paired = nullptr);
 
 // Every row group (kernel, shape, the limit row it is compared with and its bytes, what the
 // buffers are), in registration order: what plots need beside Google Benchmark's JSON.

@@ -87,7 +87,11 @@ bool LoadReport(const std::string& path, SavedReport& r, std::string& error) {
     return false;
   }
   r.path = path;
-  const RowRates rates = MedianRates(*benchmarks);
+  RowRates rates = MedianRates(*benchmarks);
+  // A posenc-report file's rows measured in paired rounds are in its "posenc" object alone.
+  const JsonValue* own = doc.Find("posenc");
+  const JsonValue* paired = own ? own->Find("paired") : nullptr;
+  if (const JsonValue* rows = paired ? paired->Find("rows") : nullptr) AddPairedRates(*rows, rates);
   r.rates = rates.bytes_per_second;
   const JsonValue empty = JsonValue::Object();
   const JsonValue* context = doc.Find("context");

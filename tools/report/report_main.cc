@@ -34,6 +34,7 @@ using posenc_report::JsonValue;
 constexpr double kQuickMinTime = 0.02;  // seconds per run with --quick
 constexpr double kFullMinTime = 0.25;   // seconds per run with --full
 constexpr int kFullRepetitions = 3;
+constexpr double kQuickPairedSeconds = 0.05;  // per paired group with --quick
 
 struct Options {
   posenc_report::BenchOptions bench;
@@ -116,6 +117,10 @@ bool ParseOptions(int argc, char** argv, Options& o) {
                      : o.quick      ? kQuickMinTime
                      : o.bench.full ? kFullMinTime
                                     : o.bench.min_time;
+  if (o.quick) {  // a glimpse: a few rounds of each paired group
+    o.bench.paired_seconds = kQuickPairedSeconds;
+    o.bench.paired_min_rounds = 3;
+  }
   o.bench.repetitions = repetitions > 0 ? repetitions
                         : o.quick       ? 1
                         : o.bench.full  ? kFullRepetitions
@@ -171,13 +176,14 @@ JsonValue OptionsJson(const Options& o) {
 // The report's JSON: Google Benchmark's (written to a temporary file by the run) with the
 // "posenc" object added. Returns false (and says why) on failure.
 bool SaveJson(const Options& o, const std::string& benchmark_json, const JsonValue& cpu,
-              const JsonValue& self_check, std::ostream& out) {
+              const JsonValue& self_check, const JsonValue& paired, std::ostream& out) {
   JsonValue posenc = JsonValue::Object();
   posenc.Set("report_format", JsonValue::Number(1));
   posenc.Set("cpu", cpu);
   posenc.Set("options", OptionsJson(o));
   posenc.Set("self_check", self_check);
   posenc.Set("groups", posenc_report::RowGroupsJson());
+  posenc.Set("paired", paired);
   std::string error;
   const bool ok = posenc_report::WriteReportJson(benchmark_json, posenc, o.json_path, error);
   std::error_code ec;
@@ -239,15 +245,16 @@ int RunReport(const Options& options) {
   posenc_report::BenchOptions bench = options.bench;
   bench.kernel_picks = isa.kernels;
   bench.json_path = options.json_path + ".benchmark.tmp";
-  if (!posenc_report::RunBenchmarks(bench, out)) {
+  JsonValue paired = JsonValue::Object();
+  if (!posenc_report::RunBenchmarks(bench, out, &paired)) {
     fs::remove(bench.json_path, ec);
     std::cerr << "posenc-report: no benchmark ran\n";
     return 1;
   }
   out << "\n";
-  const bool json_saved =
-      SaveJson(options, bench.json_path, posenc_report::CpuDescriptionJson(isa),
-               posenc_report::SelfCheckJson(options.seed, checks_pass, check_text.str()), out);
+  const bool json_saved = SaveJson(
+      options, bench.json_path, posenc_report::CpuDescriptionJson(isa),
+      posenc_report::SelfCheckJson(options.seed, checks_pass, check_text.str()), paired, out);
   const std::string text_path = options.out_dir + "/posenc-report.txt";
   out << "Table: " << text_path << "\n";
   if (json_saved) out << "JSON:  " << options.json_path << "\n";

@@ -8,13 +8,22 @@
 #include <utility>
 
 namespace posenc_report {
-namespace {
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);
+  const size_t i = static_cast<size_t>(at);
+  return i + 1 < v.size() ? v[i] + (at - static_cast<double>(i)) * (v[i + 1] - v[i]) : v[i];
+}
+
+namespace {
 
 double NumberOr(const JsonValue& object, const std::string& key, double fallback) {
   const JsonValue* v = object.Find(key);
@@ -64,6 +73,15 @@ RowRates MedianRates(const JsonValue& benchmarks) {
     r.bytes_per_second[name] = rate;
   }
   return r;
+}
+
+void AddPairedRates(const JsonValue& paired_rows, RowRates& rates) {
+  for (const auto& [name, row] : paired_rows.members()) {
+    const JsonValue* bytes = row.Find("bytes_per_second");
+    if (!bytes || !bytes->IsNumber()) continue;
+    if (!rates.bytes_per_second.count(name)) rates.names.push_back(name);
+    rates.bytes_per_second[name] = bytes->number();
+  }
 }
 
 JsonValue RatesJson(const RowRates& rates) {

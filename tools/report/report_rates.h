@@ -23,12 +23,21 @@ struct RowRates {
   std::map<std::string, double> buffer_estimate;
 };
 
+// The median of `v` (0 if empty), and the value below which a fraction q of it lies (linear
+// between neighbours).
+double Median(std::vector<double> v);
+double Quantile(std::vector<double> v, double q);
+
 // A limit row (limit_rmw/bytes:<n>, limit_write/bytes:<n>, ...), and its <n>.
 bool IsLimitRow(const std::string& name);
 unsigned long long LimitRowBytes(const std::string& name);
 
 // `benchmarks`: the "benchmarks" array of a Google Benchmark JSON file.
 RowRates MedianRates(const JsonValue& benchmarks);
+
+// Adds the rows of posenc-report's "paired" object ({row: {"bytes_per_second", ...}}: the rows
+// measured in paired rounds, not by Google Benchmark) to `rates`, after its rows.
+void AddPairedRates(const JsonValue& paired_rows, RowRates& rates);
 
 // {row: bytes/s} in the order of `rates.names`.
 JsonValue RatesJson(const RowRates& rates);

@@ -207,7 +207,10 @@ bool WriteReportJson(const std::string& benchmark_json_path, JsonValue posenc,
             (error.empty() ? "no \"benchmarks\"" : error);
     return false;
   }
-  posenc.Set("bytes_per_second", RatesJson(MedianRates(*benchmarks)));
+  RowRates rates = MedianRates(*benchmarks);
+  const JsonValue* paired = posenc.Find("paired");
+  if (const JsonValue* rows = paired ? paired->Find("rows") : nullptr) AddPairedRates(*rows, rates);
+  posenc.Set("bytes_per_second", RatesJson(rates));
   const std::string combined = text.substr(0, brace + 1) + "\n  \"posenc\": " + posenc.Dump(2) +
                                "," + text.substr(brace + 1);
   if (!JsonValue::Parse(combined, parsed, error)) {
