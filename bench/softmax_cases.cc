@@ -66,8 +66,9 @@ const SoftmaxShape kShapes[] = {
     {Storage::kF32, 1, 4096, Mask::kCausal, false, 256},
     {Storage::kBf16, 512, 512, Mask::kCausal, false, 0},
     {Storage::kF32, 512, 512, Mask::kNone, false, 0, true},
-    // DRAM-sized, 64 MiB (twice a 32 MiB last-level cache): f32 1024 x 512, bf16 1024 x 1024.
-    {Storage::kF32, 1024, 512, Mask::kNone, false, 0},
+    // DRAM-sized, 64 MiB (twice a 32 MiB last-level cache): f32 512 queries x 1024 keys (the
+    // queries the last of the keys: q_offset = n_k - n_q), bf16 1024 x 1024.
+    {Storage::kF32, 512, 1024, Mask::kNone, false, 0},
     {Storage::kBf16, 1024, 1024, Mask::kCausal, false, 0},
 };
 
