@@ -41,13 +41,15 @@ struct RowResult {
   double of_limit_q25 = 0, of_limit_q75 = 0;
 };
 using Results = std::map<std::string, RowResult>;
+// Rows that did not run (their setup or first call failed): name -> why.
+using Failures = std::map<std::string, std::string>;
 
 // Keeps, per row, the median when there are repetitions, else the single run. Verbose:
 // prints Google Benchmark's usual lines to stderr; otherwise only the rows that failed.
 class CollectingReporter : public benchmark::ConsoleReporter {
  public:
-  CollectingReporter(Results& results, bool verbose)
-      : ConsoleReporter(OO_None), results_(results), verbose_(verbose) {
+  CollectingReporter(Results& results, Failures& failures, bool verbose)
+      : ConsoleReporter(OO_None), results_(results), failures_(failures), verbose_(verbose) {
     SetOutputStream(&std::cerr);
     SetErrorStream(&std::cerr);
   }
@@ -58,9 +60,12 @@ class CollectingReporter : public benchmark::ConsoleReporter {
     if (verbose_) ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {
       const bool wanted = run.run_type == Run::RT_Iteration || run.aggregate_name == "median";
-      if (run.error_occurred && !verbose_ && run.run_type == Run::RT_Iteration)
-        std::cerr << "\nposenc-report: " << run.benchmark_name() << ": " << run.error_message
-                  << "\n";
+      if (run.error_occurred && run.run_type == Run::RT_Iteration) {
+        failures_[run.run_name.str()] = run.error_message;
+        if (!verbose_)
+          std::cerr << "\nposenc-report: " << run.benchmark_name() << ": " << run.error_message
+                    << "\n";
+      }
       if (run.error_occurred || !wanted) continue;
       const auto bytes = run.counters.find("bytes_per_second");
       const auto fma = run.counters.find("fma");
@@ -79,6 +84,7 @@ class CollectingReporter : public benchmark::ConsoleReporter {
 
  private:
   Results& results_;
+  Failures& failures_;
   bool verbose_;
 };
 
@@ -557,7 +563,8 @@ std::vector<double> RoundRatios(const posenc_bench::PairedRow& a,
 // `results` (a kernel row: its limit row's median rate, over every group's rounds with it,
 // times the median of its per-round ratios to it; a limit row: that median rate), and into
 // `json` ({row: {bytes_per_second, rounds, of_limit: [q25, median, q75]}}).
-void MeasurePairedGroups(const BenchOptions& options, Results& results, JsonValue& json) {
+void MeasurePairedGroups(const BenchOptions& options, Results& results, Failures& failures,
+                         JsonValue& json) {
   const RowFilter filter(options.filter);
   struct Measured {
     std::vector<double> of_limit;
@@ -602,6 +609,7 @@ void MeasurePairedGroups(const BenchOptions& options, Results& results, JsonValu
         const posenc_bench::PairedRow& row = measured[i];
         if (!row.error.empty()) {
           if (sweep == 0) std::cerr << "\nposenc-report: " << row.name << ": " << row.error << "\n";
+          failures[row.name] = row.error;
           continue;
         }
         auto [it, fresh] = rows.try_emplace(
@@ -721,7 +729,8 @@ void ConfirmPicks(const BenchOptions& options, std::vector<PickCheck>& checks) {
     std::vector<std::string> args = GoogleBenchmarkArgs(again, 2 * options.repetitions + 1);
     if (!InitializeGoogleBenchmark(args)) continue;
     Results results;
-    CollectingReporter reporter(results, options.verbose);
+    Failures failures;  // both rows ran in the main run
+    CollectingReporter reporter(results, failures, options.verbose);
     benchmark::RunSpecifiedBenchmarks(&reporter);
     const auto a = Rate(results, picked), b = Rate(results, fastest);
     if (a && b) check.side_by_side = *a / *b;
@@ -802,6 +811,14 @@ void PrintTables(const Results& results, std::ostream& out) {
   PrintFmaTable(results, out);
 }
 
+// The rows that did not run: a group whose row is missing drops out of the dispatcher check
+// and shows "-" in its table, so they are listed where the report ends.
+void PrintFailures(const Failures& failures, std::ostream& out) {
+  if (failures.empty()) return;
+  out << "\nRows that did not run (" << failures.size() << "; setup or first call failed):\n";
+  for (const auto& [name, why] : failures) out << "  " << name << ": " << why << "\n";
+}
+
 }  // namespace
 
 bool RunBenchmarks(const BenchOptions& options, std::ostream& out, JsonValue* paired) {
@@ -810,7 +827,8 @@ bool RunBenchmarks(const BenchOptions& options, std::ostream& out, JsonValue* pa
   posenc_bench::RegisterAll(RowSetOf(options), /*paired_apart=*/true);
   posenc_bench::AddCpuContext();
   Results results;
-  CollectingReporter reporter(results, options.verbose);
+  Failures failures;
+  CollectingReporter reporter(results, failures, options.verbose);
   out << "\nRunning benchmarks ("
       << (options.full ? "every row"
                        : "core rows: each kernel at a cache-resident and at its largest shape; "
@@ -828,7 +846,7 @@ bool RunBenchmarks(const BenchOptions& options, std::ostream& out, JsonValue* pa
   g_progress = nullptr;
   if (!options.verbose) progress.Finish();
   JsonValue paired_json;
-  MeasurePairedGroups(options, results, paired_json);
+  MeasurePairedGroups(options, results, failures, paired_json);
   if (paired) *paired = paired_json;
   std::vector<PickCheck> checks = PickChecks(results, options.kernel_picks);
   ConfirmPicks(options, checks);
@@ -838,6 +856,7 @@ bool RunBenchmarks(const BenchOptions& options, std::ostream& out, JsonValue* pa
   out << "Benchmarks: " << seconds / 60 << " min " << seconds % 60 << " s\n";
   PrintTables(results, out);
   PrintPickCheck(checks, options.pick_within, out);
+  PrintFailures(failures, out);
   return !results.empty();
 }
 
