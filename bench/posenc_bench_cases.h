@@ -254,8 +254,9 @@ inline bool IsPairedGroup(const RowGroup& group) { return group.limit_bytes >= k
 inline bool IsPairedCheck(const RowGroup& group) {
   return FootprintBytes(group) >= kPairedMinBytes;
 }
-// The rows of a paired group measured in paired rounds: its SIMD ISA rows (the scalar and
-// naive rows, compute-bound at 20-35% of the limit there, stay in Google Benchmark's run).
+// The rows of a paired group measured in paired rounds: its SIMD ISA rows. Its scalar row
+// (bound by its operations there, at 1-35% of the limit) and its naive loop (not posenc's)
+// stay in Google Benchmark's run.
 inline bool IsPairedRow(const RowGroup& group, const std::string& variant) {
   return IsPairedGroup(group) && variant != "naive" && variant != "scalar";
 }
