@@ -311,10 +311,9 @@ std::vector<Pass> LimitPasses(LimitKind kind, size_t bytes, size_t count,
   // one (which kind wins moves with the host's state: at 64 MiB store-only on Zen 5 the
   // ranking put non-temporal loops first in one run, cached ones with prefetch in the next,
   // 16% slower later on), then the next fastest.
-  std::vector<size_t> picked;
-  for (size_t i = 0; i < ranked.size() && picked.size() < 2 && count > 1; ++i)
-    if (i == 0 || ranked[i].non_temporal != ranked[0].non_temporal) picked.push_back(i);
-  if (picked.empty() && !ranked.empty()) picked.push_back(0);
+  std::vector<size_t> picked = {0};  // every kind has portable candidates: never empty
+  for (size_t i = 1; i < ranked.size() && picked.size() < std::min<size_t>(count, 2); ++i)
+    if (ranked[i].non_temporal != ranked[0].non_temporal) picked.push_back(i);
   for (size_t i = 1; i < ranked.size() && picked.size() < count; ++i)
     if (std::find(picked.begin(), picked.end(), i) == picked.end()) picked.push_back(i);
   std::sort(picked.begin(), picked.end());

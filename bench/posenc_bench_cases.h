@@ -278,7 +278,8 @@ struct PairedRow {
   std::string error;  // setup or the first pass failed: no seconds
 };
 
-// The rows of `variants` (ISA names, or "naive") of `group` and then its limit row, measured
+// The rows of `variants` (ISA names, or "naive") of `group` (an element of RowGroups(): its
+// rows are found by its place there) and then its limit row, measured
 // side by side: each row set up once (its buffers, plan), then rounds in which every row runs
 // untimed passes over its own buffers (enough to stream 4 x the last-level cache, at least
 // one: what they leave in the caches is its own, as in a loop of passes) and one timed pass,
