@@ -275,8 +275,8 @@ static inline int rope_streams(const rope_args *a, size_t dst_size) {
 }
 
 /* Whether a call prefetches the sources of its plain views (rope_extra_ops.rotate_pf, which
- * the SIMD variants supply for 16-bit sources): not deterministic, not streamed, and those
- * views' sources hold POSENC_PREFETCH_MIN_BYTES or more. */
+ * the SIMD variants supply for 16-bit and f32 -> f32 rows): not deterministic, not streamed,
+ * and those views' sources hold POSENC_PREFETCH_MIN_BYTES or more. */
 static inline int rope_prefetches(const rope_args *a, size_t src_size, int stream) {
   if (a->factors_out || stream || (a->flags & POSENC_ROPE_DETERMINISTIC)) return 0;
   size_t bytes = 0;

@@ -658,12 +658,16 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
 }
 
 /* rotate_ for a plain view (no QK-norm, not deterministic, not streamed; rope_drive's
- * rotate_pf, for 16-bit sources) of a call that prefetches: each head vector's source lines
- * are prefetched whole token rows, POSENC_PREFETCH_AHEAD_BYTES or more, ahead (a function
- * apart from rotate_: inside it, GCC allocated the plain loops' registers worse, 1.1-1.2x
- * their time in cache). f32 sources have none: they ran 1.06-1.19x slower with it in place
- * at 1024-8192 tokens (with half the operations per byte, their own loads keep the hardware
- * prefetchers ahead), and f32 -> 16-bit rows of 2-4 MiB 1.06-1.10x with 2 KiB ahead. */
+ * rotate_pf, for 16-bit and f32 -> f32 rows) of a call that prefetches: each head vector's
+ * source lines are prefetched whole token rows, POSENC_PREFETCH_AHEAD_BYTES or more, ahead (a
+ * function apart from rotate_: inside it, GCC allocated the plain loops' registers worse,
+ * 1.1-1.2x their time in cache). Zen 5, posenc_ab new/old time, f32 in place: rope_f32_neox
+ * (40 heads) avx512 0.80-0.89x at 1024-2048 tokens (20-40 MiB), 0.93-0.98x at 4096-8192; the
+ * factor-apply form 0.80-0.85x at 1638-2048 tokens, 0.94-0.98x at 4096; the re-rotation of 8
+ * heads (one cos/sin for every token) 0.57x at 32 MiB, 0.77x at 64 MiB (avx2 0.60 / 0.87x,
+ * sse4 0.87 / 0.90x). (Measured 1.06-1.19x slower in an earlier build: not reproduced.)
+ * f32 -> 16-bit rows have none: 1.06-1.10x slower at 2-4 MiB with 2 KiB ahead, and not
+ * distinguishable from noise at 16-32 MiB. */
 POSENC_INLINE void VFN(rotate_prefetch_)(const rope_view *view, const void *src_row, void *dst_row,
                                          size_t half, size_t p0, size_t n, const float *c,
                                          const float *s, unsigned flags, posenc_elem ex,
@@ -893,9 +897,15 @@ static void VFN(rotate_f32_)(const rope_view *view, const void *src_row, void *d
                              size_t p0, size_t n, const float *c, const float *s, unsigned flags) {
   VFN(rotate_)(view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F32);
 }
+static void VFN(rotate_f32_pf_)(const rope_view *view, const void *src_row, void *dst_row,
+                                size_t half, size_t p0, size_t n, const float *c, const float *s,
+                                unsigned flags) {
+  VFN(rotate_prefetch_)
+  (view, src_row, dst_row, half, p0, n, c, s, flags, POSENC_ELEM_F32, POSENC_ELEM_F32);
+}
 POSENC_INLINE void rope_run_f32(const rope_args *args) {
   if (rope_drive(args, POSENC_ELEM_F32, POSENC_ELEM_F32, VFN(prepare_), 1, VFN(prepare_delta_),
-                 VFN(rotate_f32_), NULL, NULL, VFN(quant_), NULL, 1))
+                 VFN(rotate_f32_), NULL, NULL, VFN(quant_), VFN(rotate_f32_pf_), 1))
     vf_stream_fence();
 }
 static void VFN(rotate_bf16_)(const rope_view *view, const void *src_row, void *dst_row,

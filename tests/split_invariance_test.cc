@@ -491,40 +491,56 @@ TEST_P(SplitInvarianceTest, DecodeCallsTakeThePreviousCallsValuesOnlyWhenTheirOw
   EXPECT_NE(fresh[0], fresh[4]); /* the re-rotation's factor 2 */
 }
 
-// In-place 16-bit calls whose sources hold 16 MiB or more prefetch their rows ahead
+// In-place calls whose sources hold 16 MiB or more prefetch their rows ahead
 // (kernels/common.h, POSENC_PREFETCH_MIN_BYTES; the prefetches may reach past the rows' end):
 // the same bits as the same rows rotated in four calls below that size, the rows of a
-// strided q and k (their gaps) untouched. bf16 and f16, both layouts, the block path
-// (head_dim 128) and the general loops (head_dim 72 with rotary dim 64).
+// strided q and k (their gaps) untouched. f32, bf16 and f16, both layouts, the block path
+// (head_dim 128) and the general loops (head_dim 72 with rotary dim 64); f32 also a
+// re-rotation (its one cos/sin for every token).
 TEST_P(SplitInvarianceTest, RopeInPlacePrefetchedLargeCalls) {
   const struct {
     Storage st;
     unsigned flags;
     size_t D, R;
+    bool rerotate;
   } cases[] = {
-      {Storage::kBf16, POSENC_ROPE_NEOX, 128, 128},
-      {Storage::kF16, POSENC_ROPE_GPTJ, 128, 128},
-      {Storage::kF16, POSENC_ROPE_NEOX | POSENC_ROPE_INVERSE, 72, 64},
-      {Storage::kBf16, POSENC_ROPE_GPTJ, 72, 64},
+      {Storage::kBf16, POSENC_ROPE_NEOX, 128, 128, false},
+      {Storage::kF16, POSENC_ROPE_GPTJ, 128, 128, false},
+      {Storage::kF16, POSENC_ROPE_NEOX | POSENC_ROPE_INVERSE, 72, 64, false},
+      {Storage::kBf16, POSENC_ROPE_GPTJ, 72, 64, false},
+      {Storage::kF32, POSENC_ROPE_NEOX, 128, 128, false},
+      {Storage::kF32, POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE, 72, 64, false},
+      {Storage::kF32, POSENC_ROPE_NEOX, 128, 128, true},
   };
   const size_t kPrefetch = size_t{16} << 20, QH = 6, KH = 2, gap = 8;
   std::mt19937 rng(kSeed + 10);
   for (const auto& c : cases) {
     /* each token: QH q heads, then KH k heads, then `gap` untouched elements */
-    const size_t width = (QH + KH) * c.D + gap, T = kPrefetch / ((QH + KH) * c.D * 2) + 5;
-    const std::string what =
-        std::string(Name(c.st)) + " flags " + std::to_string(c.flags) + " D " + std::to_string(c.D);
+    const size_t es = Size(c.st);
+    const size_t width = (QH + KH) * c.D + gap, T = kPrefetch / ((QH + KH) * c.D * es) + 5;
+    const std::string what = std::string(Name(c.st)) + " flags " + std::to_string(c.flags) + " D " +
+                             std::to_string(c.D) + (c.rerotate ? " rerotate" : "");
     const PlanPtr plan = MakePlan(c.R, 10000.0, 1.0);
     Rows input(c.st, T, width);
     input.Random(rng());
     Rows whole = input, split = input;
     const auto call = [&](Rows& rows, size_t a, size_t n) {
       posenc_rope_tensor q = {rows.Row(a), QH, width, c.D};
-      posenc_rope_tensor k = {rows.Row(a) + QH * c.D * 2, KH, width, c.D};
+      posenc_rope_tensor k = {rows.Row(a) + QH * c.D * es, KH, width, c.D};
       const int32_t start = 300 + static_cast<int32_t>(a);
-      return c.st == Storage::kBf16
-                 ? posenc_rope_bf16(plan.get(), c.D, n, nullptr, start, &q, &k, c.flags)
-                 : posenc_rope_f16(plan.get(), c.D, n, nullptr, start, &q, &k, c.flags);
+      if (c.rerotate) { /* every head of the row as keys, moved back by 200 positions */
+        posenc_rope_tensor keys = {rows.Row(a), QH + KH, width, c.D};
+        return posenc_rope_rerotate_f32(plan.get(), nullptr, start, plan.get(), nullptr,
+                                        start - 200, c.D, n, &keys, c.flags);
+      }
+      switch (c.st) {
+        case Storage::kF32:
+          return posenc_rope_f32(plan.get(), c.D, n, nullptr, start, &q, &k, c.flags);
+        case Storage::kBf16:
+          return posenc_rope_bf16(plan.get(), c.D, n, nullptr, start, &q, &k, c.flags);
+        default:
+          return posenc_rope_f16(plan.get(), c.D, n, nullptr, start, &q, &k, c.flags);
+      }
     };
     ASSERT_EQ(call(whole, 0, T), POSENC_OK) << what;
     const size_t piece = (T + 3) / 4;
@@ -533,8 +549,8 @@ TEST_P(SplitInvarianceTest, RopeInPlacePrefetchedLargeCalls) {
     EXPECT_TRUE(whole == split) << what;
     size_t kept = 0;
     for (size_t t = 0; t < T; ++t)
-      kept += std::memcmp(whole.Row(t) + (QH + KH) * c.D * 2, input.Row(t) + (QH + KH) * c.D * 2,
-                          gap * 2) == 0;
+      kept += std::memcmp(whole.Row(t) + (QH + KH) * c.D * es, input.Row(t) + (QH + KH) * c.D * es,
+                          gap * es) == 0;
     EXPECT_EQ(kept, T) << what;
     EXPECT_FALSE(whole == input) << what; /* rotated at all */
   }

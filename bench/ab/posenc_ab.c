@@ -18,7 +18,9 @@
  * mask:kvcache rows, which hide theirs at random); T = 512 alone), RoPE into ggml q8_0
  * blocks (case 18: 8 heads of 128, posenc_rope_out_q8_0) and into FP8 E4M3 bytes (case 19:
  * the same, posenc_rope_out_fp8 with scale 0.05, the bench's) and ALiBi add on 32 heads x
- * 512 x 512 f32 scores in place (case 20: 32 MiB, T = 512 alone);
+ * 512 x 512 f32 scores in place (case 20: 32 MiB, T = 512 alone) and the re-rotation of a
+ * K cache by 1024 positions (case 21: posenc_rope_rerotate_f32 on 5T tokens of 8 heads x 128,
+ * the bytes of the 40-head cases at T; TS up to 8192);
  * T in 1, 16, 512, 4096 (TS=t1,t2,...: other counts, up to 8192 for the cases with [T, heads, 128]
  * buffers: 0-2, 4 and 12-15). Not built by
  * CMake (it needs two builds): from the repository root, with a build in build/:
@@ -73,6 +75,9 @@ typedef struct {
   posenc_status (*rope_q8_0)(const posenc_rope_plan *, size_t, size_t, const int32_t *, int32_t,
                              const posenc_rope_view *, const posenc_q8_0_view *,
                              const posenc_slots *, unsigned);
+  posenc_status (*rerotate_f32)(const posenc_rope_plan *, const int32_t *, int32_t,
+                                const posenc_rope_plan *, const int32_t *, int32_t, size_t, size_t,
+                                const posenc_rope_tensor *, unsigned);
   posenc_status (*rope_fp8)(const posenc_rope_plan *, size_t, size_t, const int32_t *, int32_t,
                             const posenc_rope_view *, const posenc_fp8_view *, float,
                             const posenc_slots *, unsigned);
@@ -113,6 +118,7 @@ static void load(lib *l, const char *path, posenc_isa isa) {
   *(void **)&l->qknorm = sym(h, "posenc_rope_qknorm");
   *(void **)&l->rope_q8_0 = sym(h, "posenc_rope_out_q8_0");
   *(void **)&l->rope_fp8 = sym(h, "posenc_rope_out_fp8");
+  *(void **)&l->rerotate_f32 = sym(h, "posenc_rope_rerotate_f32");
   if (l->set_isa(isa) != POSENC_OK) {
     fprintf(stderr, "isa\n");
     exit(2);
@@ -226,6 +232,10 @@ static posenc_status run(lib *l, int c, size_t T) {
     }
     case 20: /* ALiBi add, 32 heads x 512 x 512 f32 in place (32 MiB), T = 512 alone */
       return l->alibi_add(slopes, 32, 512, 512, 0, scores, 512 * 512, 512, 1.0f, 0);
+    case 21: { /* re-rotation by 1024 positions of 5T tokens of 8 K heads (the bytes of 40 heads) */
+      const posenc_rope_tensor k8 = {x40, KH, KH * D, D};
+      return l->rerotate_f32(l->plan, NULL, 2048, l->plan, NULL, 1024, D, 5 * T, &k8, 0);
+    }
   }
   return POSENC_OK;
 }
@@ -305,7 +315,8 @@ int main(int argc, char **argv) {
                          "softmax_f32_kvcache(32x512x512)",
                          "rope_out_q8_0_neox(8h)",
                          "rope_out_fp8_neox(8h)",
-                         "alibi_add_f32(32x512x512)"};
+                         "alibi_add_f32(32x512x512)",
+                         "rope_rerotate_f32(8h,5T)"};
   size_t Ts[8] = {1, 16, 512, 4096};
   int nT = 4;
   if (getenv("TS")) { /* TS=t1,t2,...: other token counts (the RoPE cases, up to TMAX) */
@@ -320,10 +331,10 @@ int main(int argc, char **argv) {
     }
   }
   double *r = malloc(sizeof(double) * rounds);
-  for (int c = 0; c < 21; ++c)
+  for (int c = 0; c < 22; ++c)
     for (int ti = 0; ti < nT; ++ti) {
       size_t T = Ts[ti];
-      if (T > 4096 && !(c <= 2 || c == 4 || (c >= 12 && c <= 15))) continue;
+      if (T > 4096 && !(c <= 2 || c == 4 || (c >= 12 && c <= 15) || c == 21)) continue;
       if (c == 11)
         for (size_t j = 0; j < T; ++j) kvmask[j] = j < T / 2 && j % 5 ? 0.0f : -INFINITY;
       if (getenv("CASE") && atoi(getenv("CASE")) != c) continue;
