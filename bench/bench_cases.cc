@@ -68,16 +68,17 @@ void RunNaive(benchmark::State& state, const GroupRows* rows) {
   TimePasses(state, *rows, rows->naive);
 }
 
-// paired_apart: without the paired rows (IsPairedRow).
-void RegisterGroup(const GroupRows& rows, bool paired_apart) {
+// paired_apart: without the paired rows (IsPairedRow); baseline_repetitions: RegisterAll's.
+void RegisterGroup(const GroupRows& rows, bool paired_apart, int baseline_repetitions) {
   for (const std::string& variant : GroupVariants(rows.group)) {
     if (paired_apart && IsPairedRow(rows.group, variant)) continue;
     const std::string name = RowName(rows.group.kernel, variant, rows.group.shape);
     posenc_isa isa;
-    if (posenc_isa_from_name(variant.c_str(), &isa) == POSENC_OK)
-      benchmark::RegisterBenchmark(name.c_str(), RunPosenc, &rows, isa);
-    else
-      benchmark::RegisterBenchmark(name.c_str(), RunNaive, &rows);
+    benchmark::internal::Benchmark* b =
+        posenc_isa_from_name(variant.c_str(), &isa) == POSENC_OK
+            ? benchmark::RegisterBenchmark(name.c_str(), RunPosenc, &rows, isa)
+            : benchmark::RegisterBenchmark(name.c_str(), RunNaive, &rows);
+    if (baseline_repetitions > 0 && IsBaselineRow(variant)) b->Repetitions(baseline_repetitions);
   }
 }
 
@@ -286,10 +287,10 @@ std::string RowName(const std::string& kernel, const std::string& variant,
   return kernel + "/" + variant + "/" + shape;
 }
 
-void RegisterAll(RowSet set, bool paired_apart) {
+void RegisterAll(RowSet set, bool paired_apart, int baseline_repetitions) {
   const std::vector<RowGroup>& groups = RowGroups();
   for (size_t i = 0; i < groups.size(); ++i)
-    if (InRowSet(groups[i], set)) RegisterGroup(AllRows()[i], paired_apart);
+    if (InRowSet(groups[i], set)) RegisterGroup(AllRows()[i], paired_apart, baseline_repetitions);
   RegisterDecodeLayersRows();
   RegisterLimitRows(set, paired_apart);
 }

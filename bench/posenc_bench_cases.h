@@ -264,8 +264,17 @@ inline bool IsPairedRow(const RowGroup& group, const std::string& variant) {
 // Registers every kernel row, then the decode rows, then the limit rows with Google
 // Benchmark. Call once, before benchmark::RunSpecifiedBenchmarks(). paired_apart: leave out
 // the paired rows (IsPairedRow) and the limit rows of kPairedMinBytes and more, which
-// MeasurePaired measures instead.
-void RegisterAll(RowSet set = RowSet::kAll, bool paired_apart = false);
+// MeasurePaired measures instead. baseline_repetitions > 0: the scalar and naive rows of the
+// groups (IsBaselineRow) run that many repetitions instead of --benchmark_repetitions'
+// (posenc-report's default run: they give the "vs scalar" and "vs naive" columns, not the
+// fractions of the limit).
+void RegisterAll(RowSet set = RowSet::kAll, bool paired_apart = false,
+                 int baseline_repetitions = 0);
+
+// The scalar and naive rows of a group (variant "scalar" or "naive").
+inline bool IsBaselineRow(const std::string& variant) {
+  return variant == "scalar" || variant == "naive";
+}
 
 // One row of a paired measurement: the name Google Benchmark gives it, its bytes and items
 // per pass (as its Google Benchmark row counts them) and one time per round, in seconds.

@@ -63,7 +63,8 @@ struct RerotateShape {
 };
 
 // A cache-resident 16 tokens (64 KiB of f32 keys), a 4096-token cache (16 MiB) and, shifted,
-// a DRAM-sized 16384-token one (64 MiB of f32 keys, twice a 32 MiB last-level cache).
+// a DRAM-sized 16384-token one (64 MiB of f32 keys, twice a 32 MiB last-level cache); bf16
+// keys also 32768 tokens, shifted (their 64 MiB).
 const RerotateShape kShapes[] = {{16, Move::kShift},
                                  {4096, Move::kShift},
                                  {16, Move::kLongRope},
@@ -257,8 +258,10 @@ GroupRows Group(const RerotateKernel& kernel, const RerotateShape& shape) {
 
 std::vector<GroupRows> RopeRerotateRows() {
   std::vector<GroupRows> rows;
-  for (const RerotateKernel& kernel : kKernels)
+  for (const RerotateKernel& kernel : kKernels) {
     for (const RerotateShape& shape : kShapes) rows.push_back(Group(kernel, shape));
+    if (kernel.storage == Storage::kBf16) rows.push_back(Group(kernel, {32768, Move::kShift}));
+  }
   return rows;
 }
 

@@ -23,11 +23,11 @@ struct SinusoidShape {
 };
 
 // A 4096-position table of width 4096 (64 MiB of f32: DRAM-sized, twice a 32 MiB last-level
-// cache), a 512-row one; 512 embeddings of width 4096. 16-bit tables also 8192 rows (their
-// 64 MiB).
+// cache), a 512-row one; 512 and 4096 embeddings of width 4096 (8 and 64 MiB). 16-bit
+// tables also 8192 rows (their 64 MiB).
 const SinusoidShape kFillShapes[] = {{4096, 4096}, {512, 4096}};
 const SinusoidShape kFill16Shapes[] = {{4096, 4096}, {512, 4096}, {8192, 4096}};
-const SinusoidShape kAddShapes[] = {{512, 4096}};
+const SinusoidShape kAddShapes[] = {{512, 4096}, {4096, 4096}};
 
 // The kernels of the rows: f32 fill and add, and fills into bf16 / f16 tables.
 enum class Kind { kFill, kAdd, kFillBf16, kFillF16 };

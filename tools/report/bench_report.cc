@@ -60,8 +60,9 @@ class CollectingReporter : public benchmark::ConsoleReporter {
     if (verbose_) ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {
       const bool wanted = run.run_type == Run::RT_Iteration || run.aggregate_name == "median";
+      const std::string name = WithoutRepeats(run.run_name.str());
       if (run.error_occurred && run.run_type == Run::RT_Iteration) {
-        failures_[run.run_name.str()] = run.error_message;
+        failures_[name] = run.error_message;
         if (!verbose_)
           std::cerr << "\nposenc-report: " << run.benchmark_name() << ": " << run.error_message
                     << "\n";
@@ -69,16 +70,14 @@ class CollectingReporter : public benchmark::ConsoleReporter {
       if (run.error_occurred || !wanted) continue;
       const auto bytes = run.counters.find("bytes_per_second");
       const auto fma = run.counters.find("fma");
-      const bool mix = run.run_name.str().rfind("limit_mix/", 0) == 0;  // items only
+      const bool mix = name.rfind("limit_mix/", 0) == 0;  // items only
       if (bytes == run.counters.end() && fma == run.counters.end() && !mix) continue;
       const auto rope_ns = run.counters.find("rope_ns_per_layer");
-      results_[run.run_name.str()] = {bytes == run.counters.end() ? 0 : bytes->second.value,
-                                      run.report_label,
-                                      rope_ns == run.counters.end() ? -1 : rope_ns->second.value,
-                                      fma == run.counters.end() ? -1 : fma->second.value};
+      results_[name] = {bytes == run.counters.end() ? 0 : bytes->second.value, run.report_label,
+                        rope_ns == run.counters.end() ? -1 : rope_ns->second.value,
+                        fma == run.counters.end() ? -1 : fma->second.value};
       const auto items = run.counters.find("items_per_second");
-      if (items != run.counters.end())
-        results_[run.run_name.str()].items_per_second = items->second.value;
+      if (items != run.counters.end()) results_[name].items_per_second = items->second.value;
     }
   }
 
@@ -135,19 +134,48 @@ class RowFilter {
   bool negative_ = false, valid_ = false;
 };
 
-// The runs Google Benchmark will make: rows matching the filter x repetitions; 0 if the
-// filter does not compile here.
+// The repetitions of a row in the main run: the baseline rows' (scalar and naive rows of the
+// groups: "<kernel>/<variant>/<shape>") or every other row's.
+int RowRepetitions(const BenchOptions& o, const std::string& name) {
+  const size_t a = name.find('/'), b = a == std::string::npos ? a : name.find('/', a + 1);
+  const bool group_row = b != std::string::npos && name.rfind("limit_", 0) != 0 &&
+                         name.rfind("rope_decode_layers", 0) != 0 &&
+                         name.rfind("rope_cold_layer", 0) != 0;
+  if (group_row && posenc_bench::IsBaselineRow(name.substr(a + 1, b - a - 1)))
+    return std::min(o.repetitions, o.baseline_repetitions);
+  return o.repetitions;
+}
+
+// The runs Google Benchmark will make: rows matching the filter x their repetitions; 0 if
+// the filter does not compile here.
 size_t ExpectedRuns(const BenchOptions& o) {
   const RowFilter filter(o.filter);
-  size_t rows = 0;
-  for (const std::string& name : AllRowNames(RowSetOf(o))) rows += filter.Matches(name);
-  return rows * static_cast<size_t>(o.repetitions);
+  size_t runs = 0;
+  for (const std::string& name : AllRowNames(RowSetOf(o)))
+    if (filter.Matches(name)) runs += static_cast<size_t>(RowRepetitions(o, name));
+  return runs;
 }
 
 Progress* g_progress = nullptr;
 
 void OnRowEnter(const std::string& row, int64_t max_iterations) {
   if (g_progress) g_progress->Enter(row, max_iterations);
+}
+
+// A row filter (a POSIX extended regex over row names) as Google Benchmark must apply it: a
+// baseline row registered with repetitions of its own has "/repeats:<n>" at the end of its name
+// there, so each end anchor ($ outside brackets, not escaped) also accepts that suffix.
+std::string GoogleBenchmarkFilter(const std::string& filter) {
+  std::string out;
+  bool escaped = false, bracket = false;
+  for (const char ch : filter) {
+    if (!escaped && !bracket && ch == '$') out += "(/repeats:[0-9]+)?";
+    if (!escaped && ch == '[') bracket = true;
+    if (!escaped && ch == ']') bracket = false;
+    escaped = !escaped && ch == '\\';
+    out += ch;
+  }
+  return out;
 }
 
 std::vector<std::string> GoogleBenchmarkArgs(const BenchOptions& o, int repetitions) {
@@ -158,7 +186,7 @@ std::vector<std::string> GoogleBenchmarkArgs(const BenchOptions& o, int repetiti
   // Repetitions of different rows interleaved at random, so that a slow drift of the
   // machine's memory bandwidth does not favour the rows measured first.
   if (repetitions > 1) args.push_back("--benchmark_enable_random_interleaving=true");
-  if (!o.filter.empty()) args.push_back("--benchmark_filter=" + o.filter);
+  if (!o.filter.empty()) args.push_back("--benchmark_filter=" + GoogleBenchmarkFilter(o.filter));
   // Always given, empty where there is no JSON: a later Initialize (ConfirmPicks) would
   // otherwise keep the main run's file and write over it.
   args.push_back("--benchmark_out=" + o.json_path);
@@ -824,7 +852,10 @@ void PrintFailures(const Failures& failures, std::ostream& out) {
 bool RunBenchmarks(const BenchOptions& options, std::ostream& out, JsonValue* paired) {
   std::vector<std::string> args = GoogleBenchmarkArgs(options, options.repetitions);
   if (!InitializeGoogleBenchmark(args)) return false;
-  posenc_bench::RegisterAll(RowSetOf(options), /*paired_apart=*/true);
+  // (0: the main run's repetitions; Google Benchmark then keeps the baseline rows' names)
+  posenc_bench::RegisterAll(
+      RowSetOf(options), /*paired_apart=*/true,
+      options.baseline_repetitions < options.repetitions ? options.baseline_repetitions : 0);
   posenc_bench::AddCpuContext();
   Results results;
   Failures failures;
@@ -834,7 +865,9 @@ bool RunBenchmarks(const BenchOptions& options, std::ostream& out, JsonValue* pa
                        : "core rows: each kernel at a cache-resident and at its largest shape; "
                          "--full: every row")
       << "; min_time " << options.min_time << " s, " << options.repetitions
-      << " repetition(s) interleaved; progress on stderr)..." << std::endl;
+      << " repetition(s) interleaved, scalar and naive rows "
+      << std::min(options.repetitions, options.baseline_repetitions) << "; progress on stderr)..."
+      << std::endl;
   const auto start = std::chrono::steady_clock::now();
   Progress progress(ExpectedRuns(options), stderr);
   if (!options.verbose) {

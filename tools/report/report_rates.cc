@@ -39,6 +39,19 @@ double TimeUnitSeconds(const std::string& unit) {
 
 }  // namespace
 
+std::string WithoutRepeats(std::string text) {
+  static const char kMark[] = "/repeats:";
+  for (size_t at = text.find(kMark); at != std::string::npos; at = text.find(kMark, at)) {
+    size_t end = at + sizeof kMark - 1;
+    while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+    if (end > at + sizeof kMark - 1)
+      text.erase(at, end - at);
+    else
+      at = end;
+  }
+  return text;
+}
+
 bool IsLimitRow(const std::string& name) { return name.rfind("limit_", 0) == 0; }
 
 unsigned long long LimitRowBytes(const std::string& name) {

@@ -30,6 +30,10 @@ double Quantile(std::vector<double> v, double q);
 
 // A limit row (limit_rmw/bytes:<n>, limit_write/bytes:<n>, ...), and its <n>.
 bool IsLimitRow(const std::string& name);
+// `text` without the "/repeats:<n>" that Google Benchmark puts in the name of a row registered
+// with repetitions of its own (posenc-report's scalar and naive rows: BenchOptions::
+// baseline_repetitions); row names are a contract (bench/posenc_bench_cases.h) that has none.
+std::string WithoutRepeats(std::string text);
 unsigned long long LimitRowBytes(const std::string& name);
 
 // `benchmarks`: the "benchmarks" array of a Google Benchmark JSON file.

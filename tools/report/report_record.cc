@@ -198,6 +198,7 @@ bool WriteReportJson(const std::string& benchmark_json_path, JsonValue posenc,
     error = "cannot read " + benchmark_json_path;
     return false;
   }
+  text = WithoutRepeats(std::move(text));
   JsonValue parsed;
   const size_t brace = text.find('{');
   const JsonValue* benchmarks = nullptr;

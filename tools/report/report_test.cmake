@@ -191,6 +191,36 @@ else()
   message(STATUS "e: no SIMD tier on this CPU: nothing measured in paired rounds")
 endif()
 
+# f: the default run's repetitions (not --quick), kept short: the scalar and naive rows run 3
+# (BenchOptions::baseline_repetitions), the others 5; their names in the JSON carry no
+# "/repeats:3" of Google Benchmark's, and a filter anchored with $ still finds them.
+set(rows_f "^rope_f32_neox/(scalar|naive|sse4)/tokens:16/heads:40/dim:128$")
+run_report(out_f "POSENC_ISA=" --min-time 0.002 --filter "${rows_f}" --out f --no-plots)
+json_get(rows_f "${WORK_DIR}/f/posenc-report.json" benchmarks)
+string(JSON n_f LENGTH "${rows_f}")
+math(EXPR last_f "${n_f} - 1")
+set(medians_f "")
+foreach(i RANGE ${last_f})
+  string(JSON name GET "${rows_f}" ${i} name)
+  string(JSON reps GET "${rows_f}" ${i} repetitions)
+  if(name MATCHES "repeats")
+    message(FATAL_ERROR "f: Google Benchmark's name ${name} kept in the JSON")
+  endif()
+  if(name MATCHES "_median$")
+    list(APPEND medians_f "${name}=${reps}")
+  endif()
+endforeach()
+list(SORT medians_f)
+set(want_f "rope_f32_neox/naive/tokens:16/heads:40/dim:128_median=3"
+           "rope_f32_neox/scalar/tokens:16/heads:40/dim:128_median=3")
+string(FIND "${available_e}" "\"sse4\"" sse4_at)  # a JSON array of names
+if(NOT sse4_at EQUAL -1)
+  list(APPEND want_f "rope_f32_neox/sse4/tokens:16/heads:40/dim:128_median=5")
+endif()
+list(SORT want_f)
+expect_equal("${medians_f}" "${want_f}" "f: rows and their repetitions")
+expect_contains("${out_f}" "5 repetition(s) interleaved, scalar and naive rows 3")
+
 run_report(out_c "" compare a/posenc-report.json b/posenc-report.json --out c)
 expect_contains("${out_c}" "[2]/[1]")
 expect_contains("${out_c}" "(scalar)")
