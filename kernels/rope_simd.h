@@ -157,8 +157,15 @@ POSENC_INLINE vf VFN(madd_)(vf a, vf b, vf c, vf d, int det) {
   return det ? vf_add(vf_mul(a, b), vf_mul(c, d)) : vf_fmadd(c, d, vf_mul(a, b));
 }
 
-/* A whole vector of the source at element i; with nt (a constant: the call streams its
- * destination, so its source comes from DRAM too) by ve_load_stream. */
+/* nt, a constant of each rotate instance: ROPE_NT_STORES | ROPE_STREAM_LOADS where the call
+ * streams its destination (ROPE_STREAM_: its source comes from DRAM too), ROPE_STREAM_LOADS
+ * alone for the f32 sources of a call that prefetches (rotate_prefetch_: 16 MiB or more), 0
+ * otherwise. */
+#define ROPE_NT_STORES 1
+#define ROPE_STREAM_LOADS 2
+
+/* A whole vector of the source at element i; with ROPE_STREAM_LOADS by ve_load_stream (two
+ * 256-bit loads on AVX-512: see vf_load_stream). */
 POSENC_INLINE vf VFN(sload_)(const void *x, size_t i, posenc_elem ex, int nt) {
   return nt ? ve_load_stream(x, i, ex) : ve_load(x, i, ex);
 }
@@ -182,15 +189,15 @@ POSENC_INLINE vf VFN(nload_)(const void *x, size_t i, size_t m, posenc_elem ex, 
 }
 
 /* A result vector (two, a then b, for put2_) stored at element i of y: a plain store, or with
- * nt (a constant: ROPE_STREAM_) a non-temporal one where y + i is aligned to it. */
+ * ROPE_NT_STORES in nt a non-temporal one where y + i is aligned to it. */
 POSENC_INLINE void VFN(put_)(void *y, size_t i, vf v, posenc_elem ey, int nt) {
-  if (nt && ve_stream_aligned(y, i, ey))
+  if ((nt & ROPE_NT_STORES) && ve_stream_aligned(y, i, ey))
     ve_stream(y, i, v, ey);
   else
     ve_store(y, i, v, ey);
 }
 POSENC_INLINE void VFN(put2_)(void *y, size_t i, vf a, vf b, posenc_elem ey, int nt) {
-  if (nt) {
+  if (nt & ROPE_NT_STORES) {
     /* both in one non-temporal store where the layer has one (a whole cache line of 16-bit
      * results on AVX-512: 0.92-0.93x the time of two 32-byte stores for f32 -> f16 and bf16
      * at 4096 tokens, 40 heads, Zen 5) */
@@ -246,7 +253,7 @@ POSENC_INLINE void VFN(neox_blk2_)(const char *xu, const char *xv, char *yu, cha
    * ve_store2x2, whose one branch tests both results (bf16 RoPE in place: 0.96-0.98x the
    * time at 1-4096 tokens); from f32 rows it took 1.02-1.06x (8 and 40 heads, 16 and 512
    * tokens), so they keep a branch per store. */
-  if (!nt && ex == POSENC_ELEM_BF16 && ey == POSENC_ELEM_BF16) {
+  if (!(nt & ROPE_NT_STORES) && ex == POSENC_ELEM_BF16 && ey == POSENC_ELEM_BF16) {
     ve_store2x2(yu, i, VFN(msub_)(u0, c0, v0, s0, det), VFN(msub_)(u1, c1, v1, s1, det), yv, i,
                 VFN(madd_)(v0, c0, u0, s0, det), VFN(madd_)(v1, c1, u1, s1, det), ey);
     return;
@@ -619,6 +626,14 @@ POSENC_INLINE void VFN(rotate_mode_)(const rope_view *view, const void *src_row,
     const size_t row = view->src_token_stride * posenc_elem_size(ex);
     pf = row ? posenc_prefetch_rows(row) * row : POSENC_PREFETCH_AHEAD_BYTES;
   }
+  /* Prefetched f32 sources are read by ROPE_STREAM_LOADS: on Zen 5 (posenc_ab, 40 heads, 4096
+   * tokens in place) avx512 took 0.96x the time with them and ran as fast as avx2, which with
+   * the prefetch and 512-bit loads had run at 1.03x avx512's rate (the report's dispatcher
+   * check failed three to four f32 groups of 64-80 MiB). */
+  if (nt)
+    nt = ROPE_NT_STORES | ROPE_STREAM_LOADS;
+  else if (pfo && ex == POSENC_ELEM_F32)
+    nt = ROPE_STREAM_LOADS;
   if (flags & POSENC_ROPE_GPTJ) {
     VFN(rotate_gptj_)
     (view, src_row, dst_row, half, p0, n, c, s, sg, tail, det, ex, ey, normed, nt, pf);
