@@ -236,6 +236,23 @@ TEST_P(LearnedVariantTest, MisalignedTableAndEmbeddings) {
   ExpectVariantBitIdentical(isa(), WithBothPositionModes(shapes));
 }
 
+// Calls that move 16 MiB or more (x's rows and the table rows read; kernels/common.h,
+// POSENC_PREFETCH_MIN_BYTES) prefetch each next token's table row: the same bits, with
+// random positions (the last token's row at the table's end) and consecutive ones, a width
+// with a tail, and strides with gaps (their sentinels checked).
+TEST_P(LearnedVariantTest, LargeCallsThatPrefetch) {
+  std::vector<LearnedShape> shapes;
+  LearnedShape s = Shape(1029, 2100); /* 2 x 2100 x 1029 x 4 bytes: 16.5 MiB */
+  s.max_pos = 2200;
+  shapes.push_back(s);
+  s.table_stride = 1031;
+  s.x_stride = 1033;
+  shapes.push_back(s);
+  std::vector<LearnedShape> both = WithBothPositionModes(shapes);
+  both.back().positions.back() = static_cast<int32_t>(s.max_pos - 1);
+  ExpectVariantBitIdentical(isa(), both);
+}
+
 // A position repeated for every token, and a table of one row.
 TEST_P(LearnedVariantTest, RepeatedPositionsAndOneRowTable) {
   LearnedShape s = Shape(37, 9);
