@@ -34,10 +34,10 @@ POSENC_INLINE void VFN(add_row_)(float *x, const float *src, size_t dim, const f
  * loads as well were slower (4.8 ms). */
 POSENC_INLINE void learned_run_add_f32(const learned_f32_args *a) {
   if (2 * a->n_tokens * a->dim * sizeof(float) >= POSENC_PREFETCH_MIN_BYTES) {
-    for (size_t t = 0; t < a->n_tokens; ++t) /* the last token: its own row again */
-      VFN(add_row_)
-      (a->x + t * a->x_stride, learned_row(a, t), a->dim,
-       learned_row(a, t + 1 < a->n_tokens ? t + 1 : t));
+    for (size_t t = 0; t < a->n_tokens; ++t) {
+      const float *next = learned_row(a, t + 1 < a->n_tokens ? t + 1 : t); /* last: its own */
+      VFN(add_row_)(a->x + t * a->x_stride, learned_row(a, t), a->dim, next);
+    }
     return;
   }
   for (size_t t = 0; t < a->n_tokens; ++t)
