@@ -626,14 +626,6 @@ POSENC_INLINE void VFN(rotate_mode_)(const rope_view *view, const void *src_row,
     const size_t row = view->src_token_stride * posenc_elem_size(ex);
     pf = row ? posenc_prefetch_rows(row) * row : POSENC_PREFETCH_AHEAD_BYTES;
   }
-  /* Prefetched f32 sources are read by ROPE_STREAM_LOADS: on Zen 5 (posenc_ab, 40 heads, 4096
-   * tokens in place) avx512 took 0.96x the time with them and ran as fast as avx2, which with
-   * the prefetch and 512-bit loads had run at 1.03x avx512's rate (the report's dispatcher
-   * check failed three to four f32 groups of 64-80 MiB). */
-  if (nt)
-    nt = ROPE_NT_STORES | ROPE_STREAM_LOADS;
-  else if (pfo && ex == POSENC_ELEM_F32)
-    nt = ROPE_STREAM_LOADS;
   if (flags & POSENC_ROPE_GPTJ) {
     VFN(rotate_gptj_)
     (view, src_row, dst_row, half, p0, n, c, s, sg, tail, det, ex, ey, normed, nt, pf);
@@ -665,7 +657,8 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
     (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 1, ex, ey, 0, 0, 0);
   } else if ((flags & ROPE_STREAM_) && view->src != view->dst) {
     VFN(rotate_mode_)
-    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, 1, 0);
+    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0,
+     ROPE_NT_STORES | ROPE_STREAM_LOADS, 0);
   } else {
     VFN(rotate_mode_)
     (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, 0, 0);
@@ -689,7 +682,13 @@ POSENC_INLINE void VFN(rotate_prefetch_)(const rope_view *view, const void *src_
                                          posenc_elem ey) {
   const vf sg = vf_set1((flags & POSENC_ROPE_INVERSE) ? -1.0f : 1.0f);
   const int tail = view->src != view->dst && p0 + n == half && view->head_dim > 2 * half;
-  VFN(rotate_mode_)(view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, 0, 1);
+  /* Prefetched f32 sources are read by ROPE_STREAM_LOADS: on Zen 5 (posenc_ab, 40 heads, 4096
+   * tokens in place) avx512 took 0.96x the time with them and ran as fast as avx2, which with
+   * the prefetch and 512-bit loads had run at 1.03x avx512's rate (the report's dispatcher
+   * check failed three to four f32 groups of 64-80 MiB). */
+  const int nt = ex == POSENC_ELEM_F32 ? ROPE_STREAM_LOADS : 0;
+  VFN(rotate_mode_)
+  (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, nt, 1);
 }
 
 /* q8_0 (rope_driver.h): ggml's quantize_row_q8_0_ref on each block of 32 floats, bit for

@@ -87,15 +87,22 @@ class CollectingReporter : public benchmark::ConsoleReporter {
   bool verbose_;
 };
 
-// Every row name RegisterAll(set, true) registers (the paired rows and the limit rows of
-// their sizes left out), in its order.
-std::vector<std::string> AllRowNames(posenc_bench::RowSet set) {
-  std::vector<std::string> names;
+// Every row RegisterAll(set, true) registers (the paired rows and the limit rows of their
+// sizes left out), in its order; `baseline`: a scalar or naive row of a group
+// (posenc_bench::IsBaselineRow), which takes BenchOptions::baseline_repetitions.
+struct RegisteredRow {
+  std::string name;
+  bool baseline = false;
+};
+std::vector<RegisteredRow> RegisteredRows(posenc_bench::RowSet set) {
+  std::vector<RegisteredRow> rows;
   for (const posenc_bench::RowGroup& group : posenc_bench::RowGroups())
     if (posenc_bench::InRowSet(group, set))
       for (const std::string& variant : posenc_bench::GroupVariants(group))
         if (!posenc_bench::IsPairedRow(group, variant))
-          names.push_back(posenc_bench::RowName(group.kernel, variant, group.shape));
+          rows.push_back({posenc_bench::RowName(group.kernel, variant, group.shape),
+                          posenc_bench::IsBaselineRow(variant)});
+  std::vector<std::string> names;
   for (const std::string& name : posenc_bench::DecodeLayersRunNames()) names.push_back(name);
   for (const std::string& name : posenc_bench::ColdLayerRunNames()) names.push_back(name);
   for (const posenc_bench::LimitRow& limit : posenc_bench::LimitRows(set))
@@ -103,7 +110,8 @@ std::vector<std::string> AllRowNames(posenc_bench::RowSet set) {
       names.push_back(posenc_bench::LimitRowName(limit.kind, limit.bytes));
   for (const std::string& name : posenc_bench::LimitFmaRowNames()) names.push_back(name);
   for (const std::string& name : posenc_bench::LimitMixRowNames()) names.push_back(name);
-  return names;
+  for (std::string& name : names) rows.push_back({std::move(name)});
+  return rows;
 }
 
 posenc_bench::RowSet RowSetOf(const BenchOptions& o) {
@@ -134,25 +142,15 @@ class RowFilter {
   bool negative_ = false, valid_ = false;
 };
 
-// The repetitions of a row in the main run: the baseline rows' (scalar and naive rows of the
-// groups: "<kernel>/<variant>/<shape>") or every other row's.
-int RowRepetitions(const BenchOptions& o, const std::string& name) {
-  const size_t a = name.find('/'), b = a == std::string::npos ? a : name.find('/', a + 1);
-  const bool group_row = b != std::string::npos && name.rfind("limit_", 0) != 0 &&
-                         name.rfind("rope_decode_layers", 0) != 0 &&
-                         name.rfind("rope_cold_layer", 0) != 0;
-  if (group_row && posenc_bench::IsBaselineRow(name.substr(a + 1, b - a - 1)))
-    return std::min(o.repetitions, o.baseline_repetitions);
-  return o.repetitions;
-}
-
 // The runs Google Benchmark will make: rows matching the filter x their repetitions; 0 if
 // the filter does not compile here.
 size_t ExpectedRuns(const BenchOptions& o) {
   const RowFilter filter(o.filter);
   size_t runs = 0;
-  for (const std::string& name : AllRowNames(RowSetOf(o)))
-    if (filter.Matches(name)) runs += static_cast<size_t>(RowRepetitions(o, name));
+  for (const RegisteredRow& row : RegisteredRows(RowSetOf(o)))
+    if (filter.Matches(row.name))
+      runs += static_cast<size_t>(row.baseline ? std::min(o.repetitions, o.baseline_repetitions)
+                                               : o.repetitions);
   return runs;
 }
 
