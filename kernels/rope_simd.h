@@ -158,16 +158,19 @@ POSENC_INLINE vf VFN(madd_)(vf a, vf b, vf c, vf d, int det) {
 }
 
 /* nt, a constant of each rotate instance: ROPE_NT_STORES | ROPE_STREAM_LOADS where the call
- * streams its destination (ROPE_STREAM_: its source comes from DRAM too), ROPE_STREAM_LOADS
- * alone for the f32 sources of a call that prefetches (rotate_prefetch_: 16 MiB or more), 0
- * otherwise. */
+ * streams its destination (ROPE_STREAM_: its source comes from DRAM too), ROPE_RMW_LOADS for
+ * the f32 sources of a call that prefetches (rotate_prefetch_: 16 MiB or more), 0 otherwise. */
 #define ROPE_NT_STORES 1
 #define ROPE_STREAM_LOADS 2
+#define ROPE_RMW_LOADS 4
 
 /* A whole vector of the source at element i; with ROPE_STREAM_LOADS by ve_load_stream (two
- * 256-bit loads on AVX-512: see vf_load_stream). */
+ * 256-bit loads on AVX-512: see vf_load_stream), with ROPE_RMW_LOADS by ve_load_rmw_stream
+ * (four 128-bit loads there). */
 POSENC_INLINE vf VFN(sload_)(const void *x, size_t i, posenc_elem ex, int nt) {
-  return nt ? ve_load_stream(x, i, ex) : ve_load(x, i, ex);
+  return (nt & ROPE_RMW_LOADS)      ? ve_load_rmw_stream(x, i, ex)
+         : (nt & ROPE_STREAM_LOADS) ? ve_load_stream(x, i, ex)
+                                    : ve_load(x, i, ex);
 }
 
 /* With pf > 0 (rotate_prefetch_): the lines of the `bytes` bytes at x + pf, prefetched (an
@@ -682,11 +685,12 @@ POSENC_INLINE void VFN(rotate_prefetch_)(const rope_view *view, const void *src_
                                          posenc_elem ey) {
   const vf sg = vf_set1((flags & POSENC_ROPE_INVERSE) ? -1.0f : 1.0f);
   const int tail = view->src != view->dst && p0 + n == half && view->head_dim > 2 * half;
-  /* Prefetched f32 sources are read by ROPE_STREAM_LOADS: on Zen 5 (posenc_ab, 40 heads, 4096
-   * tokens in place) avx512 took 0.96x the time with them and ran as fast as avx2, which with
-   * the prefetch and 512-bit loads had run at 1.03x avx512's rate (the report's dispatcher
-   * check failed three to four f32 groups of 64-80 MiB). */
-  const int nt = ex == POSENC_ELEM_F32 ? ROPE_STREAM_LOADS : 0;
+  /* Prefetched f32 sources are read by ROPE_RMW_LOADS: on Zen 5 (posenc_ab, 40 heads, 4096
+   * tokens in place) avx512 took 0.96x the time with two 256-bit loads per vector and ran as
+   * fast as avx2, which with the prefetch and 512-bit loads had run at 1.03x avx512's rate
+   * (the report's dispatcher check failed three to four f32 groups of 64-80 MiB); with four
+   * 128-bit loads 0.92-0.95x that again, as fast as sse4 (vf_load_rmw_stream). */
+  const int nt = ex == POSENC_ELEM_F32 ? ROPE_RMW_LOADS : 0;
   VFN(rotate_mode_)
   (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, nt, 1);
 }

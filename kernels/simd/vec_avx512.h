@@ -53,6 +53,21 @@ static inline void vf_stream_fence(void) { _mm_sfence(); }
 static inline vf vf_load_stream(const float *p) {
   return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(p)), _mm256_loadu_ps(p + 8), 1);
 }
+/* A load of a row streamed from DRAM and written back (RoPE calls that prefetch their f32
+ * sources: 16 MiB or more, kernels/rope_simd.h's ROPE_RMW_LOADS): four 128-bit loads. On
+ * Zen 5 (posenc_ab, new/old time against vf_load_stream): rope_f32_neox 40 heads in place
+ * 0.92-0.95x at 4096 tokens (five runs), 0.88x at 2048, the factor-apply form 0.95-0.99x,
+ * the f32 re-rotation 0.94x; in paired rounds at 4096 tokens avx512's rate over sse4's went
+ * from 0.90-0.98 to 0.95-1.04 (sse4's 128-bit loads had run ahead). The streamed out-of-place
+ * rows keep vf_load_stream (1.04-1.06x with these), and so does ALiBi's large f32 add (0.89x
+ * in one build, 1.05-1.12x in the next: not distinguishable from code placement). */
+#define VF_HAVE_LOAD_RMW_STREAM 1
+static inline vf vf_load_rmw_stream(const float *p) {
+  __m512 v = _mm512_castps128_ps512(_mm_loadu_ps(p));
+  v = _mm512_insertf32x4(v, _mm_loadu_ps(p + 4), 1);
+  v = _mm512_insertf32x4(v, _mm_loadu_ps(p + 8), 2);
+  return _mm512_insertf32x4(v, _mm_loadu_ps(p + 12), 3);
+}
 /* Masked lanes are neither read nor written (no fault past the n-th element). */
 static inline vf vf_load_n(const float *p, size_t n) {
   return _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), p);

@@ -94,6 +94,15 @@ POSENC_INLINE vf ve_load_stream(const void *base, size_t i, posenc_elem e) {
   return ve_load(base, i, e);
 }
 
+/* ve_load of a row that comes from DRAM and is written back (RoPE calls that prefetch): f32
+ * rows by the layer's vf_load_rmw_stream where it has one (VF_HAVE_LOAD_RMW_STREAM). */
+POSENC_INLINE vf ve_load_rmw_stream(const void *base, size_t i, posenc_elem e) {
+#ifdef VF_HAVE_LOAD_RMW_STREAM
+  if (e == POSENC_ELEM_F32) return vf_load_rmw_stream((const float *)base + i);
+#endif
+  return ve_load(base, i, e);
+}
+
 /* Non-temporal store of VF_W elements at i (vf_stream, vf_stream_bf16, vf_stream_f16), where
  * ve_stream_aligned: base + i aligned to VF_W elements (a float vector, or half of one). */
 POSENC_INLINE int ve_stream_aligned(const void *base, size_t i, posenc_elem e) {
