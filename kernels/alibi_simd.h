@@ -43,10 +43,27 @@ POSENC_INLINE vf VFN(old_)(const void *row, size_t j, int mode, posenc_elem e) {
                                      : ve_load(row, j, e);
 }
 
+/* With pf > 0 (calls that prefetch: ahead_): the lines of the row pf bytes after this one
+ * that begin within columns [j, j + n) (offsets from the row's start, one prefetch per 64
+ * bytes), so that the prefetches are spread over the row's work rather than issued all
+ * before it. */
+POSENC_INLINE void VFN(prefetch_cols_)(const void *row, size_t j, size_t n, size_t pf,
+                                       posenc_elem e) {
+  if (!pf) return;
+  const size_t es = posenc_elem_size(e), b = j * es, o = (b + 63) & ~(size_t)63;
+  const uintptr_t p = (uintptr_t)row + pf + o;
+  if (n * es >= 64) { /* n * es / 64 lines (n * es a multiple of 64 where it is constant) */
+    for (size_t k = 0; k < n * es / 64; ++k) __builtin_prefetch((const void *)(p + 64 * k), 1, 3);
+  } else if (o < b + n * es) {
+    __builtin_prefetch((const void *)p, 1, 3);
+  }
+}
+
 /* Columns [j, j + n) of a row (n <= VF_W) with float distances fd. n is VF_W (a constant) in
- * the loops, so they compile to whole-vector loads and stores. */
+ * the loops, so they compile to whole-vector loads and stores. pf as prefetch_cols_'s. */
 POSENC_INLINE void VFN(put_)(void *row, size_t j, size_t n, vf m, vf fd, vf scale, int mode,
-                             posenc_elem e) {
+                             posenc_elem e, size_t pf) {
+  VFN(prefetch_cols_)(row, j, n, pf, e);
   const vf bias = vf_mul(m, fd);
   if (n == VF_W) {
     const vf old = mode == ALIBI_WRITE_ ? vf_set1(0.0f) : ve_load(row, j, e);
@@ -59,8 +76,8 @@ POSENC_INLINE void VFN(put_)(void *row, size_t j, size_t n, vf m, vf fd, vf scal
 
 /* The same with int32 distances d = qpos - j (any sign, |d| < 2^31). */
 POSENC_INLINE void VFN(put_int_)(void *row, size_t j, size_t n, vf m, vi d, vf scale, int mode,
-                                 posenc_elem e) {
-  VFN(put_)(row, j, n, m, vf_from_vi(vi_abs(d)), scale, mode, e);
+                                 posenc_elem e, size_t pf) {
+  VFN(put_)(row, j, n, m, vf_from_vi(vi_abs(d)), scale, mode, e, pf);
 }
 
 /* Two vectors' worth of columns, [j, j + 2 * VF_W): loaded as the lanes a and b, whose columns
@@ -90,7 +107,8 @@ POSENC_INLINE void VFN(cols_)(posenc_elem e, vf *a, vf *b) {
 
 /* Columns [j, j + 2 * VF_W) with float distances fa, fb in the lanes of cols_a, cols_b. */
 POSENC_INLINE void VFN(put2_)(void *row, size_t j, vf m, vf fa, vf fb, vf scale, int mode,
-                              posenc_elem e) {
+                              posenc_elem e, size_t pf) {
+  VFN(prefetch_cols_)(row, j, 2 * VF_W, pf, e);
 #ifdef ALIBI_BF16_PAIR
   if (e == POSENC_ELEM_BF16) {
     vf a = vf_set1(0.0f), b = vf_set1(0.0f);
@@ -106,9 +124,10 @@ POSENC_INLINE void VFN(put2_)(void *row, size_t j, vf m, vf fa, vf fb, vf scale,
   ve_store(row, j + VF_W, VFN(value_)(vf_mul(m, fb), scale, b, mode), e);
 }
 
-/* Columns [0, visible) of one row get their bias, [visible, n_k) get -inf. */
+/* Columns [0, visible) of one row get their bias, [visible, n_k) get -inf; pf as
+ * prefetch_cols_'s. */
 POSENC_INLINE void VFN(row_)(void *row, int32_t qpos, size_t visible, size_t n_k, vf m, vf scale,
-                             int mode, posenc_elem e) {
+                             int mode, posenc_elem e, size_t pf) {
   size_t j = 0;
   if (qpos < ALIBI_FLOAT_EXACT_ && n_k < ALIBI_FLOAT_EXACT_) {
     const vf iota = vf_from_vi(vi_iota());
@@ -121,51 +140,62 @@ POSENC_INLINE void VFN(row_)(void *row, int32_t qpos, size_t visible, size_t n_k
     if (2 * VF_W <= before) {
       vf fa = vf_sub(vf_set1((float)qpos), cols_a), fb = vf_sub(vf_set1((float)qpos), cols_b);
       for (; j + 2 * VF_W <= before; j += 2 * VF_W, fa = vf_sub(fa, w2), fb = vf_sub(fb, w2))
-        VFN(put2_)(row, j, m, fa, fb, scale, mode, e);
+        VFN(put2_)(row, j, m, fa, fb, scale, mode, e, pf);
     }
     vf fd = vf_sub(vf_set1((float)(qpos - (int32_t)j)), iota);
     if (j + VF_W <= before) {
-      VFN(put_)(row, j, VF_W, m, fd, scale, mode, e);
+      VFN(put_)(row, j, VF_W, m, fd, scale, mode, e, pf);
       j += VF_W;
     }
     if (j < visible) {
       /* The vector with the query's column (or the row's last, partial one). */
       const size_t n = visible - j < VF_W ? visible - j : VF_W;
-      VFN(put_int_)(row, j, n, m, vi_sub(vi_set1(qpos - (int32_t)j), vi_iota()), scale, mode, e);
+      VFN(put_int_)
+      (row, j, n, m, vi_sub(vi_set1(qpos - (int32_t)j), vi_iota()), scale, mode, e, pf);
       j += n;
       /* Columns after the query: distances j - qpos, rising. */
       if (j + 2 * VF_W <= visible) {
         const vf base = vf_set1((float)((int32_t)j - qpos));
         vf fa = vf_add(base, cols_a), fb = vf_add(base, cols_b);
         for (; j + 2 * VF_W <= visible; j += 2 * VF_W, fa = vf_add(fa, w2), fb = vf_add(fb, w2))
-          VFN(put2_)(row, j, m, fa, fb, scale, mode, e);
+          VFN(put2_)(row, j, m, fa, fb, scale, mode, e, pf);
       }
       fd = vf_add(vf_set1((float)((int32_t)j - qpos)), iota);
       if (j + VF_W <= visible) {
-        VFN(put_)(row, j, VF_W, m, fd, scale, mode, e);
+        VFN(put_)(row, j, VF_W, m, fd, scale, mode, e, pf);
         fd = vf_add(fd, w);
         j += VF_W;
       }
-      if (j < visible) VFN(put_)(row, j, visible - j, m, fd, scale, mode, e);
+      if (j < visible) VFN(put_)(row, j, visible - j, m, fd, scale, mode, e, pf);
     }
   } else {
     const vi step = vi_set1(VF_W);
     vi d = vi_sub(vi_set1(qpos), vi_iota()); /* qpos - j for the lanes of column j */
     for (; j + VF_W <= visible; j += VF_W, d = vi_sub(d, step))
-      VFN(put_int_)(row, j, VF_W, m, d, scale, mode, e);
-    if (j < visible) VFN(put_int_)(row, j, visible - j, m, d, scale, mode, e);
+      VFN(put_int_)(row, j, VF_W, m, d, scale, mode, e, pf);
+    if (j < visible) VFN(put_int_)(row, j, visible - j, m, d, scale, mode, e, pf);
   }
   const vf ninf = vf_set1(-INFINITY);
-  for (j = visible; j + VF_W <= n_k; j += VF_W) ve_store(row, j, ninf, e);
+  for (j = visible; j + VF_W <= n_k; j += VF_W) {
+    VFN(prefetch_cols_)(row, j, VF_W, pf, e);
+    ve_store(row, j, ninf, e);
+  }
   if (j < n_k) ve_store_n(row, j, ninf, n_k - j, e);
 }
 
-/* Calls of POSENC_PREFETCH_MIN_BYTES of scores or more: each row first prefetches the row
- * whole rows, POSENC_PREFETCH_AHEAD_BYTES or more, after it (this many bytes; an address
- * formed as an integer: it may lie past the scores, where a prefetch is harmless). Zen 5,
- * avx512, 32 x 512 x 512 in place, bench interleaved medians of 5 against none: f32
- * 0.58-0.63x the time, f16 0.83-1.02x, bf16 0.92-1.0x (4 KiB ahead: f32 0.67-0.74x). Their f32
- * rows are read by ALIBI_ADD_STREAM_. 0: smaller calls, no prefetch. */
+/* Calls of POSENC_PREFETCH_MIN_BYTES of scores or more: each row prefetches the row whole
+ * rows, POSENC_PREFETCH_AHEAD_BYTES or more, after it (this many bytes; an address formed as
+ * an integer: it may lie past the scores, where a prefetch is harmless). Zen 5, avx512, 32 x
+ * 512 x 512 in place, bench interleaved medians of 5 against none: f32 0.58-0.63x the time,
+ * f16 0.83-1.02x, bf16 0.92-1.0x (4 KiB ahead: f32 0.67-0.74x). Their f32 rows are read by
+ * ALIBI_ADD_STREAM_. The prefetches are spread over the row's columns (prefetch_cols_), a
+ * line as each 64 bytes of the row are reached: all of them before the row (as first built)
+ * left avx512 4-10% behind sse4 on f32 at 64 MiB in paired rounds (the report's dispatcher
+ * check failed it twice); spread, posenc_ab case 20 avx512 0.80x the time (two runs), avx2
+ * 0.96x, sse4 1.01-1.02x (a loop over the lines instead of one test where a step is under a
+ * line: sse4 1.19-1.22x), and avx512 1.02-1.03x sse4's rate in paired rounds at 64 MiB;
+ * bf16 / f16 at 64 MiB 0.91-0.93 / 0.90-0.97 of limit_rmw against 0.86-0.89 / 0.90-0.92.
+ * 0: smaller calls, no prefetch. */
 POSENC_INLINE size_t VFN(ahead_)(const alibi_args *a, posenc_elem e) {
   const size_t es = posenc_elem_size(e), row_bytes = a->n_k * es;
   return a->n_heads * a->n_q * row_bytes >= POSENC_PREFETCH_MIN_BYTES
@@ -177,17 +207,14 @@ POSENC_INLINE size_t VFN(ahead_)(const alibi_args *a, posenc_elem e) {
  * storage type. */
 POSENC_INLINE void VFN(heads_)(const alibi_args *a, int mode, posenc_elem e) {
   const vf scale = vf_set1(a->scale);
-  const size_t es = posenc_elem_size(e), row_bytes = a->n_k * es;
+  const size_t es = posenc_elem_size(e);
   const size_t ahead = VFN(ahead_)(a, e);
   for (size_t h = 0; h < a->n_heads; ++h) {
     const vf m = vf_set1(a->slopes[h]);
     for (size_t i = 0; i < a->n_q; ++i) {
       const int32_t qpos = a->q_offset + (int32_t)i;
       void *row = (char *)a->scores + (h * a->head_stride + i * a->row_stride) * es;
-      if (ahead)
-        for (size_t o = 0; o < row_bytes; o += 64)
-          __builtin_prefetch((const void *)((uintptr_t)row + ahead + o), 1, 3);
-      VFN(row_)(row, qpos, alibi_visible(a, qpos), a->n_k, m, scale, mode, e);
+      VFN(row_)(row, qpos, alibi_visible(a, qpos), a->n_k, m, scale, mode, e, ahead);
     }
   }
 }
