@@ -190,7 +190,7 @@ POSENC_INLINE void VFN(row_)(void *row, int32_t qpos, size_t visible, size_t n_k
  * f16 0.83-1.02x, bf16 0.92-1.0x (4 KiB ahead: f32 0.67-0.74x). Their f32 rows are read by
  * ALIBI_ADD_STREAM_. The prefetches are spread over the row's columns (prefetch_cols_), a
  * line as each 64 bytes of the row are reached: all of them before the row (as first built)
- * left avx512 4-10% behind sse4 on f32 at 64 MiB in paired rounds (the report's dispatcher
+ * left avx512 2-9% behind sse4 on f32 at 64 MiB in paired rounds (the report's dispatcher
  * check failed it twice); spread, posenc_ab case 20 avx512 0.80x the time (two runs), avx2
  * 0.96x, sse4 1.01-1.02x (a loop over the lines instead of one test where a step is under a
  * line: sse4 1.19-1.22x), and avx512 1.02-1.03x sse4's rate in paired rounds at 64 MiB;
