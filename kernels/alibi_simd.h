@@ -53,7 +53,7 @@ POSENC_INLINE void VFN(prefetch_cols_)(const void *row, size_t j, size_t n, size
   const size_t es = posenc_elem_size(e), b = j * es, o = (b + 63) & ~(size_t)63;
   const uintptr_t p = (uintptr_t)row + pf + o;
   if (n * es >= 64) { /* n * es / 64 lines (n * es a multiple of 64 where it is constant) */
-    for (size_t k = 0; k < n * es / 64; ++k) __builtin_prefetch((const void *)(p + 64 * k), 1, 3);
+    posenc_prefetch_lines_write(p, n * es);
   } else if (o < b + n * es) {
     __builtin_prefetch((const void *)p, 1, 3);
   }

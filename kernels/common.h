@@ -2,6 +2,9 @@
 #ifndef POSENC_KERNELS_COMMON_H
 #define POSENC_KERNELS_COMMON_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 /* A helper that must be inlined: its callers pass constants (storage type, put mode,
  * layout) that select one loop, so that each call compiles to one specialised loop. */
 #define POSENC_INLINE static inline __attribute__((always_inline))
@@ -45,6 +48,14 @@
 /* The whole rows of row_bytes (> 0) that reach POSENC_PREFETCH_AHEAD_BYTES ahead. */
 static inline size_t posenc_prefetch_rows(size_t row_bytes) {
   return (POSENC_PREFETCH_AHEAD_BYTES + row_bytes - 1) / row_bytes;
+}
+/* Prefetches the 64-byte steps of [p, p + bytes), to be read (_write: to be written). p is an
+ * address formed as an integer: it may lie past a buffer's end, where a prefetch is harmless. */
+static inline void posenc_prefetch_lines(uintptr_t p, size_t bytes) {
+  for (size_t j = 0; j < bytes; j += 64) __builtin_prefetch((const void *)(p + j));
+}
+static inline void posenc_prefetch_lines_write(uintptr_t p, size_t bytes) {
+  for (size_t j = 0; j < bytes; j += 64) __builtin_prefetch((const void *)(p + j), 1, 3);
 }
 
 #endif /* POSENC_KERNELS_COMMON_H */

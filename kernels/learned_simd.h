@@ -8,9 +8,7 @@
 POSENC_INLINE void VFN(add_row_)(float *x, const float *src, size_t dim, const float *next) {
   size_t j = 0;
   for (; j + 4 * VF_W <= dim; j += 4 * VF_W) {
-    if (next)
-      for (size_t k = 0; k < 4 * VF_W * sizeof(float); k += 64)
-        __builtin_prefetch((const char *)(next + j) + k);
+    if (next) posenc_prefetch_lines((uintptr_t)(next + j), 4 * VF_W * sizeof(float));
     const vf a = vf_add(vf_load(x + j), vf_load(src + j));
     const vf b = vf_add(vf_load(x + j + VF_W), vf_load(src + j + VF_W));
     const vf c = vf_add(vf_load(x + j + 2 * VF_W), vf_load(src + j + 2 * VF_W));

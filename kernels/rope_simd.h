@@ -173,12 +173,9 @@ POSENC_INLINE vf VFN(sload_)(const void *x, size_t i, posenc_elem ex, int nt) {
                                     : ve_load(x, i, ex);
 }
 
-/* With pf > 0 (rotate_prefetch_): the lines of the `bytes` bytes at x + pf, prefetched (an
- * address formed as an integer: it may lie past the source's end, where a prefetch is
- * harmless). */
+/* With pf > 0 (rotate_prefetch_): the lines of the `bytes` bytes at x + pf, prefetched. */
 POSENC_INLINE void VFN(prefetch_)(const char *x, size_t pf, size_t bytes) {
-  if (!pf) return;
-  for (size_t j = 0; j < bytes; j += 64) __builtin_prefetch((const void *)((uintptr_t)x + pf + j));
+  if (pf) posenc_prefetch_lines((uintptr_t)x + pf, bytes);
 }
 
 /* QK-norm inside the rotation (normed, a constant at every call): each element x loaded is

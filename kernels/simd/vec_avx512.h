@@ -44,11 +44,10 @@ static inline void vf_store_reload(float *p, vf v) { _mm512_storeu_ps(p, v); }
 static inline void vf_stream(float *p, vf v) { _mm512_stream_ps(p, v); }
 static inline void vf_stream_fence(void) { _mm_sfence(); }
 /* A load of a row streamed from DRAM (the out-of-place RoPE's rows that stream their
- * destination, the f32 sources of RoPE calls that prefetch, 16 MiB or more:
- * kernels/rope_simd.h, ROPE_STREAM_LOADS, and ALiBi's f32 scores of that size): two 256-bit loads,
- * as vf_store's two stores. On Zen 5, f32 -> f16 RoPE out of place at 4096 tokens (120 MiB moved)
- * took 0.80x the time with them, but 1.07-1.19x in cache (1 to 16 tokens): the plain vf_load stays
- * everywhere else. */
+ * destination: kernels/rope_simd.h, ROPE_STREAM_LOADS; ALiBi's f32 scores of 16 MiB or more):
+ * two 256-bit loads, as vf_store's two stores. On Zen 5, f32 -> f16 RoPE out of place at 4096
+ * tokens (120 MiB moved) took 0.80x the time with them, but 1.07-1.19x in cache (1 to 16 tokens):
+ * the plain vf_load stays everywhere else. */
 #define VF_HAVE_LOAD_STREAM 1
 static inline vf vf_load_stream(const float *p) {
   return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(p)), _mm256_loadu_ps(p + 8), 1);
