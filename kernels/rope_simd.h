@@ -159,10 +159,19 @@ POSENC_INLINE vf VFN(madd_)(vf a, vf b, vf c, vf d, int det) {
 
 /* nt, a constant of each rotate instance: ROPE_NT_STORES | ROPE_STREAM_LOADS where the call
  * streams its destination (ROPE_STREAM_: its source comes from DRAM too), ROPE_RMW_LOADS for
- * the f32 sources of a call that prefetches (rotate_prefetch_: 16 MiB or more), 0 otherwise. */
+ * the f32 sources of a call that prefetches (rotate_prefetch_: 16 MiB or more),
+ * ROPE_WHOLE_STORES for the rest but the deterministic mode's. */
 #define ROPE_NT_STORES 1
 #define ROPE_STREAM_LOADS 2
 #define ROPE_RMW_LOADS 4
+/* f32 results stored by one whole-vector store (the layer's vf_store_reload: on AVX-512 one
+ * 512-bit store where vf_store makes two 256-bit ones for in-place streams from DRAM). For
+ * the rows of calls that do not prefetch, which are found in cache, and QK-norm's at any
+ * size. Zen 5, avx512, posenc_ab new/old time: rope_f32_neox (32 Q + 8 K heads) 0.92x at 1
+ * token, 0.95-0.99x at 16, 1.0-1.02x at 512; the factor-apply form 0.89 / 0.97-0.98 /
+ * 0.99-1.01x; QK-norm 0.97 / 0.97 / 0.96x, 0.95x at 4096 tokens (80 MiB). The prefetching
+ * calls' rows (DRAM-sized) keep vf_store. Other layers: vf_store_reload is their vf_store. */
+#define ROPE_WHOLE_STORES 8
 
 /* A whole vector of the source at element i; with ROPE_STREAM_LOADS by ve_load_stream (two
  * 256-bit loads on AVX-512: see vf_load_stream), with ROPE_RMW_LOADS by ve_load_rmw_stream
@@ -188,11 +197,14 @@ POSENC_INLINE vf VFN(nload_)(const void *x, size_t i, size_t m, posenc_elem ex, 
   return vf_mul(vf_mul(v, ninv), m == VF_W ? vf_load(w + i) : vf_load_n(w + i, m));
 }
 
-/* A result vector (two, a then b, for put2_) stored at element i of y: a plain store, or with
- * ROPE_NT_STORES in nt a non-temporal one where y + i is aligned to it. */
+/* A result vector (two, a then b, for put2_) stored at element i of y: a plain store, with
+ * ROPE_NT_STORES in nt a non-temporal one where y + i is aligned to it, with
+ * ROPE_WHOLE_STORES an f32 vector by one whole-vector store. */
 POSENC_INLINE void VFN(put_)(void *y, size_t i, vf v, posenc_elem ey, int nt) {
   if ((nt & ROPE_NT_STORES) && ve_stream_aligned(y, i, ey))
     ve_stream(y, i, v, ey);
+  else if ((nt & ROPE_WHOLE_STORES) && ey == POSENC_ELEM_F32)
+    vf_store_reload((float *)y + i, v);
   else
     ve_store(y, i, v, ey);
 }
@@ -202,6 +214,9 @@ POSENC_INLINE void VFN(put2_)(void *y, size_t i, vf a, vf b, posenc_elem ey, int
      * results on AVX-512: 0.92-0.93x the time of two 32-byte stores for f32 -> f16 and bf16
      * at 4096 tokens, 40 heads, Zen 5) */
     if (ve_stream2(y, i, a, b, ey)) return;
+    VFN(put_)(y, i, a, ey, nt);
+    VFN(put_)(y, i + VF_W, b, ey, nt);
+  } else if ((nt & ROPE_WHOLE_STORES) && ey == POSENC_ELEM_F32) {
     VFN(put_)(y, i, a, ey, nt);
     VFN(put_)(y, i + VF_W, b, ey, nt);
   } else {
@@ -281,7 +296,7 @@ POSENC_INLINE void VFN(neox_fold_)(vf au, vf av, vf pc, vf qs, vf rc, vf ss, vf 
  * at once as neox_blk2_. */
 POSENC_INLINE void VFN(neox_blk2n_)(const char *xu, const char *xv, char *yu, char *yv, size_t i,
                                     const vf *f0, const vf *f1, vf ninv, posenc_elem ex,
-                                    posenc_elem ey) {
+                                    posenc_elem ey, int nt) {
   const vf u0 = vf_mul(ve_load(xu, i, ex), ninv), v0 = vf_mul(ve_load(xv, i, ex), ninv);
   const vf u1 = vf_mul(ve_load(xu, i + VF_W, ex), ninv);
   const vf v1 = vf_mul(ve_load(xv, i + VF_W, ex), ninv);
@@ -294,8 +309,8 @@ POSENC_INLINE void VFN(neox_blk2n_)(const char *xu, const char *xv, char *yu, ch
     return;
   }
 #endif
-  ve_store2(yu, i, a0, a1, ey);
-  ve_store2(yv, i, b0, b1, ey);
+  VFN(put2_)(yu, i, a0, a1, ey, nt);
+  VFN(put2_)(yv, i, b0, b1, ey, nt);
 }
 #endif
 
@@ -445,8 +460,8 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
         char *yu = y + p0 * ye, *yv = yu + half * ye;
         niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
         for (int b = 0; b < ROPE_BLOCK; b += 2)
-          VFN(neox_blk2n_)(xu, xv, yu, yv, (size_t)b * VF_W, f[b], f[b + 1], niv, ex, ey);
-        if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, 1, niv, view->norm_w, 0);
+          VFN(neox_blk2n_)(xu, xv, yu, yv, (size_t)b * VF_W, f[b], f[b + 1], niv, ex, ey, nt);
+        if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, 1, niv, view->norm_w, nt);
       }
       return;
     }
@@ -508,8 +523,8 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
         VFN(neox_fold_)
         (vf_mul(ve_load(x, u + i, ex), niv), vf_mul(ve_load(x, v + i, ex), niv), vf_load(f0 + i),
          vf_load(f1 + i), vf_load(f2 + i), vf_load(f3 + i), &yu, &yv);
-        ve_store(y, u + i, yu, ey);
-        ve_store(y, v + i, yv, ey);
+        VFN(put_)(y, u + i, yu, ey, nt);
+        VFN(put_)(y, v + i, yv, ey, nt);
       }
       if (i < n) {
         const size_t m = n - i;
@@ -519,7 +534,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
         ve_store_n(y, u + i, yu, m, ey);
         ve_store_n(y, v + i, yv, m, ey);
       }
-      if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, 1, niv, view->norm_w, 0);
+      if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, 1, niv, view->norm_w, nt);
     }
     return;
   }
@@ -578,9 +593,10 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
         niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
         for (int b = 0; b < 2 * ROPE_BLOCK; ++b) {
           const vf v = vf_mul(ve_load(xo, (size_t)b * VF_W, ex), niv);
-          ve_store(yo, (size_t)b * VF_W, vf_fmadd(vf_swap_pairs(v), qs[b], vf_mul(v, pc[b])), ey);
+          VFN(put_)
+          (yo, (size_t)b * VF_W, vf_fmadd(vf_swap_pairs(v), qs[b], vf_mul(v, pc[b])), ey, nt);
         }
-        if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, 1, niv, view->norm_w, 0);
+        if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, 1, niv, view->norm_w, nt);
       }
       return;
     }
@@ -651,7 +667,8 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
     (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 1, ex, ey, 1, 0, 0);
   } else if (normed) {
     VFN(rotate_mode_)
-    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 1, 0, 0);
+    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 1, ROPE_WHOLE_STORES,
+     0);
   } else if (det) {
     VFN(rotate_mode_)
     (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 1, ex, ey, 0, 0, 0);
@@ -661,7 +678,8 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
      ROPE_NT_STORES | ROPE_STREAM_LOADS, 0);
   } else {
     VFN(rotate_mode_)
-    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, 0, 0);
+    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, ROPE_WHOLE_STORES,
+     0);
   }
 }
 
