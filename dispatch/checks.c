@@ -392,8 +392,8 @@ int posenc_rope_check_nested(const void *data, size_t n_heads, size_t token_stri
                              size_t head_stride, size_t n_tokens, size_t head_dim, size_t size,
                              rope_view *view, size_t *bytes) {
   size_t row, ext, ext_bytes;
-  /* (ext * size against PTRDIFF_MAX by an overflow test: a division there cost ~20 cycles
-   * on every call) */
+  /* (ext * size against PTRDIFF_MAX by an overflow test: the division by size it replaces was
+   * on every call's path) */
   if (!posenc_elem_aligned(data, size) || (n_heads > 1 && head_stride < head_dim) ||
       __builtin_mul_overflow(n_heads - 1, head_stride, &row) ||
       __builtin_add_overflow(row, head_dim, &row) || (n_tokens > 1 && token_stride < row) ||
