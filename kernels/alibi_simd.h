@@ -44,13 +44,12 @@ POSENC_INLINE vf VFN(old_)(const void *row, size_t j, int mode, posenc_elem e) {
 }
 
 /* A whole vector of results at column j: with ALIBI_ADD_ (calls under
- * POSENC_PREFETCH_MIN_BYTES, found in cache) f32 ones by one whole-vector store (the layer's
- * vf_store_reload: on AVX-512 one 512-bit store rather than vf_store's two 256-bit halves,
- * which suit streams from DRAM). Zen 5, avx512, bench interleaved rounds against vf_store: a
- * decode step's f32 scores (32 heads x 4096 keys, in L2) 0.83-0.88x the time. */
+ * POSENC_PREFETCH_MIN_BYTES, found in cache) by ve_store_whole (f32: one 512-bit store on
+ * AVX-512). Zen 5, avx512, bench interleaved rounds against ve_store: a decode step's f32
+ * scores (32 heads x 4096 keys, in L2) 0.83-0.88x the time. */
 POSENC_INLINE void VFN(store_)(void *row, size_t j, vf v, int mode, posenc_elem e) {
-  if (mode == ALIBI_ADD_ && e == POSENC_ELEM_F32)
-    vf_store_reload((float *)row + j, v);
+  if (mode == ALIBI_ADD_)
+    ve_store_whole(row, j, v, e);
   else
     ve_store(row, j, v, e);
 }

@@ -164,8 +164,8 @@ POSENC_INLINE vf VFN(madd_)(vf a, vf b, vf c, vf d, int det) {
 #define ROPE_NT_STORES 1
 #define ROPE_STREAM_LOADS 2
 #define ROPE_RMW_LOADS 4
-/* f32 results stored by one whole-vector store (the layer's vf_store_reload: on AVX-512 one
- * 512-bit store where vf_store makes two 256-bit ones for in-place streams from DRAM). For
+/* f32 results stored by one whole-vector store (ve_store_whole: on AVX-512 one 512-bit store
+ * where vf_store makes two 256-bit ones for in-place streams from DRAM). For
  * the rows of calls that do not prefetch, which are found in cache, and QK-norm's at any
  * size. Zen 5, avx512, posenc_ab new/old time: rope_f32_neox (32 Q + 8 K heads) 0.92x at 1
  * token, 0.95-0.99x at 16, 1.0-1.02x at 512; the factor-apply form 0.89 / 0.97-0.98 /
@@ -203,8 +203,8 @@ POSENC_INLINE vf VFN(nload_)(const void *x, size_t i, size_t m, posenc_elem ex, 
 POSENC_INLINE void VFN(put_)(void *y, size_t i, vf v, posenc_elem ey, int nt) {
   if ((nt & ROPE_NT_STORES) && ve_stream_aligned(y, i, ey))
     ve_stream(y, i, v, ey);
-  else if ((nt & ROPE_WHOLE_STORES) && ey == POSENC_ELEM_F32)
-    vf_store_reload((float *)y + i, v);
+  else if (nt & ROPE_WHOLE_STORES)
+    ve_store_whole(y, i, v, ey);
   else
     ve_store(y, i, v, ey);
 }
@@ -216,9 +216,9 @@ POSENC_INLINE void VFN(put2_)(void *y, size_t i, vf a, vf b, posenc_elem ey, int
     if (ve_stream2(y, i, a, b, ey)) return;
     VFN(put_)(y, i, a, ey, nt);
     VFN(put_)(y, i + VF_W, b, ey, nt);
-  } else if ((nt & ROPE_WHOLE_STORES) && ey == POSENC_ELEM_F32) {
-    VFN(put_)(y, i, a, ey, nt);
-    VFN(put_)(y, i + VF_W, b, ey, nt);
+  } else if ((nt & ROPE_WHOLE_STORES) && ey == POSENC_ELEM_F32) { /* (16-bit: ve_store2) */
+    ve_store_whole(y, i, a, ey);
+    ve_store_whole(y, i + VF_W, b, ey);
   } else {
     ve_store2(y, i, a, b, ey);
   }

@@ -31,9 +31,9 @@ static inline vf vf_load(const float *p) { return _mm512_loadu_ps(p); }
 /* Two 256-bit stores, not one 512-bit store: on the Zen 5 we measure on, in-place streams
  * from DRAM ran at 0.82x the machine's fastest stream with 512-bit stores and 0.96-1.0x
  * with 256-bit ones (the fastest limit_rmw loop there is 256-bit too), at a cost of ~8% for
- * cache-resident rows (bench: rope_f32_neox/avx512, tokens 16 vs 4096). RoPE's rotations
- * of calls that do not prefetch store by vf_store_reload instead (kernels/rope_simd.h,
- * ROPE_WHOLE_STORES). */
+ * cache-resident rows (bench: rope_f32_neox/avx512, tokens 16 vs 4096). Rows found in cache
+ * (RoPE's rotations that do not prefetch, ALiBi's f32 add under 16 MiB) store by
+ * vf_store_reload instead (vec_elem.h's ve_store_whole). */
 static inline void vf_store(float *p, vf v) {
   _mm256_storeu_ps(p, _mm512_castps512_ps256(v));
   _mm256_storeu_ps(p + 8, _mm512_extractf32x8_ps(v, 1));
@@ -41,7 +41,7 @@ static inline void vf_store(float *p, vf v) {
 /* A store that a vf_load of the same vector reads back soon (the ALiBi softmax's passes
  * over a row in cache): one 512-bit store, since a 512-bit load that spans two 256-bit
  * stores cannot take its data from them (store-to-load forwarding) and waits for them. Also
- * RoPE's f32 results in cache (kernels/rope_simd.h, ROPE_WHOLE_STORES). */
+ * f32 rows in cache (vec_elem.h's ve_store_whole). */
 static inline void vf_store_reload(float *p, vf v) { _mm512_storeu_ps(p, v); }
 /* Non-temporal store (p aligned to the vector), and the fence that orders such stores. */
 static inline void vf_stream(float *p, vf v) { _mm512_stream_ps(p, v); }

@@ -45,6 +45,17 @@ POSENC_INLINE void ve_store(void *base, size_t i, vf v, posenc_elem e) {
   }
 }
 
+/* ve_store with an f32 vector written by one whole-vector store (the layer's vf_store_reload:
+ * on AVX-512 one 512-bit store instead of vf_store's two 256-bit halves, which suit streams
+ * from DRAM): for rows found in cache (RoPE's rotations that do not prefetch, ALiBi's f32
+ * add under POSENC_PREFETCH_MIN_BYTES). */
+POSENC_INLINE void ve_store_whole(void *base, size_t i, vf v, posenc_elem e) {
+  if (e == POSENC_ELEM_F32)
+    vf_store_reload((float *)base + i, v);
+  else
+    ve_store(base, i, v, e);
+}
+
 POSENC_INLINE void ve_store_n(void *base, size_t i, vf v, size_t n, posenc_elem e) {
   switch (e) {
     case POSENC_ELEM_BF16:
