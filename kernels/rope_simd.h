@@ -466,14 +466,16 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
       return;
     }
     if (!tail && !normed) {
-      /* (the loop below without its per-head tests: in-place rows) */
-      const char *xu = xr + p0 * xe, *xv = xu + half * xe;
-      char *yu = yr + p0 * ye, *yv = yu + half * ye;
+      /* (the loop below without its per-head tests: in-place rows) The addresses are stepped
+       * as integers: the step after the last head may leave every object (one head's stride
+       * is any value the caller passed, unchecked), which pointer arithmetic may not form. */
+      uintptr_t xu = (uintptr_t)(xr + p0 * xe), xv = xu + half * xe;
+      uintptr_t yu = (uintptr_t)(yr + p0 * ye), yv = yu + half * ye;
       for (size_t h = 0; h < nh; ++h, xu += xs, xv += xs, yu += ys, yv += ys) {
-        VFN(prefetch_)(xu - p0 * xe, pf, view->head_dim * xe);
+        VFN(prefetch_)((const char *)(xu - p0 * xe), pf, view->head_dim * xe);
         for (int b = 0; b < ROPE_BLOCK; b += 2) VFN(neox_blk2_)
-        (xu, xv, yu, yv, (size_t)b * VF_W, cb[b], sb[b], cb[b + 1], sb[b + 1], det, ex, ey, 0, niv,
-         wu[b], wv[b], wu[b + 1], wv[b + 1], nt);
+        ((const char *)xu, (const char *)xv, (char *)yu, (char *)yv, (size_t)b * VF_W, cb[b], sb[b],
+         cb[b + 1], sb[b + 1], det, ex, ey, 0, niv, wu[b], wv[b], wu[b + 1], wv[b + 1], nt);
       }
       return;
     }
