@@ -993,20 +993,20 @@ enum {
  * k_norm must then be NULL). Both tensors have one type pair (f32 -> f32, bf16 -> bf16, f16 -> f16,
  * f32 -> bf16, f32 -> f16). A destination must not share addresses with the other tensor's source
  * or destination, except in-place packed QKV rows of one batch (as posenc_rope_f32 accepts them).
- * Numerics: the sum of squares in float lanes added in double (the scalar variant sums in
- * double), the mean + eps rounded to float, its square root and reciprocal in float (each
- * rounded), a = x * inv rounded as HF's float RMSNorm rounds it, then n = a * w (for 16-bit
- * models HF also rounds a to the model's type before the weight; posenc does not); so each
- * n_d is within (D/16 + 3) * 2^-24 relative of the exact (x_d / sqrt(mean + eps)) * w_d
- * where x_d * inv is a normal float (one that rounds to a subnormal is exact to 2^-149
- * absolute, so n_d to |w_d| 2^-148), and y is then within posenc_rope_out's bounds of the
- * rotation of n. Outside the deterministic mode the SIMD variants fold the weight into the
- * factors instead of forming n in the rotated elements (NEOX everywhere; GPT-J on AVX-512 and
- * SSE4 at R = 128): y_u = a_u (w_u c) - a_v (w_v s), y_v = a_v (w_v c) + a_u (w_u s) (as many
- * roundings), within the same bound of the rotation of the exact n. A NaN or infinite element
- * makes its head's inv NaN or 0 (NaN out, as HF). Every ISA's result is within that bound of
- * the long double one; a token's result does not depend on the call's other tokens (split
- * invariance).
+ * Numerics: the sum of squares in float lanes of at most ceil(D/8) squares each, added in
+ * double (the scalar variant sums in double), the mean + eps rounded to float, its square root
+ * and reciprocal in float (each rounded), a = x * inv rounded as HF's float RMSNorm rounds it,
+ * then n = a * w (for 16-bit models HF also rounds a to the model's type before the weight;
+ * posenc does not); so each n_d is within (D/16 + 3) * 2^-24 relative of the exact
+ * (x_d / sqrt(mean + eps)) * w_d where x_d * inv is a normal float (one that rounds to a
+ * subnormal is exact to 2^-149 absolute, so n_d to |w_d| 2^-148), and y is then within
+ * posenc_rope_out's bounds of the rotation of n. Outside the deterministic mode the SIMD
+ * variants fold the weight into the factors instead of forming n in the rotated elements (NEOX
+ * everywhere; GPT-J on AVX-512 and SSE4 at R = 128): y_u = a_u (w_u c) - a_v (w_v s), y_v =
+ * a_v (w_v c) + a_u (w_u s) (as many roundings), within the same bound of the rotation of the
+ * exact n. A NaN or infinite element makes its head's inv NaN or 0 (NaN out, as HF). Every
+ * ISA's result is within that bound of the long double one; a token's result does not depend on
+ * the call's other tokens (split invariance).
  *
  * Errors (nothing written): those of posenc_rope_out for each tensor, plus a NULL q_src or
  * q_dst, k_dst without k_src or k_src without k_dst, k_norm without k_src, a norm with a
