@@ -697,14 +697,21 @@ SM_FUSED(sm_fused_m16_, 1, POSENC_ELEM_F16)
 #endif
 
 /* Whether the rows of a call prefetch the rows after them (sm_prefetch): not where the
- * call's scores are under 1 MiB, which fit a level-2 cache as a decode step's do (32 heads x
- * 4096 keys: 512 KiB) and are found there, written by the scores' product just before (in the
- * bench's repeated calls, by the last call). Measured on Zen 4 (1 MiB of L2), avx512, against
+ * call's scores are under 8 MiB, which are found in the level-2 or level-3 cache, written by
+ * the scores' product just before (in the bench's repeated calls, by the last call): a
+ * decode step's (32 heads x 4096 keys: 512 KiB), and a prefill's split over threads by heads
+ * (a few heads of 512 x 512: 1 MiB each). Measured on Zen 4 (1 MiB of L2), avx512, against
  * prefetching: decode of 32 heads against 4096 keys with a KV-cache mask 0.95x the time,
- * causal 0.99x, against 16 keys 0.91-0.93x; 32 x 512 x 512 with a two-sequence mask took 1.39x
- * the time without any prefetch. The same rule serves every path and ISA (the 16-bit outputs'
- * rows, the pairs, smaller L2 caches: not measured apart). */
-#define SM_PREFETCH_MIN_BYTES ((size_t)1 << 20)
+ * causal 0.99x, against 16 keys 0.91-0.93x. On Zen 5 (1 MiB L2, 32 MiB L3 shared with the
+ * host's other guests), `bench/ab/posenc_ab.c` new/old against the 1 MiB threshold before:
+ * case 17 (SM_HEADS x 512 x 512 in place, the two-sequence mask) avx512 0.79-0.85x the time
+ * at 1-7 heads, avx2 0.95-0.97x, sse4 0.98-1.0x; out of place (case 16) 0.82-0.84x at 1-7
+ * heads; 32 heads x 32 query rows x 512 keys causal (2 MiB, case 10) 0.95x; decode and
+ * calls of 8 MiB or more unchanged. Above 8 MiB the L3 share of this host varies: without
+ * any prefetch a loop over 12 heads ran 0.92-1.01x the time in one hour and 1.2-1.5x in
+ * another, and 32 x 512 x 512 (32 MiB) 1.4-1.9x. The same rule serves every path and ISA
+ * (the 16-bit outputs' rows, the pairs: not measured apart). */
+#define SM_PREFETCH_MIN_BYTES ((size_t)8 << 20)
 static inline int sm_prefetches_(const softmax_args *a) {
   return a->n_heads * a->n_q * a->n_k * posenc_elem_size(a->xe) >= SM_PREFETCH_MIN_BYTES;
 }

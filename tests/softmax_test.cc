@@ -287,7 +287,7 @@ TEST_P(SoftmaxTest, RowsCutToTheMaskGiveTheBitsOfUncutRows) {
         }
 }
 
-// A call of 1 MiB of scores or more prefetches rows ahead, and with a mask the heads share it
+// A call of 8 MiB of scores or more prefetches rows ahead, and with a mask the heads share it
 // finds another query row's visible extent (its memo entry) before that row's own setup
 // does: its results are those of the same rows called one head at a time (160 KiB each,
 // no prefetch), bit for bit, for both mask types, with and without key positions (causal
@@ -295,7 +295,7 @@ TEST_P(SoftmaxTest, RowsCutToTheMaskGiveTheBitsOfUncutRows) {
 TEST_P(SoftmaxTest, LargeMaskedCallsGiveTheBitsOfOneHeadCalls) {
   std::mt19937 rng(kSeed + 11);
   std::uniform_real_distribution<float> score(-4.0f, 4.0f);
-  const size_t H = 8, n_q = 40, n_k = 1024;  // 8 x 40 x 1024 floats: 1.25 MiB
+  const size_t H = 52, n_q = 40, n_k = 1024;  // 52 x 40 x 1024 floats: 8.1 MiB
   std::vector<float> x(H * n_q * n_k);
   for (float& v : x) v = score(rng);
   // Row i: a visible window [a, b) with holes; row 3 nothing visible, row 4 every key.

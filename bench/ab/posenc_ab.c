@@ -22,7 +22,9 @@
  * K cache by 1024 positions (case 21: posenc_rope_rerotate_f32 on 5T tokens of 8 heads x 128,
  * the bytes of the 40-head cases at T; TS up to 8192);
  * T in 1, 16, 512, 4096 (TS=t1,t2,...: other counts, up to 8192 for the cases with [T, heads, 128]
- * buffers: 0-2, 4 and 12-15). Not built by
+ * buffers: 0-2, 4 and 12-15); SM_HEADS=<n> (1-32) sets the heads of the softmax cases 16 and
+ * 17 (1 MiB of scores per head: the sizes between a decode step's and a DRAM-sized call's).
+ * Not built by
  * CMake (it needs two builds): from the repository root, with a build in build/:
  *   gcc -O2 -Iinclude -Ibuild/include bench/ab/posenc_ab.c -o posenc_ab -ldl -lm
  *   taskset -c 1 ./posenc_ab OLD/libposenc.so.0 NEW/libposenc.so.0 <isa number> 15
@@ -145,6 +147,13 @@ static float *x40;
 static float slopes[32], wq[D], wk[D];
 static int32_t pos[4096];
 
+/* The heads of softmax cases 16 and 17 (SM_HEADS, default 32). */
+static size_t sm_heads(void) {
+  const char *e = getenv("SM_HEADS");
+  const long h = e ? strtol(e, NULL, 10) : 32;
+  return h >= 1 && h <= 32 ? (size_t)h : 32;
+}
+
 static posenc_status run(lib *l, int c, size_t T) {
   posenc_rope_tensor q = {xq, QH, QH * D, D}, k = {xk, KH, KH * D, D};
   posenc_rope_tensor q16 = {hq, QH, QH * D, D}, k16 = {hk, KH, KH * D, D};
@@ -212,7 +221,7 @@ static posenc_status run(lib *l, int c, size_t T) {
       sp.scale = 0.0883883f;
       posenc_scores_view x = {scores, POSENC_DTYPE_F32, 512 * 512, 512, 0};
       posenc_scores_view y = {sout, POSENC_DTYPE_F32, 512 * 512, 512, 0};
-      return l->softmax(&sp, 32, 512, 512, &x, &y);
+      return l->softmax(&sp, sm_heads(), 512, 512, &x, &y);
     }
     case 17: { /* in place, 32 heads x 512 x 512 f32, the two-sequence mask */
       posenc_softmax_params sp = POSENC_SOFTMAX_PARAMS_INIT;
@@ -220,7 +229,7 @@ static posenc_status run(lib *l, int c, size_t T) {
       sp.mask = kvmask512;
       sp.mask_dtype = POSENC_DTYPE_F32;
       posenc_scores_view x = {scores, POSENC_DTYPE_F32, 512 * 512, 512, 0};
-      return l->softmax(&sp, 32, 512, 512, &x, &x);
+      return l->softmax(&sp, sm_heads(), 512, 512, &x, &x);
     }
     case 18: { /* [T, 8, 128] f32 into q8_0 blocks [T, 8, 4 x 34 bytes] */
       const posenc_q8_0_view q8 = {o40, KH, KH * (D / 32) * 34, (D / 32) * 34};
