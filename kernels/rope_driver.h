@@ -208,7 +208,7 @@ typedef void (*rope_quant_fn)(const rope_view *view, const float *x, size_t n_he
  * reference) norm for the source type and rotate from f32 to the destination type (without
  * them, NULL: the SIMD variants, rotate() itself normalises the views with norm_w); for
  * quantized views (the f32 kernels: q8_0, FP8) quant, after rotate into a float buffer; for
- * plain views (no QK-norm, not deterministic, not streamed) of a call that prefetches
+ * plain and QK-norm views (not deterministic, not streamed) of a call that prefetches
  * (rope_prefetches) rotate_pf, rotate() with the prefetches (NULL otherwise). */
 typedef struct rope_extra_ops {
   rope_norm_fn norm;
@@ -274,15 +274,16 @@ static inline int rope_streams(const rope_args *a, size_t dst_size) {
   return bytes >= POSENC_STREAM_MIN_BYTES;
 }
 
-/* Whether a call prefetches the sources of its plain views (rope_extra_ops.rotate_pf, which
- * the SIMD variants supply for 16-bit and f32 -> f32 rows): not deterministic, not streamed,
- * and those views' sources hold POSENC_PREFETCH_MIN_BYTES or more. */
+/* Whether a call prefetches the sources of its plain and QK-norm views
+ * (rope_extra_ops.rotate_pf, which the SIMD variants supply for 16-bit and f32 -> f32 rows):
+ * not deterministic, not streamed, and those views' sources hold POSENC_PREFETCH_MIN_BYTES or
+ * more. */
 static inline int rope_prefetches(const rope_args *a, size_t src_size, int stream) {
   if (a->factors_out || stream || (a->flags & POSENC_ROPE_DETERMINISTIC)) return 0;
   size_t bytes = 0;
   for (size_t v = 0; v < a->n_views; ++v) {
     const rope_view *view = &a->views[v];
-    if (view->quant || view->norm_w) continue;
+    if (view->quant) continue;
     bytes += a->n_batch * a->n_tokens * view->n_heads * view->head_dim * src_size;
   }
   return bytes >= POSENC_PREFETCH_MIN_BYTES;
@@ -321,7 +322,7 @@ POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, s
     }
     if (view->norm_w && extra->norm)
       rope_emit_normed(a, view, src_row, dst_row, p0, n, c, s, dst_size, extra);
-    else if (extra->rotate_pf && !view->norm_w)
+    else if (extra->rotate_pf)
       extra->rotate_pf(view, src_row, dst_row, a->n_pairs, p0, n, c, s, rflags);
     else
       rotate(view, src_row, dst_row, a->n_pairs, p0, n, c, s, rflags);

@@ -468,6 +468,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
         const char *xu = x + p0 * xe, *xv = xu + half * xe;
         char *yu = y + p0 * ye, *yv = yu + half * ye;
         niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
+        VFN(prefetch_)(x, pf, view->head_dim * xe);
         for (int b = 0; b < ROPE_BLOCK; b += 2)
           VFN(neox_blk2n_)(xu, xv, yu, yv, (size_t)b * VF_W, f[b], f[b + 1], niv, ex, ey, nt);
         if (tail) VFN(copy_)(x, y, 2 * half, view->head_dim, ex, ey, 1, niv, view->norm_w, nt);
@@ -527,6 +528,7 @@ POSENC_INLINE void VFN(rotate_neox_)(const rope_view *view, const char *xr, char
       const char *x = xr + h * xs;
       char *y = yr + h * ys;
       niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
+      VFN(prefetch_)(x, pf, view->head_dim * posenc_elem_size(ex));
       const size_t u = p0, v = u + half;
       size_t i = 0;
       vf yu, yv;
@@ -602,6 +604,7 @@ POSENC_INLINE void VFN(rotate_gptj_)(const rope_view *view, const char *xr, char
         const char *xo = x + 2 * p0 * xe;
         char *yo = y + 2 * p0 * ye;
         niv = VFN(head_inv_)(view, xr, xs, h, nh, ex, inv);
+        VFN(prefetch_)(x, pf, view->head_dim * xe);
         for (int b = 0; b < 2 * ROPE_BLOCK; ++b) {
           const vf v = vf_mul(ve_load(xo, (size_t)b * VF_W, ex), niv);
           VFN(put_)
@@ -694,7 +697,7 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
   }
 }
 
-/* rotate_ for a plain view (no QK-norm, not deterministic, not streamed; rope_drive's
+/* rotate_ for a plain or QK-norm view (not deterministic, not streamed; rope_drive's
  * rotate_pf, for 16-bit and f32 -> f32 rows) of a call that prefetches: each head vector's
  * source lines are prefetched whole token rows, POSENC_PREFETCH_AHEAD_BYTES or more, ahead (a
  * function apart from rotate_: inside it, GCC allocated the plain loops' registers worse,
@@ -716,6 +719,17 @@ POSENC_INLINE void VFN(rotate_prefetch_)(const rope_view *view, const void *src_
    * fast as avx2, which with the prefetch and 512-bit loads had run at 1.03x avx512's rate
    * (the report's dispatcher check failed three to four f32 groups of 64-80 MiB); with four
    * 128-bit loads 0.92-0.95x that again, as fast as sse4 (vf_load_rmw_stream). */
+  if (view->norm_w) {
+    /* QK-norm views as rotate_ takes them (the whole head written, in place too), with the
+     * prefetches: Zen 5 posenc_ab case 12 (32 Q + 8 K heads, f32 in place) new/old 0.69x /
+     * 0.82-0.89x the time at 2048 / 4096 tokens (40 / 80 MiB) on avx512, avx2 0.77-0.93x,
+     * sse4 0.74-0.79x; 16-bit views not measured apart */
+    const int ntail = p0 + n == half && view->head_dim > 2 * half;
+    VFN(rotate_mode_)
+    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, ntail, 0, ex, ey, 1, ROPE_WHOLE_STORES,
+     1);
+    return;
+  }
   const int nt = ex == POSENC_ELEM_F32 ? ROPE_RMW_LOADS : 0;
   VFN(rotate_mode_)
   (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, nt, 1);

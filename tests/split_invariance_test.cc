@@ -496,21 +496,25 @@ TEST_P(SplitInvarianceTest, DecodeCallsTakeThePreviousCallsValuesOnlyWhenTheirOw
 // the same bits as the same rows rotated in four calls below that size, the rows of a
 // strided q and k (their gaps) untouched. f32, bf16 and f16, both layouts, the block path
 // (head_dim 128) and the general loops (head_dim 72 with rotary dim 64); f32 also a
-// re-rotation (its one cos/sin for every token).
+// re-rotation (its one cos/sin for every token), and QK-norm + RoPE (posenc_rope_qknorm, q
+// and k with their own weights) in each type.
 TEST_P(SplitInvarianceTest, RopeInPlacePrefetchedLargeCalls) {
   const struct {
     Storage st;
     unsigned flags;
     size_t D, R;
-    bool rerotate;
+    bool rerotate, qknorm;
   } cases[] = {
-      {Storage::kBf16, POSENC_ROPE_NEOX, 128, 128, false},
-      {Storage::kF16, POSENC_ROPE_GPTJ, 128, 128, false},
-      {Storage::kF16, POSENC_ROPE_NEOX | POSENC_ROPE_INVERSE, 72, 64, false},
-      {Storage::kBf16, POSENC_ROPE_GPTJ, 72, 64, false},
-      {Storage::kF32, POSENC_ROPE_NEOX, 128, 128, false},
-      {Storage::kF32, POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE, 72, 64, false},
-      {Storage::kF32, POSENC_ROPE_NEOX, 128, 128, true},
+      {Storage::kBf16, POSENC_ROPE_NEOX, 128, 128, false, false},
+      {Storage::kF16, POSENC_ROPE_GPTJ, 128, 128, false, false},
+      {Storage::kF16, POSENC_ROPE_NEOX | POSENC_ROPE_INVERSE, 72, 64, false, false},
+      {Storage::kBf16, POSENC_ROPE_GPTJ, 72, 64, false, false},
+      {Storage::kF32, POSENC_ROPE_NEOX, 128, 128, false, false},
+      {Storage::kF32, POSENC_ROPE_GPTJ | POSENC_ROPE_INVERSE, 72, 64, false, false},
+      {Storage::kF32, POSENC_ROPE_NEOX, 128, 128, true, false},
+      {Storage::kF32, POSENC_ROPE_NEOX, 128, 128, false, true},
+      {Storage::kBf16, POSENC_ROPE_GPTJ, 128, 128, false, true},
+      {Storage::kF16, POSENC_ROPE_NEOX | POSENC_ROPE_INVERSE, 72, 64, false, true},
   };
   const size_t kPrefetch = size_t{16} << 20, QH = 6, KH = 2, gap = 8;
   std::mt19937 rng(kSeed + 10);
@@ -519,7 +523,16 @@ TEST_P(SplitInvarianceTest, RopeInPlacePrefetchedLargeCalls) {
     const size_t es = Size(c.st);
     const size_t width = (QH + KH) * c.D + gap, T = kPrefetch / ((QH + KH) * c.D * es) + 5;
     const std::string what = std::string(Name(c.st)) + " flags " + std::to_string(c.flags) + " D " +
-                             std::to_string(c.D) + (c.rerotate ? " rerotate" : "");
+                             std::to_string(c.D) + (c.rerotate ? " rerotate" : "") +
+                             (c.qknorm ? " qknorm" : "");
+    std::vector<float> wq(c.D), wk(c.D);
+    for (size_t d = 0; d < c.D; ++d) {
+      wq[d] = 0.75f + 0.5f * static_cast<float>(rng() % 1000) / 1000.0f;
+      wk[d] = 0.75f + 0.5f * static_cast<float>(rng() % 1000) / 1000.0f;
+    }
+    const posenc_dtype dt = c.st == Storage::kF32    ? POSENC_DTYPE_F32
+                            : c.st == Storage::kBf16 ? POSENC_DTYPE_BF16
+                                                     : POSENC_DTYPE_F16;
     const PlanPtr plan = MakePlan(c.R, 10000.0, 1.0);
     Rows input(c.st, T, width);
     input.Random(rng());
@@ -528,6 +541,13 @@ TEST_P(SplitInvarianceTest, RopeInPlacePrefetchedLargeCalls) {
       posenc_rope_tensor q = {rows.Row(a), QH, width, c.D};
       posenc_rope_tensor k = {rows.Row(a) + QH * c.D * es, KH, width, c.D};
       const int32_t start = 300 + static_cast<int32_t>(a);
+      if (c.qknorm) {
+        const posenc_rope_view qv = {rows.Row(a), dt, QH, width, c.D, 0};
+        const posenc_rope_view kv = {rows.Row(a) + QH * c.D * es, dt, KH, width, c.D, 0};
+        const posenc_qk_norm qn = {wq.data(), 1e-6f, 0}, kn = {wk.data(), 1e-6f, 0};
+        return posenc_rope_qknorm(plan.get(), c.D, 1, n, nullptr, start, &qv, &qv, &qn, &kv, &kv,
+                                  &kn, c.flags);
+      }
       if (c.rerotate) { /* every head of the row as keys, moved back by 200 positions */
         posenc_rope_tensor keys = {rows.Row(a), QH + KH, width, c.D};
         return posenc_rope_rerotate_f32(plan.get(), nullptr, start, plan.get(), nullptr,
