@@ -24,8 +24,7 @@
  * T in 1, 16, 512, 4096 (TS=t1,t2,...: other counts, up to 8192 for the cases with [T, heads, 128]
  * buffers: 0-2, 4 and 12-15); SM_HEADS=<n> (1-32) sets the heads of the softmax cases 16 and
  * 17 (1 MiB of scores per head: the sizes between a decode step's and a DRAM-sized call's).
- * Not built by
- * CMake (it needs two builds): from the repository root, with a build in build/:
+ * Not built by CMake (it needs two builds): from the repository root, with a build in build/:
  *   gcc -O2 -Iinclude -Ibuild/include bench/ab/posenc_ab.c -o posenc_ab -ldl -lm
  *   taskset -c 1 ./posenc_ab OLD/libposenc.so.0 NEW/libposenc.so.0 <isa number> 15
  * (isa numbers are posenc_isa's: 3 avx512, 2 avx2); CASE=<n> runs case n alone; ISA_NEW=<n>
