@@ -38,8 +38,8 @@
  * out-of-place rows of 4096 tokens to the copy limit (README). Sinusoid tables (its whole
  * table) and RoPE's out-of-place forms (every destination view of the call) use it. */
 #define POSENC_STREAM_MIN_BYTES ((size_t)16 << 20)
-/* Calls over this many bytes or more (RoPE: the sources of plain and QK-norm views, 16-bit or
- * f32 -> f32, rope_driver.h's rope_prefetches; ALiBi: the scores) prefetch their rows at least
+/* Calls over this many bytes or more (RoPE: the sources of plain, QK-norm and quantized views,
+ * 16-bit or f32, rope_driver.h's rope_prefetches; ALiBi: the scores) prefetch their rows at least
  * this far ahead, in whole rows (the softmax's pipeline at least this far too, from its own 8
  * MiB): on Zen 5 a stream of 32-80 MiB in place, just over the 32 MiB L3, ran 1.2-1.55x faster
  * with a prefetch 16 KiB ahead than with any nearer one (bench limit_rmw, its x4_pf16k

@@ -208,8 +208,9 @@ typedef void (*rope_quant_fn)(const rope_view *view, const float *x, size_t n_he
  * reference) norm for the source type and rotate from f32 to the destination type (without
  * them, NULL: the SIMD variants, rotate() itself normalises the views with norm_w); for
  * quantized views (the f32 kernels: q8_0, FP8) quant, after rotate into a float buffer; for
- * plain and QK-norm views (not deterministic, not streamed) of a call that prefetches
- * (rope_prefetches) rotate_pf, rotate() with the prefetches (NULL otherwise). */
+ * plain, QK-norm and quantized views (not deterministic, not streamed; a quantized view's
+ * rotation into the buffer) of a call that prefetches (rope_prefetches) rotate_pf, rotate()
+ * with the prefetches (NULL otherwise). */
 typedef struct rope_extra_ops {
   rope_norm_fn norm;
   rope_rotate_fn rotate;
@@ -274,16 +275,19 @@ static inline int rope_streams(const rope_args *a, size_t dst_size) {
   return bytes >= POSENC_STREAM_MIN_BYTES;
 }
 
-/* Whether a call prefetches the sources of its plain and QK-norm views
- * (rope_extra_ops.rotate_pf, which the SIMD variants supply for 16-bit and f32 -> f32 rows):
- * not deterministic, not streamed, and those views' sources hold POSENC_PREFETCH_MIN_BYTES or
- * more. */
+/* Whether a call prefetches the sources of its views, plain, QK-norm or quantized
+ * (rope_extra_ops.rotate_pf, which the SIMD variants supply for 16-bit and f32 -> f32 rows;
+ * a quantized view's f32 rows are rotated by it into the buffer rope_emit_quant quantizes):
+ * not deterministic, not streamed, and the sources hold POSENC_PREFETCH_MIN_BYTES or more.
+ * Quantized views (Zen 5, bench interleaved rounds, 8 heads x 128 of 16384 tokens, 64 MiB of
+ * f32, new/old): q8_0 avx512 0.67-0.70x the time, avx2 0.81x, sse4 0.87x; FP8 avx512
+ * 0.82-0.84x, avx2 0.92x, sse4 0.94x (without, avx2 had run q8_0 ahead of avx512: the
+ * report's dispatcher check, 0.89 and again 0.94). */
 static inline int rope_prefetches(const rope_args *a, size_t src_size, int stream) {
   if (a->factors_out || stream || (a->flags & POSENC_ROPE_DETERMINISTIC)) return 0;
   size_t bytes = 0;
   for (size_t v = 0; v < a->n_views; ++v) {
     const rope_view *view = &a->views[v];
-    if (view->quant) continue;
     bytes += a->n_batch * a->n_tokens * view->n_heads * view->head_dim * src_size;
   }
   return bytes >= POSENC_PREFETCH_MIN_BYTES;
@@ -317,7 +321,8 @@ POSENC_INLINE void rope_emit(const rope_args *a, size_t g, size_t b, size_t t, s
     char *dst_row =
         (char *)view->dst + (b * view->dst_batch_stride + cell * view->dst_token_stride) * ds;
     if (view->quant) {
-      rope_emit_quant(a, view, src_row, dst_row, p0, n, c, s, rotate, extra->quant);
+      rope_emit_quant(a, view, src_row, dst_row, p0, n, c, s,
+                      extra->rotate_pf ? extra->rotate_pf : rotate, extra->quant);
       continue;
     }
     if (view->norm_w && extra->norm)

@@ -576,6 +576,63 @@ TEST_P(SplitInvarianceTest, RopeInPlacePrefetchedLargeCalls) {
   }
 }
 
+// Quantized destinations (posenc_rope_out_q8_0, posenc_rope_out_fp8) of calls whose f32
+// sources hold 16 MiB or more: those sources are prefetched (the rotation step takes the
+// prefetching rotate), and the bytes written are those of the same tokens written in four
+// calls below that size, into rows in order and into cells given by slots (in reverse
+// order); the block path (head_dim 128) and the general loop (rotary dim 64 of 96 or 72).
+TEST_P(SplitInvarianceTest, QuantizedOutputsOfPrefetchedLargeCalls) {
+  const struct {
+    bool q8;
+    size_t D, R;
+    unsigned flags;
+  } cases[] = {
+      {true, 128, 128, POSENC_ROPE_NEOX},
+      {true, 96, 64, POSENC_ROPE_GPTJ},
+      {false, 128, 128, POSENC_ROPE_NEOX | POSENC_ROPE_INVERSE},
+      {false, 72, 64, POSENC_ROPE_NEOX},
+  };
+  const size_t kPrefetch = size_t{16} << 20, H = 8;
+  std::mt19937 rng(kSeed + 12);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  for (const auto& c : cases) {
+    const size_t T = kPrefetch / (H * c.D * sizeof(float)) + 5;
+    const size_t head = c.q8 ? c.D / 32 * 34 : c.D, row = H * head; /* bytes */
+    std::vector<float> src(T * H * c.D);
+    for (float& v : src) v = u(rng);
+    std::vector<int64_t> cells(T);
+    for (size_t t = 0; t < T; ++t) cells[t] = static_cast<int64_t>(T - 1 - t);
+    const PlanPtr plan = MakePlan(c.R, 10000.0, 1.0);
+    for (bool slotted : {false, true}) {
+      const std::string what = std::string(c.q8 ? "q8_0" : "fp8") + " D " + std::to_string(c.D) +
+                               (slotted ? " slots" : " rows");
+      std::vector<uint8_t> whole(T * row, 0xAB), split(T * row, 0xAB);
+      const auto call = [&](std::vector<uint8_t>& out, size_t a, size_t n) {
+        const posenc_rope_view s = {src.data() + a * H * c.D, POSENC_DTYPE_F32, H, H * c.D, c.D, 0};
+        const posenc_slots sl = {cells.data() + a, 1, T};
+        uint8_t* base = slotted ? out.data() : out.data() + a * row;
+        const int32_t start = 300 + static_cast<int32_t>(a);
+        if (c.q8) {
+          const posenc_q8_0_view q = {base, H, row, head};
+          return posenc_rope_out_q8_0(plan.get(), c.D, n, nullptr, start, &s, &q,
+                                      slotted ? &sl : nullptr, c.flags);
+        }
+        const posenc_fp8_view f = {base, H, row, head};
+        return posenc_rope_out_fp8(plan.get(), c.D, n, nullptr, start, &s, &f, 0.05f,
+                                   slotted ? &sl : nullptr, c.flags);
+      };
+      ASSERT_EQ(call(whole, 0, T), POSENC_OK) << what;
+      const size_t piece = (T + 3) / 4;
+      for (size_t a = 0; a < T; a += piece)
+        ASSERT_EQ(call(split, a, std::min(piece, T - a)), POSENC_OK) << what;
+      EXPECT_TRUE(whole == split) << what;
+      EXPECT_LT(static_cast<size_t>(std::count(whole.begin(), whole.end(), uint8_t{0xAB})),
+                whole.size() / 64)
+          << what; /* written at all */
+    }
+  }
+}
+
 // ggml's M-RoPE (plans from posenc_rope_plan_create_ggml_mode, POSENC_ROPE_MROPE_GGML: four
 // sections, four position rows t, h, w, e): MROPE, IMROPE and VISION, each row's positions
 // from a fixed table (text tokens, then an image grid), whatever the piece.
