@@ -713,20 +713,22 @@ POSENC_INLINE void VFN(rotate_prefetch_)(const rope_view *view, const void *src_
                                          const float *s, unsigned flags, posenc_elem ex,
                                          posenc_elem ey) {
   const vf sg = vf_set1((flags & POSENC_ROPE_INVERSE) ? -1.0f : 1.0f);
-  const int tail = view->src != view->dst && p0 + n == half && view->head_dim > 2 * half;
+  /* (rotate_'s rule: a QK-norm view writes its whole head, in place too) */
+  const int normed = view->norm_w != NULL;
+  const int tail =
+      (view->src != view->dst || normed) && p0 + n == half && view->head_dim > 2 * half;
   /* Prefetched f32 sources are read by ROPE_RMW_LOADS: on Zen 5 (posenc_ab, 40 heads, 4096
    * tokens in place) avx512 took 0.96x the time with two 256-bit loads per vector and ran as
    * fast as avx2, which with the prefetch and 512-bit loads had run at 1.03x avx512's rate
    * (the report's dispatcher check failed three to four f32 groups of 64-80 MiB); with four
    * 128-bit loads 0.92-0.95x that again, as fast as sse4 (vf_load_rmw_stream). */
-  if (view->norm_w) {
-    /* QK-norm views as rotate_ takes them (the whole head written, in place too), with the
-     * prefetches: Zen 5 posenc_ab case 12 (32 Q + 8 K heads, f32 in place) new/old 0.69x /
-     * 0.82-0.89x the time at 2048 / 4096 tokens (40 / 80 MiB) on avx512, avx2 0.77-0.93x,
-     * sse4 0.74-0.79x; 16-bit views not measured apart */
-    const int ntail = p0 + n == half && view->head_dim > 2 * half;
+  if (normed) {
+    /* QK-norm views as rotate_ takes them, with the prefetches: Zen 5 posenc_ab case 12 (32 Q
+     * + 8 K heads, f32 in place) new/old 0.69x / 0.82-0.89x the time at 2048 / 4096 tokens
+     * (40 / 80 MiB) on avx512, avx2 0.77-0.93x, sse4 0.74-0.79x; 16-bit views not measured
+     * apart */
     VFN(rotate_mode_)
-    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, ntail, 0, ex, ey, 1, ROPE_WHOLE_STORES,
+    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 1, ROPE_WHOLE_STORES,
      1);
     return;
   }
