@@ -8,9 +8,19 @@
  *   no_stores: the same, the 8 results added together and one vector stored;
  *   squares:   loads and squares only (the sums' phase without its reduction);
  *   rotation:  loads, x * inv, the rotation and the stores (the second phase).
+ * The library's structure without its call path (struct_*, ns per head over T tokens of 32 Q
+ * + 8 K heads in place, best of 9): per view of a token, its 16 folded factors (w * cos/sin),
+ * the sums of its heads (double reduction, as norm_sum_sq_), their invs in vectors of 16
+ * (square roots, divisions), then the rotation of its heads:
+ *   two_phase: views in turn, each the two phases (as rope_simd.h);
+ *   pipelined: the same work interleaved across views and tokens: the K sums of a token
+ *              among its Q rotations, the next token's Q sums among its K rotations, so that
+ *              no view's rotation waits for its own sums.
  * posenc: ns per head of posenc_rope_qknorm (median of 21 rounds). On Zen 5 (two 512-bit FMA
  * pipes) `all` ran at 3.8 ns per head, the same as `no_stores`: the stores do not compete
- * with the FMAs there. Not built by CMake (it needs AVX-512 and a build of the library): from
+ * with the FMAs there; two_phase at 7.2 / 7.4 ns per head (1 / 16 tokens), pipelined at
+ * 11.0 / 9.4 (slower), posenc 8.9 / 8.9: the library is 1.2x its structure's own floor, which
+ * is 1.9x `all`. Not built by CMake (it needs AVX-512 and a build of the library): from
  * the repository root, with a build in build/:
  *   gcc -O2 -march=native -Iinclude -Ibuild/include bench/ab/qknorm_mix.c -o qknorm_mix \
  *       -Lbuild -lposenc -Wl,-rpath,$PWD/build -lm
@@ -111,6 +121,109 @@ static void time_mix(const char *name, void (*fn)(long)) {
   printf("mix %-10s %6.2f ns/head\n", name, best);
 }
 
+/* The structure probes' data: T tokens of [32 Q | 8 K] heads, weights, a cos/sin block. */
+enum { T_MAX = 16 };
+static float sq[T_MAX * QH * D] __attribute__((aligned(64)));
+static float sk[T_MAX * KH * D] __attribute__((aligned(64)));
+static float wsq[D] __attribute__((aligned(64))), wsk[D] __attribute__((aligned(64)));
+static float cs[D] __attribute__((aligned(64))); /* cos of 64 pairs, then sin */
+
+static inline __attribute__((always_inline)) void s_folds(__m512 *f, const float *w) {
+  for (int j = 0; j < 4; ++j) {
+    const __m512 c = _mm512_load_ps(cs + 16 * j), s = _mm512_load_ps(cs + 64 + 16 * j);
+    const __m512 wu = _mm512_load_ps(w + 16 * j), wv = _mm512_load_ps(w + 64 + 16 * j);
+    f[4 * j] = _mm512_mul_ps(wu, c);
+    f[4 * j + 1] = _mm512_mul_ps(wv, s);
+    f[4 * j + 2] = _mm512_mul_ps(wv, c);
+    f[4 * j + 3] = _mm512_mul_ps(wu, s);
+  }
+}
+static inline __attribute__((always_inline)) double s_sum(const float *x) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+  for (int j = 0; j < D; j += 32) {
+    const __m512 u0 = _mm512_load_ps(x + j), u1 = _mm512_load_ps(x + j + 16);
+    a0 = _mm512_fmadd_ps(u0, u0, a0);
+    a1 = _mm512_fmadd_ps(u1, u1, a1);
+  }
+  const __m512 a = _mm512_add_ps(a0, a1);
+  return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
+                                            _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1))));
+}
+static inline __attribute__((always_inline)) void s_invs(const double *sum, float *inv, int nh) {
+  const __m512d rd = _mm512_set1_pd(1.0 / D), e = _mm512_set1_pd(1e-6);
+  for (int j = 0; j < nh; j += 16) {
+    const __m512d lo = _mm512_add_pd(_mm512_mul_pd(_mm512_load_pd(sum + j), rd), e);
+    const __m512d hi = _mm512_add_pd(_mm512_mul_pd(_mm512_load_pd(sum + j + 8), rd), e);
+    const __m512 m =
+        _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)), _mm512_cvtpd_ps(hi), 1);
+    _mm512_store_ps(inv + j, _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_sqrt_ps(m)));
+  }
+}
+static inline __attribute__((always_inline)) void s_rot(float *x, const __m512 *f, float inv_h) {
+  const __m512 inv = _mm512_set1_ps(inv_h);
+  LOAD8(x)
+  FOLD(v0, v4, 0) FOLD(v1, v5, 1) FOLD(v2, v6, 2) FOLD(v3, v7, 3) STORE8(x)
+}
+
+__attribute__((noinline)) static void struct_two_phase(long rounds, int tokens) {
+  double sum[32] __attribute__((aligned(64))) = {0};
+  float inv[32] __attribute__((aligned(64)));
+  for (long r = 0; r < rounds; ++r) {
+    for (int t = 0; t < tokens; ++t) {
+      for (int v = 0; v < 2; ++v) {
+        const int nh = v ? KH : QH;
+        float *x = v ? sk + t * KH * D : sq + t * QH * D;
+        __m512 f[16];
+        s_folds(f, v ? wsk : wsq);
+        for (int h = 0; h < nh; ++h) sum[h] = s_sum(x + h * D);
+        s_invs(sum, inv, nh);
+        for (int h = 0; h < nh; ++h) s_rot(x + h * D, f, inv[h]);
+      }
+    }
+    __asm__ volatile("" ::: "memory");
+  }
+}
+
+__attribute__((noinline)) static void struct_pipelined(long rounds, int tokens) {
+  double qsum[32] __attribute__((aligned(64))) = {0}, ksum[32] __attribute__((aligned(64))) = {0};
+  float qinv[32] __attribute__((aligned(64))), kinv[32] __attribute__((aligned(64)));
+  enum { PER = QH / KH };
+  for (long r = 0; r < rounds; ++r) {
+    for (int h = 0; h < QH; ++h) qsum[h] = s_sum(sq + h * D);
+    s_invs(qsum, qinv, QH);
+    for (int t = 0; t < tokens; ++t) {
+      float *q = sq + t * QH * D, *k = sk + t * KH * D;
+      const float *qn = sq + (t + 1 < tokens ? t + 1 : t) * QH * D;
+      __m512 f[16];
+      s_folds(f, wsq);
+      for (int h = 0; h < QH; ++h) {
+        s_rot(q + h * D, f, qinv[h]);
+        if (h % PER == 0) ksum[h / PER] = s_sum(k + h / PER * D);
+      }
+      s_invs(ksum, kinv, KH);
+      s_folds(f, wsk);
+      for (int h = 0; h < KH; ++h) {
+        s_rot(k + h * D, f, kinv[h]);
+        for (int j = 0; j < PER; ++j) qsum[h * PER + j] = s_sum(qn + (h * PER + j) * D);
+      }
+      s_invs(qsum, qinv, QH);
+    }
+    __asm__ volatile("" ::: "memory");
+  }
+}
+
+static void time_struct(const char *name, void (*fn)(long, int), int tokens) {
+  const long rounds = 400000 / tokens;
+  double best = 1e9;
+  for (int rep = 0; rep < 9; ++rep) {
+    const double t0 = now();
+    fn(rounds, tokens);
+    const double ns = (now() - t0) * 1e9 / ((double)rounds * tokens * H);
+    if (ns < best) best = ns;
+  }
+  printf("struct %-9s tokens:%-3d %6.2f ns/head\n", name, tokens, best);
+}
+
 static int cmp(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -157,6 +270,16 @@ int main(void) {
   time_mix("no_stores", mix_no_stores);
   time_mix("squares", mix_squares);
   time_mix("rotation", mix_rotation);
+  for (int i = 0; i < T_MAX * QH * D; ++i) sq[i] = 0.5f + (float)(i % 97) * 0.01f;
+  for (int i = 0; i < T_MAX * KH * D; ++i) sk[i] = 0.5f + (float)(i % 89) * 0.01f;
+  for (int d = 0; d < D; ++d) {
+    wsq[d] = wsk[d] = 0.9f + 0.001f * (float)d;
+    cs[d] = d < D / 2 ? 0.8f : 0.6f; /* cos^2 + sin^2 = 1: the norms stay put */
+  }
+  for (int tokens = 1; tokens <= T_MAX; tokens *= T_MAX) {
+    time_struct("two_phase", struct_two_phase, tokens);
+    time_struct("pipelined", struct_pipelined, tokens);
+  }
   time_posenc(1);
   time_posenc(16);
   time_posenc(512);
