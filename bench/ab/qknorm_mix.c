@@ -15,12 +15,14 @@
  *   two_phase: views in turn, each the two phases (as rope_simd.h);
  *   pipelined: the same work interleaved across views and tokens: the K sums of a token
  *              among its Q rotations, the next token's Q sums among its K rotations, so that
- *              no view's rotation waits for its own sums.
+ *              no view's rotation waits for its own sums;
+ *   ahead:     each view's sums and invs formed before the rotations of the view before it.
  * posenc: ns per head of posenc_rope_qknorm (median of 21 rounds). On Zen 5 (two 512-bit FMA
  * pipes) `all` ran at 3.8 ns per head, the same as `no_stores`: the stores do not compete
- * with the FMAs there; two_phase at 7.2 / 7.4 ns per head (1 / 16 tokens), pipelined at
- * 11.0 / 9.4 (slower), posenc 8.9 / 8.9: the library is 1.2x its structure's own floor, which
- * is 1.9x `all`. Not built by CMake (it needs AVX-512 and a build of the library): from
+ * with the FMAs there; two_phase at 7.0-7.2 / 7.2-7.4 ns per head (1 / 16 tokens), pipelined
+ * at 10.6-11.0 / 9.0-9.4 (slower), ahead at 6.3-6.4 / 7.2 (16 tokens, 320 KiB in L2: as
+ * two_phase), posenc 8.9 / 8.9: the library is 1.2x its structure's own floor, which is 1.9x
+ * `all`. Not built by CMake (it needs AVX-512 and a build of the library): from
  * the repository root, with a build in build/:
  *   gcc -O2 -march=native -Iinclude -Ibuild/include bench/ab/qknorm_mix.c -o qknorm_mix \
  *       -Lbuild -lposenc -Wl,-rpath,$PWD/build -lm
@@ -212,6 +214,30 @@ __attribute__((noinline)) static void struct_pipelined(long rounds, int tokens) 
   }
 }
 
+/* each view's sums and invs formed before the rotation of the view before it */
+__attribute__((noinline)) static void struct_ahead(long rounds, int tokens) {
+  double sum[32] __attribute__((aligned(64))) = {0};
+  float inv[2][32] __attribute__((aligned(64)));
+  for (long r = 0; r < rounds; ++r) {
+    for (int h = 0; h < QH; ++h) sum[h] = s_sum(sq + h * D);
+    s_invs(sum, inv[0], QH);
+    for (int u = 0; u < 2 * tokens; ++u) {
+      const int t = u / 2, v = u % 2, nh = v ? KH : QH;
+      float *x = v ? sk + t * KH * D : sq + t * QH * D;
+      if (u + 1 < 2 * tokens) { /* the next unit: token t's K, or token t + 1's Q */
+        const int nv = !v, nn = nv ? KH : QH;
+        const float *xn = nv ? sk + t * KH * D : sq + (t + 1) * QH * D;
+        for (int h = 0; h < nn; ++h) sum[h] = s_sum(xn + h * D);
+        s_invs(sum, inv[(u + 1) & 1], nn);
+      }
+      __m512 f[16];
+      s_folds(f, v ? wsk : wsq);
+      for (int h = 0; h < nh; ++h) s_rot(x + h * D, f, inv[u & 1][h]);
+    }
+    __asm__ volatile("" ::: "memory");
+  }
+}
+
 static void time_struct(const char *name, void (*fn)(long, int), int tokens) {
   const long rounds = 400000 / tokens;
   double best = 1e9;
@@ -279,6 +305,7 @@ int main(void) {
   for (int tokens = 1; tokens <= T_MAX; tokens *= T_MAX) {
     time_struct("two_phase", struct_two_phase, tokens);
     time_struct("pipelined", struct_pipelined, tokens);
+    time_struct("ahead", struct_ahead, tokens);
   }
   time_posenc(1);
   time_posenc(16);
