@@ -16,18 +16,22 @@
  *   pipelined: the same work interleaved across views and tokens: the K sums of a token
  *              among its Q rotations, the next token's Q sums among its K rotations, so that
  *              no view's rotation waits for its own sums;
- *   ahead:     each view's sums and invs formed before the rotations of the view before it.
+ *   ahead:     each view's sums and invs formed before the rotations of the view before it;
+ *   one_pass:  each head loaded once into registers, its inv formed in scalar from their
+ *              squares (1 / sqrtf of the mean), then rotated: every head waits for its own
+ *              reduction, square root and division.
  * posenc: ns per head of posenc_rope_qknorm (median of 21 rounds). On Zen 5 (two 512-bit FMA
  * pipes) `all` ran at 3.8 ns per head, the same as `no_stores`: the stores do not compete
  * with the FMAs there; two_phase at 7.0-7.2 / 7.2-7.4 ns per head (1 / 16 tokens), pipelined
  * at 10.6-11.0 / 9.0-9.4 (slower), ahead at 6.3-6.4 / 7.2 (16 tokens, 320 KiB in L2: as
- * two_phase), posenc 8.9 / 8.9: the library is 1.2x its structure's own floor, which is 1.9x
- * `all`. Not built by CMake (it needs AVX-512 and a build of the library): from
- * the repository root, with a build in build/:
+ * two_phase), one_pass at 11.7-12.3 / 11.8-12.9 (slower), posenc 8.9 / 8.9: the library is 1.2x its
+ * structure's own floor, which is 1.9x `all`. Not built by CMake (it needs AVX-512 and a build of
+ * the library): from the repository root, with a build in build/:
  *   gcc -O2 -march=native -Iinclude -Ibuild/include bench/ab/qknorm_mix.c -o qknorm_mix \
  *       -Lbuild -lposenc -Wl,-rpath,$PWD/build -lm
  *   taskset -c 1 ./qknorm_mix */
 #include <immintrin.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -238,6 +242,38 @@ __attribute__((noinline)) static void struct_ahead(long rounds, int tokens) {
   }
 }
 
+/* one pass: each head loaded once, its inv formed in scalar from its registers' squares */
+__attribute__((noinline)) static void struct_one_pass(long rounds, int tokens) {
+  for (long r = 0; r < rounds; ++r) {
+    for (int t = 0; t < tokens; ++t) {
+      for (int v = 0; v < 2; ++v) {
+        const int nh = v ? KH : QH;
+        float *x = v ? sk + t * KH * D : sq + t * QH * D;
+        __m512 f[16];
+        s_folds(f, v ? wsk : wsq);
+        for (int h = 0; h < nh; ++h) {
+          float *xh = x + h * D;
+          LOAD8(xh)
+          __m512 a0 = _mm512_mul_ps(v0, v0), a1 = _mm512_mul_ps(v1, v1);
+          a0 = _mm512_fmadd_ps(v2, v2, a0);
+          a1 = _mm512_fmadd_ps(v3, v3, a1);
+          a0 = _mm512_fmadd_ps(v4, v4, a0);
+          a1 = _mm512_fmadd_ps(v5, v5, a1);
+          a0 = _mm512_fmadd_ps(v6, v6, a0);
+          a1 = _mm512_fmadd_ps(v7, v7, a1);
+          const __m512 a = _mm512_add_ps(a0, a1);
+          const double sum =
+              _mm512_reduce_add_pd(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
+                                                 _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1))));
+          const __m512 inv = _mm512_set1_ps(1.0f / sqrtf((float)(sum * (1.0 / D) + 1e-6)));
+          FOLD(v0, v4, 0) FOLD(v1, v5, 1) FOLD(v2, v6, 2) FOLD(v3, v7, 3) STORE8(xh)
+        }
+      }
+    }
+    __asm__ volatile("" ::: "memory");
+  }
+}
+
 static void time_struct(const char *name, void (*fn)(long, int), int tokens) {
   const long rounds = 400000 / tokens;
   double best = 1e9;
@@ -306,6 +342,7 @@ int main(void) {
     time_struct("two_phase", struct_two_phase, tokens);
     time_struct("pipelined", struct_pipelined, tokens);
     time_struct("ahead", struct_ahead, tokens);
+    time_struct("one_pass", struct_one_pass, tokens);
   }
   time_posenc(1);
   time_posenc(16);
