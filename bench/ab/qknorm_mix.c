@@ -22,11 +22,11 @@
  *              reduction, square root and division.
  * posenc: ns per head of posenc_rope_qknorm (median of 21 rounds). On Zen 5 (two 512-bit FMA
  * pipes) `all` ran at 3.8 ns per head, the same as `no_stores`: the stores do not compete
- * with the FMAs there; two_phase at 7.0-7.2 / 7.2-7.4 ns per head (1 / 16 tokens), pipelined
- * at 10.6-11.0 / 9.0-9.4 (slower), ahead at 6.3-6.4 / 7.2 (16 tokens, 320 KiB in L2: as
- * two_phase), one_pass at 11.7-12.3 / 11.8-12.9 (slower), posenc 8.9 / 8.9: the library is 1.2x its
- * structure's own floor, which is 1.9x `all`. Not built by CMake (it needs AVX-512 and a build of
- * the library): from the repository root, with a build in build/:
+ * with the FMAs there. Seven runs: two_phase at 6.6-7.4 / 6.9-7.7 ns per head (1 / 16
+ * tokens), pipelined at 10.3-11.5 / 8.7-10.1 (slower), ahead at 6.1-7.0 / 7.2-7.7 (16 tokens,
+ * 320 KiB in L2: as two_phase), one_pass at 10.9-12.4 / 11.2-12.9 (slower), posenc 8.7-8.9:
+ * the library is 1.2-1.3x its structure's own floor, which is 1.8-1.9x `all`. Not built by CMake
+ * (it needs AVX-512 and a build of the library): from the repository root, with a build in build/:
  *   gcc -O2 -march=native -Iinclude -Ibuild/include bench/ab/qknorm_mix.c -o qknorm_mix \
  *       -Lbuild -lposenc -Wl,-rpath,$PWD/build -lm
  *   taskset -c 1 ./qknorm_mix */
@@ -55,7 +55,9 @@ static float sums[H * 16] __attribute__((aligned(64)));
   __m512 v2 = _mm512_load_ps(x + 32), v3 = _mm512_load_ps(x + 48); \
   __m512 v4 = _mm512_load_ps(x + 64), v5 = _mm512_load_ps(x + 80); \
   __m512 v6 = _mm512_load_ps(x + 96), v7 = _mm512_load_ps(x + 112);
-#define SQUARES(h)                                                 \
+/* a: the squares of v0..v7 in two chains, added */
+#define SQSUM(a)                                                   \
+  __m512 a;                                                        \
   {                                                                \
     __m512 s0 = _mm512_mul_ps(v0, v0), s1 = _mm512_mul_ps(v1, v1); \
     s0 = _mm512_fmadd_ps(v2, v2, s0);                              \
@@ -64,7 +66,12 @@ static float sums[H * 16] __attribute__((aligned(64)));
     s1 = _mm512_fmadd_ps(v5, v5, s1);                              \
     s0 = _mm512_fmadd_ps(v6, v6, s0);                              \
     s1 = _mm512_fmadd_ps(v7, v7, s1);                              \
-    _mm512_store_ps(sums + 16 * (h), _mm512_add_ps(s0, s1));       \
+    a = _mm512_add_ps(s0, s1);                                     \
+  }
+#define SQUARES(h)                       \
+  {                                      \
+    SQSUM(a)                             \
+    _mm512_store_ps(sums + 16 * (h), a); \
   }
 /* (u, v) = (x_u inv, x_v inv); y_u = u pc - v qs, y_v = v rc + u ss */
 #define FOLD(u, v, k)                                                     \
@@ -144,6 +151,14 @@ static inline __attribute__((always_inline)) void s_folds(__m512 *f, const float
     f[4 * j + 3] = _mm512_mul_ps(wu, s);
   }
 }
+/* Token t's row of view v (0: Q, 1: K) and its heads. */
+static inline float *s_row(int t, int v) { return v ? sk + t * KH * D : sq + t * QH * D; }
+static inline int s_heads(int v) { return v ? KH : QH; }
+/* The lanes of a float accumulator added in double (norm_sum_sq_'s reduction). */
+static inline __attribute__((always_inline)) double s_reduce(__m512 a) {
+  return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
+                                            _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1))));
+}
 static inline __attribute__((always_inline)) double s_sum(const float *x) {
   __m512 a0 = _mm512_setzero_ps(), a1 = a0;
   for (int j = 0; j < D; j += 32) {
@@ -151,9 +166,7 @@ static inline __attribute__((always_inline)) double s_sum(const float *x) {
     a0 = _mm512_fmadd_ps(u0, u0, a0);
     a1 = _mm512_fmadd_ps(u1, u1, a1);
   }
-  const __m512 a = _mm512_add_ps(a0, a1);
-  return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
-                                            _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1))));
+  return s_reduce(_mm512_add_ps(a0, a1));
 }
 static inline __attribute__((always_inline)) void s_invs(const double *sum, float *inv, int nh) {
   const __m512d rd = _mm512_set1_pd(1.0 / D), e = _mm512_set1_pd(1e-6);
@@ -171,23 +184,43 @@ static inline __attribute__((always_inline)) void s_rot(float *x, const __m512 *
   FOLD(v0, v4, 0) FOLD(v1, v5, 1) FOLD(v2, v6, 2) FOLD(v3, v7, 3) STORE8(x)
 }
 
-__attribute__((noinline)) static void struct_two_phase(long rounds, int tokens) {
+/* Views in turn (one_pass, a constant: each head's inv in scalar from its registers'
+ * squares, the head loaded once; else the two phases). */
+static inline __attribute__((always_inline)) void struct_by_view(long rounds, int tokens,
+                                                                 int one_pass) {
   double sum[32] __attribute__((aligned(64))) = {0};
-  float inv[32] __attribute__((aligned(64)));
+  float invs[32] __attribute__((aligned(64)));
   for (long r = 0; r < rounds; ++r) {
     for (int t = 0; t < tokens; ++t) {
       for (int v = 0; v < 2; ++v) {
-        const int nh = v ? KH : QH;
-        float *x = v ? sk + t * KH * D : sq + t * QH * D;
+        const int nh = s_heads(v);
+        float *x = s_row(t, v);
         __m512 f[16];
         s_folds(f, v ? wsk : wsq);
+        if (one_pass) {
+          for (int h = 0; h < nh; ++h) {
+            float *xh = x + h * D;
+            LOAD8(xh)
+            SQSUM(sq_acc)
+            const __m512 inv =
+                _mm512_set1_ps(1.0f / sqrtf((float)(s_reduce(sq_acc) * (1.0 / D) + 1e-6)));
+            FOLD(v0, v4, 0) FOLD(v1, v5, 1) FOLD(v2, v6, 2) FOLD(v3, v7, 3) STORE8(xh)
+          }
+          continue;
+        }
         for (int h = 0; h < nh; ++h) sum[h] = s_sum(x + h * D);
-        s_invs(sum, inv, nh);
-        for (int h = 0; h < nh; ++h) s_rot(x + h * D, f, inv[h]);
+        s_invs(sum, invs, nh);
+        for (int h = 0; h < nh; ++h) s_rot(x + h * D, f, invs[h]);
       }
     }
     __asm__ volatile("" ::: "memory");
   }
+}
+__attribute__((noinline)) static void struct_two_phase(long rounds, int tokens) {
+  struct_by_view(rounds, tokens, 0);
+}
+__attribute__((noinline)) static void struct_one_pass(long rounds, int tokens) {
+  struct_by_view(rounds, tokens, 1);
 }
 
 __attribute__((noinline)) static void struct_pipelined(long rounds, int tokens) {
@@ -198,8 +231,8 @@ __attribute__((noinline)) static void struct_pipelined(long rounds, int tokens) 
     for (int h = 0; h < QH; ++h) qsum[h] = s_sum(sq + h * D);
     s_invs(qsum, qinv, QH);
     for (int t = 0; t < tokens; ++t) {
-      float *q = sq + t * QH * D, *k = sk + t * KH * D;
-      const float *qn = sq + (t + 1 < tokens ? t + 1 : t) * QH * D;
+      float *q = s_row(t, 0), *k = s_row(t, 1);
+      const float *qn = s_row(t + 1 < tokens ? t + 1 : t, 0);
       __m512 f[16];
       s_folds(f, wsq);
       for (int h = 0; h < QH; ++h) {
@@ -226,49 +259,17 @@ __attribute__((noinline)) static void struct_ahead(long rounds, int tokens) {
     for (int h = 0; h < QH; ++h) sum[h] = s_sum(sq + h * D);
     s_invs(sum, inv[0], QH);
     for (int u = 0; u < 2 * tokens; ++u) {
-      const int t = u / 2, v = u % 2, nh = v ? KH : QH;
-      float *x = v ? sk + t * KH * D : sq + t * QH * D;
+      const int t = u / 2, v = u % 2, nh = s_heads(v);
+      float *x = s_row(t, v);
       if (u + 1 < 2 * tokens) { /* the next unit: token t's K, or token t + 1's Q */
-        const int nv = !v, nn = nv ? KH : QH;
-        const float *xn = nv ? sk + t * KH * D : sq + (t + 1) * QH * D;
+        const int nv = !v, nn = s_heads(nv);
+        const float *xn = s_row(nv ? t : t + 1, nv);
         for (int h = 0; h < nn; ++h) sum[h] = s_sum(xn + h * D);
         s_invs(sum, inv[(u + 1) & 1], nn);
       }
       __m512 f[16];
       s_folds(f, v ? wsk : wsq);
       for (int h = 0; h < nh; ++h) s_rot(x + h * D, f, inv[u & 1][h]);
-    }
-    __asm__ volatile("" ::: "memory");
-  }
-}
-
-/* one pass: each head loaded once, its inv formed in scalar from its registers' squares */
-__attribute__((noinline)) static void struct_one_pass(long rounds, int tokens) {
-  for (long r = 0; r < rounds; ++r) {
-    for (int t = 0; t < tokens; ++t) {
-      for (int v = 0; v < 2; ++v) {
-        const int nh = v ? KH : QH;
-        float *x = v ? sk + t * KH * D : sq + t * QH * D;
-        __m512 f[16];
-        s_folds(f, v ? wsk : wsq);
-        for (int h = 0; h < nh; ++h) {
-          float *xh = x + h * D;
-          LOAD8(xh)
-          __m512 a0 = _mm512_mul_ps(v0, v0), a1 = _mm512_mul_ps(v1, v1);
-          a0 = _mm512_fmadd_ps(v2, v2, a0);
-          a1 = _mm512_fmadd_ps(v3, v3, a1);
-          a0 = _mm512_fmadd_ps(v4, v4, a0);
-          a1 = _mm512_fmadd_ps(v5, v5, a1);
-          a0 = _mm512_fmadd_ps(v6, v6, a0);
-          a1 = _mm512_fmadd_ps(v7, v7, a1);
-          const __m512 a = _mm512_add_ps(a0, a1);
-          const double sum =
-              _mm512_reduce_add_pd(_mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
-                                                 _mm512_cvtps_pd(_mm512_extractf32x8_ps(a, 1))));
-          const __m512 inv = _mm512_set1_ps(1.0f / sqrtf((float)(sum * (1.0 / D) + 1e-6)));
-          FOLD(v0, v4, 0) FOLD(v1, v5, 1) FOLD(v2, v6, 2) FOLD(v3, v7, 3) STORE8(xh)
-        }
-      }
     }
     __asm__ volatile("" ::: "memory");
   }
