@@ -19,13 +19,21 @@
  *   ahead:     each view's sums and invs formed before the rotations of the view before it;
  *   one_pass:  each head loaded once into registers, its inv formed in scalar from their
  *              squares (1 / sqrtf of the mean), then rotated: every head waits for its own
- *              reduction, square root and division.
+ *              reduction, square root and division;
+ *   late:      one pass too, but x rotated first and the 8 results multiplied by inv, so that
+ *              only those 8 multiplies wait for it; late_f: the same with the lanes of the
+ *              squares added in float; late_rsqrt: late_f's sum added across the vector and
+ *              inv by VRSQRT14PS and a Newton step (outside the library's numerics).
+ * Tokens 1, 16 and 512 (20 KiB in L1, 320 KiB in L2, 10 MiB in L3: the bench row's size).
  * posenc: ns per head of posenc_rope_qknorm (median of 21 rounds). On Zen 5 (two 512-bit FMA
  * pipes) `all` ran at 3.8 ns per head, the same as `no_stores`: the stores do not compete
  * with the FMAs there. Seven runs: two_phase at 6.6-7.4 / 6.9-7.7 ns per head (1 / 16
  * tokens), pipelined at 10.3-11.5 / 8.7-10.1 (slower), ahead at 6.1-7.0 / 7.2-7.7 (16 tokens,
  * 320 KiB in L2: as two_phase), one_pass at 10.9-12.4 / 11.2-12.9 (slower), posenc 8.7-8.9:
- * the library is 1.2-1.3x its structure's own floor, which is 1.8-1.9x `all`. Not built by CMake
+ * the library is 1.2-1.3x its structure's own floor, which is 1.8-1.9x `all`. At 512 tokens
+ * (two runs): two_phase 7.9-8.4, ahead 9.0-9.1, late 8.2-8.3, late_f 7.4, late_rsqrt 6.8-7.0,
+ * posenc 10.5-12.0; at 1 / 16 tokens late 7.4-7.7, late_f 6.4-6.9, late_rsqrt 5.7-6.3.
+ * Not built by CMake
  * (it needs AVX-512 and a build of the library): from the repository root, with a build in build/:
  *   gcc -O2 -march=native -Iinclude -Ibuild/include bench/ab/qknorm_mix.c -o qknorm_mix \
  *       -Lbuild -lposenc -Wl,-rpath,$PWD/build -lm
@@ -73,13 +81,23 @@ static float sums[H * 16] __attribute__((aligned(64)));
     SQSUM(a)                             \
     _mm512_store_ps(sums + 16 * (h), a); \
   }
-/* (u, v) = (x_u inv, x_v inv); y_u = u pc - v qs, y_v = v rc + u ss */
-#define FOLD(u, v, k)                                                     \
+/* y_u = u pc - v qs, y_v = v rc + u ss (the folded rotation, unnormalised) */
+#define FOLD_RAW(u, v, k)                                                 \
   {                                                                       \
-    const __m512 a = _mm512_mul_ps(u, inv), b = _mm512_mul_ps(v, inv);    \
+    const __m512 a = u, b = v;                                            \
     u = _mm512_fnmadd_ps(b, f[4 * k + 1], _mm512_mul_ps(a, f[4 * k]));    \
     v = _mm512_fmadd_ps(a, f[4 * k + 3], _mm512_mul_ps(b, f[4 * k + 2])); \
   }
+/* (u, v) = (x_u inv, x_v inv), then rotated */
+#define FOLD(u, v, k)                                     \
+  {                                                       \
+    u = _mm512_mul_ps(u, inv), v = _mm512_mul_ps(v, inv); \
+    FOLD_RAW(u, v, k)                                     \
+  }
+#define SCALE8(inv)                                                                      \
+  v0 = _mm512_mul_ps(v0, inv), v1 = _mm512_mul_ps(v1, inv), v2 = _mm512_mul_ps(v2, inv); \
+  v3 = _mm512_mul_ps(v3, inv), v4 = _mm512_mul_ps(v4, inv), v5 = _mm512_mul_ps(v5, inv); \
+  v6 = _mm512_mul_ps(v6, inv), v7 = _mm512_mul_ps(v7, inv);
 #define ROTATE(h)                                                      \
   {                                                                    \
     const __m512 inv = _mm512_set1_ps(sums[16 * (((h) + H - 8) % H)]); \
@@ -135,7 +153,7 @@ static void time_mix(const char *name, void (*fn)(long)) {
 }
 
 /* The structure probes' data: T tokens of [32 Q | 8 K] heads, weights, a cos/sin block. */
-enum { T_MAX = 16 };
+enum { T_MAX = 512 };
 static float sq[T_MAX * QH * D] __attribute__((aligned(64)));
 static float sk[T_MAX * KH * D] __attribute__((aligned(64)));
 static float wsq[D] __attribute__((aligned(64))), wsk[D] __attribute__((aligned(64)));
@@ -184,10 +202,27 @@ static inline __attribute__((always_inline)) void s_rot(float *x, const __m512 *
   FOLD(v0, v4, 0) FOLD(v1, v5, 1) FOLD(v2, v6, 2) FOLD(v3, v7, 3) STORE8(x)
 }
 
-/* Views in turn (one_pass, a constant: each head's inv in scalar from its registers'
- * squares, the head loaded once; else the two phases). */
+/* Views in turn, each in the way of mode (a constant): S_TWO_PHASE the two phases; the others
+ * load each head once, its inv formed in scalar from their squares: S_ONE_PASS rotates x * inv,
+ * S_LATE rotates x and multiplies the results by inv (the rotation does not wait for the inv),
+ * S_LATE_F as S_LATE with the lanes of the squares added in float, S_LATE_RSQRT as S_LATE_F
+ * with the lanes added across the vector (no scalar) and inv by VRSQRT14PS and one Newton
+ * step (about 2^-22 relative: outside the library's numerics, a measure of the chain alone). */
+enum { S_TWO_PHASE, S_ONE_PASS, S_LATE, S_LATE_F, S_LATE_RSQRT };
+/* every lane the sum of a's lanes */
+static inline __attribute__((always_inline)) __m512 s_all_lanes(__m512 a) {
+  a = _mm512_add_ps(a, _mm512_shuffle_f32x4(a, a, 0x4e));
+  a = _mm512_add_ps(a, _mm512_shuffle_f32x4(a, a, 0xb1));
+  a = _mm512_add_ps(a, _mm512_permute_ps(a, 0x4e));
+  return _mm512_add_ps(a, _mm512_permute_ps(a, 0xb1));
+}
+/* 1 / sqrt(m) by VRSQRT14PS and one Newton step */
+static inline __attribute__((always_inline)) __m512 s_rsqrt(__m512 m) {
+  const __m512 y = _mm512_rsqrt14_ps(m), hm = _mm512_mul_ps(m, _mm512_set1_ps(0.5f));
+  return _mm512_mul_ps(y, _mm512_fnmadd_ps(_mm512_mul_ps(hm, y), y, _mm512_set1_ps(1.5f)));
+}
 static inline __attribute__((always_inline)) void struct_by_view(long rounds, int tokens,
-                                                                 int one_pass) {
+                                                                 int mode) {
   double sum[32] __attribute__((aligned(64))) = {0};
   float invs[32] __attribute__((aligned(64)));
   for (long r = 0; r < rounds; ++r) {
@@ -197,14 +232,30 @@ static inline __attribute__((always_inline)) void struct_by_view(long rounds, in
         float *x = s_row(t, v);
         __m512 f[16];
         s_folds(f, v ? wsk : wsq);
-        if (one_pass) {
+        if (mode != S_TWO_PHASE) {
           for (int h = 0; h < nh; ++h) {
             float *xh = x + h * D;
             LOAD8(xh)
             SQSUM(sq_acc)
-            const __m512 inv =
-                _mm512_set1_ps(1.0f / sqrtf((float)(s_reduce(sq_acc) * (1.0 / D) + 1e-6)));
-            FOLD(v0, v4, 0) FOLD(v1, v5, 1) FOLD(v2, v6, 2) FOLD(v3, v7, 3) STORE8(xh)
+            if (mode != S_ONE_PASS) {
+              FOLD_RAW(v0, v4, 0) FOLD_RAW(v1, v5, 1) FOLD_RAW(v2, v6, 2) FOLD_RAW(v3, v7, 3)
+            }
+            __m512 inv;
+            if (mode == S_LATE_RSQRT) {
+              inv = s_rsqrt(_mm512_fmadd_ps(s_all_lanes(sq_acc), _mm512_set1_ps(1.0f / D),
+                                            _mm512_set1_ps(1e-6f)));
+            } else {
+              const float mean = mode == S_LATE_F
+                                     ? _mm512_reduce_add_ps(sq_acc) * (1.0f / D) + 1e-6f
+                                     : (float)(s_reduce(sq_acc) * (1.0 / D) + 1e-6);
+              inv = _mm512_set1_ps(1.0f / sqrtf(mean));
+            }
+            if (mode == S_ONE_PASS) {
+              FOLD(v0, v4, 0) FOLD(v1, v5, 1) FOLD(v2, v6, 2) FOLD(v3, v7, 3)
+            } else {
+              SCALE8(inv)
+            }
+            STORE8(xh)
           }
           continue;
         }
@@ -217,10 +268,19 @@ static inline __attribute__((always_inline)) void struct_by_view(long rounds, in
   }
 }
 __attribute__((noinline)) static void struct_two_phase(long rounds, int tokens) {
-  struct_by_view(rounds, tokens, 0);
+  struct_by_view(rounds, tokens, S_TWO_PHASE);
 }
 __attribute__((noinline)) static void struct_one_pass(long rounds, int tokens) {
-  struct_by_view(rounds, tokens, 1);
+  struct_by_view(rounds, tokens, S_ONE_PASS);
+}
+__attribute__((noinline)) static void struct_late(long rounds, int tokens) {
+  struct_by_view(rounds, tokens, S_LATE);
+}
+__attribute__((noinline)) static void struct_late_f(long rounds, int tokens) {
+  struct_by_view(rounds, tokens, S_LATE_F);
+}
+__attribute__((noinline)) static void struct_late_rsqrt(long rounds, int tokens) {
+  struct_by_view(rounds, tokens, S_LATE_RSQRT);
 }
 
 __attribute__((noinline)) static void struct_pipelined(long rounds, int tokens) {
@@ -339,11 +399,14 @@ int main(void) {
     wsq[d] = wsk[d] = 0.9f + 0.001f * (float)d;
     cs[d] = d < D / 2 ? 0.8f : 0.6f; /* cos^2 + sin^2 = 1: the norms stay put */
   }
-  for (int tokens = 1; tokens <= T_MAX; tokens *= T_MAX) {
+  for (int tokens = 1; tokens <= T_MAX; tokens *= tokens == 1 ? 16 : 32) {
     time_struct("two_phase", struct_two_phase, tokens);
     time_struct("pipelined", struct_pipelined, tokens);
     time_struct("ahead", struct_ahead, tokens);
     time_struct("one_pass", struct_one_pass, tokens);
+    time_struct("late", struct_late, tokens);
+    time_struct("late_f", struct_late_f, tokens);
+    time_struct("late_rsqrt", struct_late_rsqrt, tokens);
   }
   time_posenc(1);
   time_posenc(16);
