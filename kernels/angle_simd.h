@@ -101,8 +101,12 @@ static inline void VFN(save_state_)(double *c, double *s, size_t i, vf cv, vf sv
  * contraction), the same operations for every position. */
 static inline void VFN(rotate_anchor_vd_)(const double *ac, const double *as, size_t i,
                                           const double *tc, const double *ts, vd *cn, vd *sn) {
-  const vd c = vd_load(ac + i), s = vd_load(as + i);
-  const vd wc = vd_load(tc + i), ws = vd_load(ts + i);
+  vd c = vd_load(ac + i), s = vd_load(as + i);
+  vd wc = vd_load(tc + i), ws = vd_load(ts + i);
+  POSENC_IN_REGISTER(c);
+  POSENC_IN_REGISTER(s);
+  POSENC_IN_REGISTER(wc);
+  POSENC_IN_REGISTER(ws);
   *cn = vd_sub(vd_mul(c, wc), vd_mul(s, ws));
   *sn = vd_add(vd_mul(s, wc), vd_mul(c, ws));
 }

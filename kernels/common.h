@@ -9,6 +9,16 @@
  * layout) that select one loop, so that each call compiles to one specialised loop. */
 #define POSENC_INLINE static inline __attribute__((always_inline))
 
+/* Keeps a vector value in a register: every later use reads the register. Without it GCC
+ * folds a load into each operation that uses a value (a multiply's memory operand), so a
+ * vector used twice is loaded twice: the anchored cos/sin (angle_simd.h) loaded each input
+ * twice, 16 512-bit loads for 8 of data per 16 pairs. x86 only; elsewhere nothing. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define POSENC_IN_REGISTER(v) __asm__("" : "+v"(v))
+#else
+#define POSENC_IN_REGISTER(v) ((void)0)
+#endif
+
 /* The most float lanes a vector layer (kernels/simd/vec_<isa>.h) may use, a power of two:
  * 64, the widest SVE vector (2048 bits). Buffers, plan padding and chunk sizes are counted
  * in elements and sized from this, never in vectors, so the kernel sources do not depend on
