@@ -125,8 +125,12 @@ static inline void VFN(rotate_anchor_)(const double *ac, const double *as, size_
  * (c, s) <- (c*cos w - s*sin w, s*cos w + c*sin w), in double. */
 static inline void VFN(step_vd_)(rope_state *state, size_t i, const double *cw, const double *sw,
                                  vd *cn, vd *sn) {
-  const vd c = vd_load(state->c + i), s = vd_load(state->s + i);
-  const vd wc = vd_load(cw + i), ws = vd_load(sw + i);
+  vd c = vd_load(state->c + i), s = vd_load(state->s + i);
+  vd wc = vd_load(cw + i), ws = vd_load(sw + i);
+  POSENC_IN_REGISTER(c);
+  POSENC_IN_REGISTER(s);
+  POSENC_IN_REGISTER(wc);
+  POSENC_IN_REGISTER(ws);
   *cn = vd_sub(vd_mul(c, wc), vd_mul(s, ws));
   *sn = vd_add(vd_mul(s, wc), vd_mul(c, ws));
   vd_store(state->c + i, *cn);
