@@ -72,11 +72,14 @@ std::vector<limit_candidate> CompiledCandidates() {
   return all;
 }
 
-// Non-temporal stores are tried only on buffers larger than the last-level cache (a copy's
-// bytes: source + destination).
+// Non-temporal stores are tried only on buffers larger than the last-level cache, counted at
+// most 32 MiB (a copy's bytes: source + destination). A VM on a large server part is told the
+// socket's whole L3 (480 MiB on a Xeon, shared with other tenants): counted whole, it kept
+// them out of every limit row there, and rope_out_f32_f32_neox at 4096 tokens (120 MiB,
+// streamed) ran at 1.14-1.30x "the limit" (0.91-0.93x with them).
 std::vector<limit_candidate> UsableCandidates(limit_kind kind, size_t bytes) {
   static const std::vector<limit_candidate> compiled = CompiledCandidates();
-  static const size_t llc = LastLevelCacheBytes();
+  static const size_t llc = std::min(LastLevelCacheBytes(), size_t{32} << 20);
   std::vector<limit_candidate> usable;
   for (const limit_candidate& c : compiled)
     if (c.kind == kind && posenc_isa_available(c.isa) && (!c.non_temporal || bytes > llc))
