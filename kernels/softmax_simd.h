@@ -277,9 +277,10 @@ POSENC_INLINE void VFN(sm_flush_)(vf a0, vf a1, vd *s_lo, vd *s_hi) {
 
 /* The next row's bytes (scores, mask, output), fetched into cache while this row's exp runs:
  * SOFTMAX_SUM_SPAN cache lines of each at every SOFTMAX_SUM_SPAN vectors of pass 2 (one line
- * per vector, in one burst so that the loop has no test per vector; the fused three-row loop
- * spreads them instead, sm_prefetch_step_), so a row that comes from memory arrives while the
- * CPU computes instead of stalling the next pass 1. */
+ * per vector, in one burst so that the loop has no test per vector; where a row has them,
+ * pass 2 and the fused three-row loop spread them instead, sm_prefetch_step_, in loops of
+ * their own), so a row that comes from memory arrives while the CPU computes instead of
+ * stalling the next pass 1. */
 typedef struct {
   const char *p[3], *end[3];
   int n; /* streams in use */
@@ -328,9 +329,18 @@ static void sm_prefetch_add_(sm_prefetch *pf, const void *p, size_t bytes) {
 }
 
 /* Pass 2 over work[0, n) (work[0] at a column that is a multiple of SOFTMAX_SUM_SPAN
- * vectors): e = exp(t - max) in place, added into the sum. */
-POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vf lo, vd *s_lo, vd *s_hi,
-                                    sm_prefetch *pf) {
+ * vectors): e = exp(t - max) in place, added into the sum; the prefetches of pf by spread (a
+ * constant): 0 none, 1 two lines per stream at every two vectors (sm_prefetch_step_), 2 a
+ * burst of SOFTMAX_SUM_SPAN lines per stream at every SOFTMAX_SUM_SPAN vectors where pf has
+ * streams (the rest of a fused step's row, sm_fused_: with spread 1 there, rows without a mask
+ * took 1.17x / 1.24x the time at 32 x 512 x 512 / x 1024 on a Xeon, avx512, bench interleaved,
+ * though their fused loops cover whole rows; not understood). Outside the fused loop, spread
+ * 1 against the bursts (Xeon, bench interleaved medians of 7, two runs each): softmax_bf16
+ * 1024 x 1024 causal avx512 0.86x the time, avx2 0.90x; ALiBi + softmax bf16 0.89x, f32
+ * 0.94x; avx2 f32 32 x 512 x 512 with the KV-cache mask 0.945x, without 0.97x, out of place
+ * 0.98x; the fused avx512 rows 0.99-1.01x. */
+POSENC_INLINE void VFN(sm_exp_sum_loop_)(float *work, size_t n, vf max, vf lo, vd *s_lo, vd *s_hi,
+                                         sm_prefetch *pf, int spread) {
   const size_t span = SOFTMAX_SUM_SPAN * VF_W;
   vf a0 = vf_set1(0.0f), a1 = vf_set1(0.0f);
   size_t j = 0;
@@ -347,10 +357,11 @@ POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vf lo, vd *s_
     vf_store_reload(work + j + VF_W, e1);
     a0 = vf_add(a0, e0);
     a1 = vf_add(a1, e1);
+    if (spread == 1) sm_prefetch_step_(pf);
     if ((j + 2 * VF_W) % span == 0) {
       VFN(sm_flush_)(a0, a1, s_lo, s_hi);
       a0 = a1 = vf_set1(0.0f);
-      if (pf->n) sm_prefetch_span_(pf);
+      if (spread == 2 && pf->n) sm_prefetch_span_(pf);
     }
   }
   if (j + VF_W <= n) {
@@ -369,6 +380,16 @@ POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vf lo, vd *s_
       a1 = vf_add(a1, e);
   }
   VFN(sm_flush_)(a0, a1, s_lo, s_hi);
+}
+
+/* sm_exp_sum_loop_, spreading pf's prefetches where there are any (a loop without them
+ * otherwise: no test per vector). */
+POSENC_INLINE void VFN(sm_exp_sum_)(float *work, size_t n, vf max, vf lo, vd *s_lo, vd *s_hi,
+                                    sm_prefetch *pf) {
+  if (pf->n)
+    VFN(sm_exp_sum_loop_)(work, n, max, lo, s_lo, s_hi, pf, 1);
+  else
+    VFN(sm_exp_sum_loop_)(work, n, max, lo, s_lo, s_hi, pf, 0);
 }
 
 /* Pass 3: y = e * inv for work[0, n) into columns [j0, j0 + n) (each y is 0 or at least
@@ -698,7 +719,7 @@ POSENC_INLINE void VFN(sm_fused_)(const sm_call *c, sm_job *a, sm_job *b, sm_job
   /* (a pass over no columns would still flush zeros into the sum and delay it: rows of 256
    * and 512 keys in L2 took 0.98-0.99x the time without it, 0.96x with a two-sequence mask) */
   if (b->hi - b->a0 > L)
-    VFN(sm_exp_sum_)(bw + L, b->hi - b->a0 - L, bmax, lo, &s_lo, &s_hi, &b->pf);
+    VFN(sm_exp_sum_loop_)(bw + L, b->hi - b->a0 - L, bmax, lo, &s_lo, &s_hi, &b->pf, 2);
   if (b->pf.n) sm_prefetch_rest_(&b->pf);
   b->sum = VFN(sm_sum_)(c, s_lo, s_hi, b->sink, b_max);
   mx0 = vf_max(mx0, mx1);
