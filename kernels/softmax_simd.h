@@ -305,12 +305,11 @@ static void sm_prefetch_rest_(sm_prefetch *pf) {
   }
 }
 
-/* The next two cache lines of each stream (sm_fused_'s prefetching instances, at every two
- * vectors: a line per vector beside the work, not in bursts). On a Xeon (Intel, 48 KiB L1),
- * perf put 54% of the 32 x 512 x 512 KV-cache row's samples on the bursts' prefetches (each
- * a fill buffer until its line arrives); posenc_ab case 17 (32 heads), new/old: 2 lines per
- * stream at every two vectors 0.86x the time (3: 0.88x, 4: 0.92x; 1: 1.04-1.05x the time of
- * 2). */
+/* The next two cache lines of each stream (the prefetching loops of pass 2 and sm_fused_, at
+ * every two vectors: a line per vector beside the work, not in bursts). On a Xeon (Intel, 48 KiB
+ * L1), perf put 54% of the 32 x 512 x 512 KV-cache row's samples on the bursts' prefetches (each a
+ * fill buffer until its line arrives); posenc_ab case 17 (32 heads), new/old: 2 lines per stream at
+ * every two vectors 0.86x the time (3: 0.88x, 4: 0.92x; 1: 1.04-1.05x the time of 2). */
 static inline void sm_prefetch_step_(sm_prefetch *pf) {
   for (int s = 0; s < pf->n; ++s) {
     const char *p = pf->p[s];
