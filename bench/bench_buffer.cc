@@ -1,6 +1,7 @@
 #include "bench_buffer.h"
 
 #include <new>
+#include <stdexcept>
 
 namespace posenc_bench {
 namespace {
@@ -15,13 +16,47 @@ uint64_t NextRandom(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
+SharedBuffers* g_shared = nullptr;
+
+float* Allocate(size_t bytes) {
+  auto* data = static_cast<float*>(std::aligned_alloc(kAlignment, bytes));
+  if (!data) throw std::bad_alloc();
+  return data;
+}
+
 }  // namespace
 
+SharedBuffers::SharedBuffers() {
+  if (g_shared) throw std::logic_error("SharedBuffers: one instance at a time");
+  g_shared = this;
+}
+
+SharedBuffers::~SharedBuffers() {
+  if (g_shared == this) g_shared = nullptr;
+  for (const Buffer& b : buffers_) std::free(b.data);
+  for (const Buffer& b : retired_) std::free(b.data);
+}
+
+void SharedBuffers::NextRow() { next_ = 0; }
+
+void SharedBuffers::SetSharing(bool on) { active_ = on; }
+
+float* SharedBuffers::Take(size_t bytes) {
+  if (next_ == buffers_.size()) buffers_.push_back({bytes, Allocate(bytes)});
+  Buffer& b = buffers_[next_++];
+  if (b.bytes < bytes) {  // a row set up otherwise: the old buffer may still be in use
+    retired_.push_back(b);
+    b = {bytes, Allocate(bytes)};
+  }
+  return b.data;
+}
+
 AlignedFloats AlignedFloatArray(size_t n) {
-  const size_t bytes = (n * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
-  auto* data = static_cast<float*>(std::aligned_alloc(kAlignment, bytes ? bytes : kAlignment));
-  if (!data) throw std::bad_alloc();
-  return AlignedFloats(data);
+  size_t bytes = (n * sizeof(float) + kAlignment - 1) / kAlignment * kAlignment;
+  if (!bytes) bytes = kAlignment;
+  if (g_shared && g_shared->active_)
+    return AlignedFloats(g_shared->Take(bytes), FreeDeleter{false});
+  return AlignedFloats(Allocate(bytes));
 }
 
 AlignedFloats RandomFloats(size_t n, uint64_t seed) {

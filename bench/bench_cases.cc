@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "bench_buffer.h"
 #include "bench_rows.h"
 #include "posenc.h"
 #include "posenc_bench_cases.h"
@@ -83,11 +85,13 @@ void RegisterGroup(const GroupRows& rows, bool paired_apart, int baseline_repeti
 }
 
 // A row of a paired measurement, set up: its pass (the limit row: the passes of its fastest
-// loops), and the ISA to select before each pass (POSENC_ISA_COUNT: none, for naive and the
-// limit row).
+// loops), the ISA to select before each pass (POSENC_ISA_COUNT: none, for naive and the
+// limit row) and its buffers (0: the group's SharedBuffers, which its ISA rows run on; 1 + the
+// row's place: its own).
 struct PairedPass {
   std::vector<Pass> passes;
   posenc_isa isa = POSENC_ISA_COUNT;
+  size_t buffers = 0;
 };
 
 // The limit row's loops timed in each round, the fastest first when they were ranked; the
@@ -95,18 +99,36 @@ struct PairedPass {
 // host's state: one chosen once reads up to 20% low in a later minute).
 constexpr size_t kPairedLimitLoops = 3;
 
-// `warm` untimed passes (what they leave in the caches is this row's own, as in a loop of
-// passes), then each of its passes timed once: the best time.
-double SecondsOf(const PairedPass& p, int warm) {
+// Seconds of one call of `pass`.
+double TimeOf(const Pass& pass) {
+  const auto start = std::chrono::steady_clock::now();
+  pass();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Untimed passes, then each of the row's passes timed once: the best time. After a row that
+// ran on other buffers, warm-up passes until the buffers hold the state a loop of passes
+// leaves in the caches: until two passes in a row set no new best by 1%, at most max_warm
+// (after other buffers went through it, the last-level cache takes several passes to hold a
+// buffer that fits it: Zen 5, a 16 MiB in-place stream after 160 MiB of others, 51, 71, 89,
+// 112, 122, 133, then 135-144 GB/s; a Xeon VM, rope_f32_neox's 80 MiB after 320 MiB, 8.7,
+// 7.9, 6.7, 5.5, 4.7, 4.1, 3.8, 3.5, then 3.3-3.6 ms a pass, and 2% a pass for 10 passes or
+// more at other times). After a row that ran on the same buffers (SharedBuffers), one pass
+// (its own code, the state its own stores leave).
+double SecondsOf(const PairedPass& p, int max_warm, bool same_buffers) {
   if (p.isa != POSENC_ISA_COUNT) posenc_set_isa(p.isa);
-  for (int i = 0; i < warm; ++i) p.passes.front()();
-  double best = 1e300;
-  for (const Pass& pass : p.passes) {
-    const auto start = std::chrono::steady_clock::now();
-    pass();
-    best = std::min(
-        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (same_buffers) {
+    p.passes.front()();
+  } else {
+    double fastest = 1e300;
+    for (int i = 0, stale = 0; i < max_warm && stale < 2; ++i) {
+      const double t = TimeOf(p.passes.front());
+      stale = t < 0.99 * fastest ? 0 : stale + 1;
+      fastest = std::min(fastest, t);
+    }
   }
+  double best = 1e300;
+  for (const Pass& pass : p.passes) best = std::min(best, TimeOf(pass));
   return best;
 }
 
@@ -291,7 +313,7 @@ void RegisterAll(RowSet set, bool paired_apart, int baseline_repetitions) {
   const std::vector<RowGroup>& groups = RowGroups();
   for (size_t i = 0; i < groups.size(); ++i)
     if (InRowSet(groups[i], set)) RegisterGroup(AllRows()[i], paired_apart, baseline_repetitions);
-  RegisterDecodeLayersRows();
+  RegisterDecodeLayersRows(set);
   RegisterLimitRows(set, paired_apart);
 }
 
@@ -301,6 +323,7 @@ std::vector<PairedRow> MeasurePaired(const RowGroup& group,
   const std::vector<RowGroup>& groups = RowGroups();
   const GroupRows& rows = AllRows()[&group - groups.data()];
   std::vector<PairedRow> out;
+  SharedBuffers shared;  // outlives the passes, which run on its buffers
   std::vector<PairedPass> passes;
   for (const std::string& variant : variants) {
     PairedRow row;
@@ -316,7 +339,11 @@ std::vector<PairedRow> MeasurePaired(const RowGroup& group,
       row.error = "no such variant";
     }
     if (row.error.empty()) {
-      p.passes = {variant == "naive" ? rows.naive() : rows.posenc()};
+      const bool naive = variant == "naive";  // set up otherwise: its own buffers
+      p.buffers = naive ? 1 + passes.size() : 0;
+      shared.SetSharing(!naive);
+      shared.NextRow();
+      p.passes = {naive ? rows.naive() : rows.posenc()};
       const posenc_status status = p.passes.front()();
       if (status != POSENC_OK)
         row.error = std::string("setup or first call failed: ") + posenc_status_string(status);
@@ -324,38 +351,50 @@ std::vector<PairedRow> MeasurePaired(const RowGroup& group,
     if (row.error.empty()) passes.push_back(std::move(p));
     out.push_back(std::move(row));
   }
+  shared.SetSharing(false);
   PairedRow limit;
   limit.name = LimitRowName(group.limit, group.limit_bytes);
   limit.bytes_per_pass = LimitBytesPerPass(group.limit, group.limit_bytes);
   limit.items_per_pass = LimitItemsPerPass(group.limit, group.limit_bytes);
   std::vector<std::string> loops;
-  passes.push_back(
-      {LimitPasses(group.limit, group.limit_bytes, kPairedLimitLoops, &loops), POSENC_ISA_COUNT});
+  passes.push_back({LimitPasses(group.limit, group.limit_bytes, kPairedLimitLoops, &loops),
+                    POSENC_ISA_COUNT, 1 + passes.size()});
   for (const std::string& loop : loops) limit.label += (limit.label.empty() ? "" : " ") + loop;
   out.push_back(std::move(limit));
   // The rows that set up (every one but those with an error), in `out`'s order.
   std::vector<PairedRow*> live;
   for (PairedRow& row : out)
     if (row.error.empty()) live.push_back(&row);
-  const size_t n = passes.size();
-  // After other buffers went through it, the last-level cache takes several passes to hold
-  // a buffer that fits it (Zen 5, a 16 MiB in-place stream after 160 MiB of others: 51, 71,
-  // 89, 112, 122, 133, then 135-144 GB/s): passes over 4 x the last-level cache first
-  // (by every byte a pass touches, FootprintBytes; at least one, at most 16).
+  const size_t n = passes.size() - 1;  // the kernel rows; the limit row is passes[n]
+  // Warm-up passes after other buffers (SecondsOf): at most enough to stream 4 x the
+  // last-level cache (by every byte a pass touches, FootprintBytes), at least 2, at most 16.
   const size_t llc = LastLevelCacheBytes();
   const size_t footprint = FootprintBytes(group);
-  const int warm =
-      static_cast<int>(std::clamp<size_t>((4 * llc + footprint - 1) / footprint, 1, 16));
+  const int max_warm =
+      static_cast<int>(std::clamp<size_t>((4 * llc + footprint - 1) / footprint, 2, 16));
+  size_t last = SIZE_MAX;  // the buffers of the row timed last
+  const auto time_row = [&](size_t i) {
+    const double t = SecondsOf(passes[i], max_warm, passes[i].buffers == last);
+    last = passes[i].buffers;
+    return t;
+  };
+  // The limit row before and after the rounds (each time warmed up on its own buffers: the
+  // two switches are what a round of rows on separate buffers would pay each time), its best
+  // time standing for every round; in each round the kernel rows, on the shared buffers, the
+  // order rotated by one row each round.
+  const double limit_before = time_row(n);
   const auto start = std::chrono::steady_clock::now();
-  for (int round = 0; round < max_rounds; ++round) {
-    if (round >= min_rounds &&
+  int rounds = 0;
+  for (; n > 0 && rounds < max_rounds; ++rounds) {
+    if (rounds >= min_rounds &&
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= seconds)
       break;
     for (size_t k = 0; k < n; ++k) {
-      const size_t i = (k + static_cast<size_t>(round)) % n;
-      live[i]->seconds.push_back(SecondsOf(passes[i], warm));
+      const size_t i = (k + static_cast<size_t>(rounds)) % n;
+      live[i]->seconds.push_back(time_row(i));
     }
   }
+  live[n]->seconds.assign(static_cast<size_t>(rounds), std::min(limit_before, time_row(n)));
   return out;
 }
 

@@ -59,7 +59,8 @@ std::vector<GroupRows> AlibiSoftmaxRows();
 std::vector<GroupRows> SoftmaxRows();
 std::vector<GroupRows> LearnedRows();
 
-void RegisterDecodeLayersRows();
+// The decode rows (RowSet::kAll only) and the cold rows.
+void RegisterDecodeLayersRows(RowSet set);
 // paired_apart: without the limit rows of kPairedMinBytes and more (RegisterAll).
 void RegisterLimitRows(RowSet set, bool paired_apart);
 

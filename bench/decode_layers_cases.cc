@@ -398,21 +398,23 @@ std::vector<std::string> DecodeLayersRunNames() {
   return names;
 }
 
-void RegisterDecodeLayersRows() {
+void RegisterDecodeLayersRows(RowSet set) {
   const auto add = [](const std::string& variant, posenc_isa isa, Mode mode) {
     const std::string name = DecodeLayersRowName(variant, ModeName(mode));
     benchmark::RegisterBenchmark(name.c_str(), RunDecodeLayers, isa, mode)
         ->UseManualTime()
         ->Iterations(kTokensPerRun);
   };
-  for (const std::string& variant : KernelVariants(POSENC_KERNEL_ROPE_F32)) {
-    posenc_isa isa;
-    if (posenc_isa_from_name(variant.c_str(), &isa) != POSENC_OK) {
-      add(variant, POSENC_ISA_SCALAR, Mode::kNaive);  // "naive": the ISA is not used
-      add(variant, POSENC_ISA_SCALAR, Mode::kNaiveFactors);
-      continue;
+  if (set == RowSet::kAll) {
+    for (const std::string& variant : KernelVariants(POSENC_KERNEL_ROPE_F32)) {
+      posenc_isa isa;
+      if (posenc_isa_from_name(variant.c_str(), &isa) != POSENC_OK) {
+        add(variant, POSENC_ISA_SCALAR, Mode::kNaive);  // "naive": the ISA is not used
+        add(variant, POSENC_ISA_SCALAR, Mode::kNaiveFactors);
+        continue;
+      }
+      for (Mode mode : {Mode::kPerCall, Mode::kShared}) add(variant, isa, mode);
     }
-    for (Mode mode : {Mode::kPerCall, Mode::kShared}) add(variant, isa, mode);
   }
   RegisterColdLayerRows();
 }

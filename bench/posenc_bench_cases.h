@@ -138,8 +138,9 @@ inline size_t FootprintBytes(const RowGroup& group) {
 constexpr size_t kCoreCacheBytes = size_t{1} << 20;
 
 // The rows RegisterAll registers: every group (kAll: posenc_bench, posenc-report --full), or
-// the core groups alone (kCore); both with every decode, cold, limit and compute-limit row
-// their groups need.
+// the core groups alone (kCore); both with the cold rows and every limit and compute-limit
+// row their groups need, kAll with the decode rows (rope_decode_layers_f32: a minute of
+// streamed stand-ins, which the cold rows measure the way a runtime sees it).
 enum class RowSet { kAll, kCore };
 inline bool InRowSet(const RowGroup& group, RowSet set) {
   return set == RowSet::kAll || group.core;
@@ -288,14 +289,18 @@ struct PairedRow {
 };
 
 // The rows of `variants` (ISA names, or "naive") of `group` (an element of RowGroups(): its
-// rows are found by its place there) and then its limit row, measured
-// side by side: each row set up once (its buffers, plan), then rounds in which every row runs
-// untimed passes over its own buffers (enough to stream 4 x the last-level cache, at least
-// one: what they leave in the caches is its own, as in a loop of passes) and one timed pass,
-// the order rotated by one row each round; the limit row times three of its loops
-// (LimitPasses, bench_rows.h) and keeps the best. Rounds until `seconds` have passed, at least
-// min_rounds, at most max_rounds. The ratio of two rows' times within a round is free of the
-// drift between rounds. The limit row is last.
+// rows are found by its place there) and then its limit row, measured side by side: each row
+// set up once (its plan, its buffers: the ISA rows share one copy, SharedBuffers), then the
+// limit row timed, rounds of the ISA rows, and the limit row again. A row timed after a row on
+// other buffers first runs warm-up passes until its passes stop getting faster (at most
+// enough to stream 4 x the last-level cache, 2 to 16), after one on the same buffers one pass;
+// then each of its passes is timed once (the limit row: three of its loops, LimitPasses,
+// bench_rows.h), the best time kept. In each round every ISA row is timed once, the order
+// rotated by one row each round; rounds until `seconds` have passed, at least min_rounds, at
+// most max_rounds. The limit row's best time of its two stands for every round. Within a
+// group's rounds (about a second) the host's drift is small against the minutes between rows
+// of Google Benchmark's run, and the rows on one copy of the buffers see one state of the
+// caches: the state a loop of calls leaves, whichever ISA ran last. The limit row is last.
 std::vector<PairedRow> MeasurePaired(const RowGroup& group,
                                      const std::vector<std::string>& variants, double seconds,
                                      int min_rounds, int max_rounds);

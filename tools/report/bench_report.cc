@@ -103,7 +103,8 @@ std::vector<RegisteredRow> RegisteredRows(posenc_bench::RowSet set) {
           rows.push_back({posenc_bench::RowName(group.kernel, variant, group.shape),
                           posenc_bench::IsBaselineRow(variant)});
   std::vector<std::string> names;
-  for (const std::string& name : posenc_bench::DecodeLayersRunNames()) names.push_back(name);
+  if (set == posenc_bench::RowSet::kAll)
+    for (const std::string& name : posenc_bench::DecodeLayersRunNames()) names.push_back(name);
   for (const std::string& name : posenc_bench::ColdLayerRunNames()) names.push_back(name);
   for (const posenc_bench::LimitRow& limit : posenc_bench::LimitRows(set))
     if (limit.bytes < posenc_bench::kPairedMinBytes)
@@ -812,13 +813,15 @@ void PrintTables(const Results& results, std::ostream& out) {
          "learned's gather-add loop.\n"
          "Groups of 16 MiB and more (L3 and DRAM sizes, where this kind of host's bandwidth\n"
          "moves 10-20% between two runs of a row and ~2x within minutes): their SIMD rows and\n"
-         "their limit row measured apart, in paired rounds (per round, every row streams\n"
-         "untimed passes over its own buffers, 4 x the last-level cache, then one timed pass;\n"
-         "the limit row the best of three of its loops; the order rotated each round;\n"
+         "their limit row measured apart, in paired rounds: the SIMD rows on one copy of the\n"
+         "buffers, the limit row on its own; the limit row timed (the best of three of its\n"
+         "loops), then rounds of the SIMD rows (one timed pass each, the order rotated each\n"
+         "round), then the limit row again; a row after one on other buffers streams warm-up\n"
+         "passes until they stop getting faster, after one on the same buffers one pass;\n"
          "three sweeps over those groups): a row's 'of limit' is the median of its per-round\n"
-         "ratios to the limit row (quartiles listed), its GB/s that times the limit's median\n"
-         "over every round, the limit rows of those sizes those medians. Their scalar and\n"
-         "naive rows are Google Benchmark's, as above.\n"
+         "ratios to the limit row's better time (quartiles listed), its GB/s that times the\n"
+         "limit's median over every sweep, the limit rows of those sizes those medians. Their\n"
+         "scalar and naive rows are Google Benchmark's, as above.\n"
          "Out of place (rope_out, and copy_then_rope for the same job) counts src + dst bytes\n"
          "against limit_copy of those bytes; rope_apply counts Q + K in place, as rope does.\n"
          "Of roofline: the larger of the row's rate over its limit row's and the time its\n"
