@@ -16,6 +16,13 @@
  * kernels may load whole vectors from them without a tail, at any vector width. */
 #define POSENC_PLAN_PAD POSENC_MAX_LANES
 
+/* How the rotation of a call that prefetches (rope_simd.h, rotate_prefetch_) loads its f32
+ * sources on layers with a split load (vf_load_rmw_stream: four 128-bit loads on AVX-512):
+ * 1, by it; 0, by the layer's whole-vector load. A property of the CPU, set once by the
+ * dispatcher's first selection (dispatch.c: posenc_split_rmw_loads) before any kernel runs;
+ * the results are the same bits either way. */
+extern int posenc_rope_split_rmw_loads;
+
 /* Kernels work on this many pairs at a time: cos/sin of one chunk live on the stack. A
  * multiple of POSENC_PLAN_PAD, so a chunk's loops may also run to a whole vector. */
 #define POSENC_ROPE_CHUNK 256

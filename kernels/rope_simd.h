@@ -717,11 +717,13 @@ POSENC_INLINE void VFN(rotate_prefetch_)(const rope_view *view, const void *src_
   const int normed = view->norm_w != NULL;
   const int tail =
       (view->src != view->dst || normed) && p0 + n == half && view->head_dim > 2 * half;
-  /* Prefetched f32 sources are read by ROPE_RMW_LOADS: on Zen 5 (posenc_ab, 40 heads, 4096
+  /* Prefetched f32 sources are read by ROPE_RMW_LOADS where the CPU gains from it
+   * (posenc_rope_split_rmw_loads, dispatch.c's rule): on Zen 5 (posenc_ab, 40 heads, 4096
    * tokens in place) avx512 took 0.96x the time with two 256-bit loads per vector and ran as
    * fast as avx2, which with the prefetch and 512-bit loads had run at 1.03x avx512's rate
    * (the report's dispatcher check failed three to four f32 groups of 64-80 MiB); with four
-   * 128-bit loads 0.92-0.95x that again, as fast as sse4 (vf_load_rmw_stream). */
+   * 128-bit loads 0.92-0.95x that again, as fast as sse4 (vf_load_rmw_stream). On an Intel
+   * Xeon the whole 512-bit load is the fastest (0.81-0.97x the time of the four). */
   if (normed) {
     /* QK-norm views as rotate_ takes them, with the prefetches: Zen 5 posenc_ab case 12 (32 Q
      * + 8 K heads, f32 in place) new/old 0.69x / 0.82-0.89x the time at 2048 / 4096 tokens
@@ -732,7 +734,7 @@ POSENC_INLINE void VFN(rotate_prefetch_)(const rope_view *view, const void *src_
      1);
     return;
   }
-  const int nt = ex == POSENC_ELEM_F32 ? ROPE_RMW_LOADS : 0;
+  const int nt = ex == POSENC_ELEM_F32 && posenc_rope_split_rmw_loads ? ROPE_RMW_LOADS : 0;
   VFN(rotate_mode_)
   (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, nt, 1);
 }

@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 #include <posenc.h>
 
+#include <cstring>
+#include <vector>
+
 extern "C" {
 #include "../dispatch/dispatch.h"
+extern int posenc_rope_split_rmw_loads;  // kernels/rope.h
 }
 
 namespace {
@@ -66,6 +70,60 @@ TEST(DispatchRules, Sve128TakesEveryKernelFromNeonWhenChosenAutomatically) {
       EXPECT_EQ(posenc_kernel_tier(Kernel(k), POSENC_ISA_NEON, 1, &cpu), POSENC_ISA_NEON);
     }
   }
+}
+
+TEST(DispatchRules, Zen5AloneLoadsPrefetchedRopeSourcesSplit) {
+  for (int avx512 : {0, 1}) {
+    const posenc_cpu_flags zen5 = Cpu(1, 0x1A, avx512), zen4 = Cpu(1, 0x19, avx512),
+                           intel = Cpu(0, 6, avx512);
+    EXPECT_EQ(posenc_split_rmw_loads(&zen5), 1);
+    EXPECT_EQ(posenc_split_rmw_loads(&zen4), 0);
+    EXPECT_EQ(posenc_split_rmw_loads(&intel), 0);
+  }
+  posenc_active_isa();  // the first selection has set it from this CPU
+  EXPECT_EQ(posenc_rope_split_rmw_loads, posenc_split_rmw_loads(posenc_cpu()));
+}
+
+// The two ways a prefetching RoPE call (16 MiB or more) loads its f32 sources give the same
+// bits: 1024 tokens of 32 Q + 8 K heads x 128 in place (20 MiB), NEOX and GPT-J, each tier
+// this CPU runs.
+TEST(DispatchRules, SplitAndWholeLoadsGiveTheSameBits) {
+  constexpr size_t kTokens = 1024, kQ = 32, kK = 8, kDim = 128;
+  const size_t nq = kTokens * kQ * kDim, nk = kTokens * kK * kDim;
+  std::vector<float> q0(nq), k0(nk);
+  uint32_t state = 12345;
+  for (float* v : {q0.data(), k0.data()})
+    for (size_t i = 0; i < (v == q0.data() ? nq : nk); ++i) {
+      state = state * 1664525u + 1013904223u;
+      v[i] = static_cast<float>(state >> 8) * 0x1p-23f - 1.0f;
+    }
+  posenc_rope_plan* plan = nullptr;
+  ASSERT_EQ(posenc_rope_plan_create(&plan, kDim, 10000.0, 1.0), POSENC_OK);
+  const posenc_isa tier = posenc_active_isa();  // (the first selection sets the rule's value)
+  const int saved = posenc_rope_split_rmw_loads;
+  for (int isa = 0; isa < POSENC_ISA_COUNT; ++isa) {
+    if (!posenc_isa_available(static_cast<posenc_isa>(isa))) continue;
+    ASSERT_EQ(posenc_set_isa(static_cast<posenc_isa>(isa)), POSENC_OK);
+    for (unsigned layout : {POSENC_ROPE_NEOX, POSENC_ROPE_GPTJ}) {
+      std::vector<float> out[2][2];
+      for (int split : {0, 1}) {
+        posenc_rope_split_rmw_loads = split;
+        std::vector<float> q = q0, k = k0;
+        const posenc_rope_tensor tq = {q.data(), kQ, kQ * kDim, kDim},
+                                 tk = {k.data(), kK, kK * kDim, kDim};
+        ASSERT_EQ(posenc_rope_f32(plan, kDim, kTokens, nullptr, 1000, &tq, &tk, layout), POSENC_OK);
+        out[split][0] = q;
+        out[split][1] = k;
+      }
+      for (int t = 0; t < 2; ++t)
+        EXPECT_EQ(std::memcmp(out[0][t].data(), out[1][t].data(), out[0][t].size() * 4), 0)
+            << posenc_isa_name(static_cast<posenc_isa>(isa)) << (t ? " k" : " q")
+            << (layout == POSENC_ROPE_GPTJ ? " gptj" : " neox");
+    }
+  }
+  posenc_rope_split_rmw_loads = saved;
+  posenc_set_isa(tier);
+  posenc_rope_plan_destroy(plan);
 }
 
 // This CPU, chosen automatically (the test runs without POSENC_ISA): each kernel is served
