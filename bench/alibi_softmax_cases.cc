@@ -7,10 +7,8 @@
 //     saves.
 // naive: the plain C loops (alibi_softmax_naive.h), fused or in two passes likewise.
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <string>
 #include <vector>
 
@@ -86,9 +84,8 @@ struct SoftmaxBuffers {
   explicit SoftmaxBuffers(const SoftmaxShape& s) : shape(s), slopes(s.heads) {
     scores = RandomFloats(Elements(s), 9);
     if (s.kind != Kind::kFusedBf16) return;
-    const size_t bytes = (Elements(s) * sizeof(uint16_t) + 63) / 64 * 64;
-    bf16.reset(static_cast<uint16_t*>(std::aligned_alloc(64, bytes)));
-    if (!bf16) throw std::bad_alloc();
+    packed = AlignedFloatArray((Elements(s) + 1) / 2);
+    bf16 = reinterpret_cast<uint16_t*>(packed.get());
     for (size_t i = 0; i < Elements(s); ++i) {
       uint32_t bits;
       std::memcpy(&bits, &scores[i], sizeof bits);
@@ -97,8 +94,8 @@ struct SoftmaxBuffers {
   }
   SoftmaxShape shape;
   std::vector<float> slopes;
-  AlignedFloats scores;
-  std::unique_ptr<uint16_t[], FreeDeleter> bf16;
+  AlignedFloats scores, packed;  // packed: bf16's elements
+  uint16_t* bf16 = nullptr;
 };
 
 posenc_status MakeBuffers(const SoftmaxShape& shape, std::shared_ptr<SoftmaxBuffers>& buf) {
@@ -120,7 +117,7 @@ Pass PosencPass(const SoftmaxShape& shape) {
                                         buf->scores.get(), hs, rs, kScale, flags);
       case Kind::kFusedBf16:
         return posenc_alibi_softmax_bf16(buf->slopes.data(), s.heads, s.n_q, s.n_k, s.q_offset,
-                                         buf->bf16.get(), hs, rs, kScale, flags);
+                                         buf->bf16, hs, rs, kScale, flags);
       default: {
         const posenc_status st =
             posenc_alibi_add_f32(buf->slopes.data(), s.heads, s.n_q, s.n_k, s.q_offset,
@@ -150,8 +147,8 @@ Pass NaivePass(const SoftmaxShape& shape) {
                             kScale, s.causal);
         break;
       case Kind::kFusedBf16:
-        naive_alibi_softmax_bf16(buf->bf16.get(), buf->slopes.data(), heads, n_q, n_k, q_offset,
-                                 kScale, s.causal);
+        naive_alibi_softmax_bf16(buf->bf16, buf->slopes.data(), heads, n_q, n_k, q_offset, kScale,
+                                 s.causal);
         break;
       default:
         naive_alibi_add(buf->scores.get(), buf->slopes.data(), heads, n_q, n_k, q_offset, kScale,

@@ -52,6 +52,13 @@ class SharedBuffers {
   bool active_ = true;
 };
 
+// n bytes, 64-byte aligned, uninitialised (AlignedFloatArray's memory, shared as its is).
+struct AlignedBytes {
+  explicit AlignedBytes(size_t n) : floats(AlignedFloatArray((n + 3) / 4)) {}
+  uint8_t* data() const { return reinterpret_cast<uint8_t*>(floats.get()); }
+  AlignedFloats floats;
+};
+
 // n floats, 64-byte aligned, uniform in [-1, 1]; the same seed gives the same data.
 AlignedFloats RandomFloats(size_t n, uint64_t seed);
 

@@ -94,7 +94,7 @@ Pass Q8Pass(size_t tokens, bool fused) {
   if (status != POSENC_OK) return FailedPass(status);
   const auto buf = std::make_shared<PagedBuffers>(tokens);
   const size_t row = kDim / 32 * 34;
-  const auto blocks = std::make_shared<std::vector<uint8_t>>(tokens * kHeads * row);
+  const auto blocks = std::make_shared<AlignedBytes>(tokens * kHeads * row);
   const posenc_rope_view src = {buf->src.get(), POSENC_DTYPE_F32, kHeads, kHeads * kDim, kDim, 0};
   if (fused) {
     const posenc_q8_0_view dst = {blocks->data(), kHeads, kHeads * row, row};
@@ -139,7 +139,7 @@ Pass Fp8Pass(size_t tokens, bool fused) {
   const std::shared_ptr<posenc_rope_plan> plan(raw, posenc_rope_plan_destroy);
   if (status != POSENC_OK) return FailedPass(status);
   const auto buf = std::make_shared<PagedBuffers>(tokens);
-  const auto bytes = std::make_shared<std::vector<uint8_t>>(tokens * kHeads * kDim);
+  const auto bytes = std::make_shared<AlignedBytes>(tokens * kHeads * kDim);
   const posenc_rope_view src = {buf->src.get(), POSENC_DTYPE_F32, kHeads, kHeads * kDim, kDim, 0};
   if (fused) {
     const posenc_fp8_view dst = {bytes->data(), kHeads, kHeads * kDim, kDim};
