@@ -85,17 +85,18 @@ struct SoftmaxBuffers {
     scores = RandomFloats(Elements(s), 9);
     if (s.kind != Kind::kFusedBf16) return;
     packed = AlignedFloatArray((Elements(s) + 1) / 2);
-    bf16 = reinterpret_cast<uint16_t*>(packed.get());
+    uint16_t* bf16 = Bf16();
     for (size_t i = 0; i < Elements(s); ++i) {
       uint32_t bits;
       std::memcpy(&bits, &scores[i], sizeof bits);
       bf16[i] = static_cast<uint16_t>(bits >> 16);
     }
   }
+  // The bf16 scores (kFusedBf16), in packed's memory.
+  uint16_t* Bf16() const { return reinterpret_cast<uint16_t*>(packed.get()); }
   SoftmaxShape shape;
   std::vector<float> slopes;
-  AlignedFloats scores, packed;  // packed: bf16's elements
-  uint16_t* bf16 = nullptr;
+  AlignedFloats scores, packed;
 };
 
 posenc_status MakeBuffers(const SoftmaxShape& shape, std::shared_ptr<SoftmaxBuffers>& buf) {
@@ -117,7 +118,7 @@ Pass PosencPass(const SoftmaxShape& shape) {
                                         buf->scores.get(), hs, rs, kScale, flags);
       case Kind::kFusedBf16:
         return posenc_alibi_softmax_bf16(buf->slopes.data(), s.heads, s.n_q, s.n_k, s.q_offset,
-                                         buf->bf16, hs, rs, kScale, flags);
+                                         buf->Bf16(), hs, rs, kScale, flags);
       default: {
         const posenc_status st =
             posenc_alibi_add_f32(buf->slopes.data(), s.heads, s.n_q, s.n_k, s.q_offset,
@@ -147,7 +148,7 @@ Pass NaivePass(const SoftmaxShape& shape) {
                             kScale, s.causal);
         break;
       case Kind::kFusedBf16:
-        naive_alibi_softmax_bf16(buf->bf16, buf->slopes.data(), heads, n_q, n_k, q_offset, kScale,
+        naive_alibi_softmax_bf16(buf->Bf16(), buf->slopes.data(), heads, n_q, n_k, q_offset, kScale,
                                  s.causal);
         break;
       default:

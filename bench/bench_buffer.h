@@ -52,7 +52,8 @@ class SharedBuffers {
   bool active_ = true;
 };
 
-// n bytes, 64-byte aligned, uninitialised (AlignedFloatArray's memory, shared as its is).
+// n bytes, 64-byte aligned, uninitialised: AlignedFloatArray's memory (shared, as its is,
+// inside a SharedBuffers' life), for byte-typed destinations (q8_0 blocks, FP8).
 struct AlignedBytes {
   explicit AlignedBytes(size_t n) : floats(AlignedFloatArray((n + 3) / 4)) {}
   uint8_t* data() const { return reinterpret_cast<uint8_t*>(floats.get()); }
