@@ -91,10 +91,14 @@ posenc_isa posenc_kernel_tier(posenc_kernel kernel, posenc_isa tier, int automat
  * loads took 0.92-0.95x the time of two 256-bit ones, which took 0.96x that of 512-bit loads.
  * An Intel Xeon (family 6 model 167 under KVM), the same call: 512-bit loads took 0.85-0.97x
  * the time of the four 128-bit ones, the factor-apply form 0.81-0.83x (two 256-bit ones: 0.89
- * / 0.87-0.90x). Zen 4 (256-bit data paths) was not measured: it keeps the whole load. */
-int posenc_split_rmw_loads(const posenc_cpu_flags *cpu) { return cpu->amd && cpu->family >= 0x1A; }
+ * / 0.87-0.90x); then 512-bit stores 0.93-0.97x the time of two 256-bit ones (the
+ * factor-apply form 0.92x), and the streamed out-of-place calls with whole loads and their
+ * sources prefetched 0.85-0.89x the time at 4096 tokens into bf16 / f16 on avx512 (avx2
+ * 0.67-0.88x, sse4 0.74-0.82x; into f32 0.96-1.0x). Zen 4 (256-bit data paths) was not
+ * measured: it takes the whole loads. */
+int posenc_split_streams(const posenc_cpu_flags *cpu) { return cpu->amd && cpu->family >= 0x1A; }
 
-int posenc_rope_split_rmw_loads;
+int posenc_rope_split_streams;
 
 static int row_has(posenc_isa t, posenc_kernel kernel) {
   switch (kernel) {
@@ -183,7 +187,7 @@ static posenc_isa best_available(void) {
 }
 
 static void select_isa(void) {
-  posenc_rope_split_rmw_loads = posenc_split_rmw_loads(posenc_cpu());
+  posenc_rope_split_streams = posenc_split_streams(posenc_cpu());
   for (int i = 0; i < POSENC_ISA_COUNT; ++i)
     if (posenc_isa_available((posenc_isa)i)) compose(&forced[i], (posenc_isa)i, 0);
   posenc_isa best = best_available(), chosen = best;

@@ -40,10 +40,10 @@ const posenc_cpu_flags *posenc_cpu(void);
  * CPUs). */
 posenc_isa posenc_kernel_tier(posenc_kernel kernel, posenc_isa tier, int automatic,
                               const posenc_cpu_flags *cpu);
-/* 1 if RoPE's prefetching calls load their f32 sources by split loads on this CPU
- * (kernels/rope.h: posenc_rope_split_rmw_loads): on AMD family 0x1A (Zen 5) and later.
+/* 1 if RoPE's DRAM-sized calls access their rows by split loads and stores on this CPU
+ * (kernels/rope.h: posenc_rope_split_streams): on AMD family 0x1A (Zen 5) and later.
  * include/posenc.h documents the rule. Pure (tested with made-up CPUs). */
-int posenc_split_rmw_loads(const posenc_cpu_flags *cpu);
+int posenc_split_streams(const posenc_cpu_flags *cpu);
 /* 1 if the CPU and OS can run `isa` (whether or not it is compiled in). */
 int posenc_cpu_supports(posenc_isa isa);
 

@@ -138,12 +138,16 @@ POSENC_API const char *posenc_last_error(void);
  * With POSENC_ISA or posenc_set_isa(), every kernel uses the named tier (or the tier
  * below it where the named one has no variant of its own).
  * Within a tier one choice follows the CPU whichever way the tier was chosen (the same bits
- * either way): RoPE calls of 16 MiB or more, which prefetch their rows, load their f32
- * sources by four 128-bit loads a vector on avx512 on AMD family 1Ah and later (Zen 5:
- * 0.92-0.95x the time of two 256-bit loads, themselves 0.96x that of 512-bit ones, at
- * 4096 tokens x 40 heads x 128 in place), by 512-bit loads elsewhere (an Intel Xeon: 0.84-0.95x
- * the time of the four at 1024-4096 tokens, the factor-apply form and the re-rotation
- * 0.84-0.93x; Zen 4 not measured).
+ * either way): on AMD family 1Ah and later (Zen 5), RoPE calls of 16 MiB or more, which
+ * prefetch their rows, load their f32 sources by four 128-bit loads a vector on avx512 and
+ * store by two 256-bit stores (0.92-0.95x the time of two 256-bit loads, themselves 0.96x
+ * that of 512-bit ones, at 4096 tokens x 40 heads x 128 in place), and out-of-place calls
+ * with 16 MiB of destinations or more, which stream them, load by two 256-bit loads without
+ * prefetches. Elsewhere by 512-bit loads and stores, and the streamed calls prefetch their
+ * sources on every SIMD tier (an Intel Xeon: 0.84-0.95x the time of the four loads at
+ * 1024-4096 tokens, the factor-apply form and the re-rotation 0.84-0.93x, then the whole
+ * stores 0.92-0.97x again; rope_out into bf16 / f16 at 4096 tokens 0.85-0.89x with the
+ * prefetches; Zen 4 not measured).
  * @{
  */
 

@@ -16,12 +16,15 @@
  * kernels may load whole vectors from them without a tail, at any vector width. */
 #define POSENC_PLAN_PAD POSENC_MAX_LANES
 
-/* How the rotation of a call that prefetches (rope_simd.h, rotate_prefetch_) loads its f32
- * sources on layers with a split load (vf_load_rmw_stream: four 128-bit loads on AVX-512):
- * 1, by it; 0, by the layer's whole-vector load. A property of the CPU, set once by the
- * dispatcher's first selection (dispatch.c: posenc_split_rmw_loads) before any kernel runs;
- * the results are the same bits either way. */
-extern int posenc_rope_split_rmw_loads;
+/* How RoPE's DRAM-sized calls (rope_simd.h) access their rows, on layers whose split loads
+ * and stores differ from whole-vector ones (AVX-512): 1, as tuned on Zen 5: a call that
+ * prefetches (rotate_prefetch_) loads its f32 sources by vf_load_rmw_stream (four 128-bit
+ * loads) and stores by vf_store (two 256-bit stores), a streamed out-of-place call
+ * (ROPE_STREAM_) loads by vf_load_stream (two 256-bit loads) without prefetches; 0: whole-vector
+ * loads and stores, and the streamed calls prefetch their sources as the others do. A
+ * property of the CPU, set once by the dispatcher's first selection (dispatch.c:
+ * posenc_split_streams) before any kernel runs; the results are the same bits either way. */
+extern int posenc_rope_split_streams;
 
 /* Kernels work on this many pairs at a time: cos/sin of one chunk live on the stack. A
  * multiple of POSENC_PLAN_PAD, so a chunk's loops may also run to a whole vector. */

@@ -686,10 +686,18 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
   } else if (det) {
     VFN(rotate_mode_)
     (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 1, ex, ey, 0, 0, 0);
-  } else if ((flags & ROPE_STREAM_) && view->src != view->dst) {
+  } else if ((flags & ROPE_STREAM_) && view->src != view->dst && posenc_rope_split_streams) {
+    /* streamed (Zen 5): split loads, no prefetch (vf_load_stream) */
     VFN(rotate_mode_)
     (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0,
      ROPE_NT_STORES | ROPE_STREAM_LOADS, 0);
+  } else if ((flags & ROPE_STREAM_) && view->src != view->dst) {
+    /* streamed elsewhere: whole loads, the sources prefetched as rotate_prefetch_ does (Intel
+     * Xeon, posenc_ab new/old, 40 heads x 128 at 4096 tokens: into bf16 / f16 0.85-0.89x the
+     * time on avx512, 0.67 / 0.88x on avx2, 0.74 / 0.82x on sse4; into f32 0.96-1.0x; 0.94 /
+     * 1.01x into bf16 / f16 at 2048 tokens, in cache unchanged) */
+    VFN(rotate_mode_)
+    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, ROPE_NT_STORES, 1);
   } else {
     VFN(rotate_mode_)
     (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, ROPE_WHOLE_STORES,
@@ -718,12 +726,16 @@ POSENC_INLINE void VFN(rotate_prefetch_)(const rope_view *view, const void *src_
   const int tail =
       (view->src != view->dst || normed) && p0 + n == half && view->head_dim > 2 * half;
   /* Prefetched f32 sources are read by ROPE_RMW_LOADS where the CPU gains from it
-   * (posenc_rope_split_rmw_loads, dispatch.c's rule): on Zen 5 (posenc_ab, 40 heads, 4096
+   * (posenc_rope_split_streams, dispatch.c's rule): on Zen 5 (posenc_ab, 40 heads, 4096
    * tokens in place) avx512 took 0.96x the time with two 256-bit loads per vector and ran as
    * fast as avx2, which with the prefetch and 512-bit loads had run at 1.03x avx512's rate
    * (the report's dispatcher check failed three to four f32 groups of 64-80 MiB); with four
-   * 128-bit loads 0.92-0.95x that again, as fast as sse4 (vf_load_rmw_stream). On an Intel
-   * Xeon the whole 512-bit load is the fastest (0.81-0.97x the time of the four). */
+   * 128-bit loads 0.92-0.95x that again, as fast as sse4 (vf_load_rmw_stream); the results
+   * there by vf_store's two 256-bit stores. On an Intel Xeon the whole 512-bit load is the
+   * fastest (0.81-0.97x the time of the four), and the whole 512-bit store (ROPE_WHOLE_STORES:
+   * posenc_ab new/old rope_f32_neox 0.93 / 0.95 / 0.97x the time at 1024 / 2048 / 4096 tokens,
+   * the factor-apply form 0.92x, the re-rotation 0.97-0.99x). Prefetches for writing in place
+   * (prefetchw) were measured there too: 0.99-1.02x, not kept. */
   if (normed) {
     /* QK-norm views as rotate_ takes them, with the prefetches: Zen 5 posenc_ab case 12 (32 Q
      * + 8 K heads, f32 in place) new/old 0.69x / 0.82-0.89x the time at 2048 / 4096 tokens
@@ -734,7 +746,9 @@ POSENC_INLINE void VFN(rotate_prefetch_)(const rope_view *view, const void *src_
      1);
     return;
   }
-  const int nt = ex == POSENC_ELEM_F32 && posenc_rope_split_rmw_loads ? ROPE_RMW_LOADS : 0;
+  const int nt = !posenc_rope_split_streams ? ROPE_WHOLE_STORES
+                 : ex == POSENC_ELEM_F32    ? ROPE_RMW_LOADS
+                                            : 0;
   VFN(rotate_mode_)
   (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, nt, 1);
 }

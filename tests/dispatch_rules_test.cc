@@ -9,7 +9,7 @@
 
 extern "C" {
 #include "../dispatch/dispatch.h"
-extern int posenc_rope_split_rmw_loads;  // kernels/rope.h
+extern int posenc_rope_split_streams;  // kernels/rope.h
 }
 
 namespace {
@@ -72,23 +72,24 @@ TEST(DispatchRules, Sve128TakesEveryKernelFromNeonWhenChosenAutomatically) {
   }
 }
 
-TEST(DispatchRules, Zen5AloneLoadsPrefetchedRopeSourcesSplit) {
+TEST(DispatchRules, Zen5AloneSplitsRopeStreams) {
   for (int avx512 : {0, 1}) {
     const posenc_cpu_flags zen5 = Cpu(1, 0x1A, avx512), zen4 = Cpu(1, 0x19, avx512),
                            intel = Cpu(0, 6, avx512);
-    EXPECT_EQ(posenc_split_rmw_loads(&zen5), 1);
-    EXPECT_EQ(posenc_split_rmw_loads(&zen4), 0);
-    EXPECT_EQ(posenc_split_rmw_loads(&intel), 0);
+    EXPECT_EQ(posenc_split_streams(&zen5), 1);
+    EXPECT_EQ(posenc_split_streams(&zen4), 0);
+    EXPECT_EQ(posenc_split_streams(&intel), 0);
   }
   posenc_active_isa();  // the first selection has set it from this CPU
-  EXPECT_EQ(posenc_rope_split_rmw_loads, posenc_split_rmw_loads(posenc_cpu()));
+  EXPECT_EQ(posenc_rope_split_streams, posenc_split_streams(posenc_cpu()));
 }
 
-// The two ways a prefetching RoPE call (16 MiB or more) loads its f32 sources give the same
-// bits: 1024 tokens of 32 Q + 8 K heads x 128 in place (20 MiB), NEOX and GPT-J, on the tier
-// chosen automatically (the one whose rules ThisCpuFollowsTheRules checks; posenc_set_isa
-// would leave the rules off for the tests after this one). The forms differ on avx512.
-TEST(DispatchRules, SplitAndWholeLoadsGiveTheSameBits) {
+// The two ways a DRAM-sized RoPE call accesses its rows (posenc_rope_split_streams) give the
+// same bits: a prefetching call, 1024 tokens of 32 Q + 8 K heads x 128 in place (20 MiB), NEOX
+// and GPT-J, on the tier chosen automatically (the one whose rules ThisCpuFollowsTheRules
+// checks; posenc_set_isa would leave the rules off for the tests after this one). The forms
+// differ on avx512 (and streamed calls' prefetches on every SIMD tier: the test below).
+TEST(DispatchRules, SplitAndWholeStreamsGiveTheSameBits) {
   constexpr size_t kTokens = 1024, kQ = 32, kK = 8, kDim = 128;
   const size_t nq = kTokens * kQ * kDim, nk = kTokens * kK * kDim;
   std::vector<float> q0(nq), k0(nk);
@@ -101,12 +102,12 @@ TEST(DispatchRules, SplitAndWholeLoadsGiveTheSameBits) {
   posenc_rope_plan* plan = nullptr;
   ASSERT_EQ(posenc_rope_plan_create(&plan, kDim, 10000.0, 1.0), POSENC_OK);
   posenc_active_isa();  // (the first selection sets the rule's value)
-  const int saved = posenc_rope_split_rmw_loads;
+  const int saved = posenc_rope_split_streams;
   const char* tier = posenc_isa_name(posenc_kernel_isa(POSENC_KERNEL_ROPE_F32));
   for (unsigned layout : {POSENC_ROPE_NEOX, POSENC_ROPE_GPTJ}) {
     std::vector<float> out[2][2];
     for (int split : {0, 1}) {
-      posenc_rope_split_rmw_loads = split;
+      posenc_rope_split_streams = split;
       std::vector<float> q = q0, k = k0;
       const posenc_rope_tensor tq = {q.data(), kQ, kQ * kDim, kDim},
                                tk = {k.data(), kK, kK * kDim, kDim};
@@ -119,7 +120,41 @@ TEST(DispatchRules, SplitAndWholeLoadsGiveTheSameBits) {
           << tier << (t ? " k" : " q") << (layout == POSENC_ROPE_GPTJ ? " gptj" : " neox");
     EXPECT_NE(std::memcmp(out[0][0].data(), q0.data(), nq * 4), 0) << "the call rotated nothing";
   }
-  posenc_rope_split_rmw_loads = saved;
+  posenc_rope_split_streams = saved;
+  posenc_rope_plan_destroy(plan);
+}
+
+// The same for streamed out-of-place calls (destinations of 16 MiB or more): 2048 tokens of
+// 40 heads x 128, f32 into f32, bf16 and f16 (20-40 MiB), NEOX, on the tier chosen
+// automatically.
+TEST(DispatchRules, SplitAndWholeStreamsGiveTheSameBitsOutOfPlace) {
+  constexpr size_t kTokens = 2048, kHeads = 40, kDim = 128, kN = kTokens * kHeads * kDim;
+  std::vector<float> src(kN);
+  uint32_t state = 777;
+  for (float& x : src) {
+    state = state * 1664525u + 1013904223u;
+    x = static_cast<float>(state >> 8) * 0x1p-23f - 1.0f;
+  }
+  posenc_rope_plan* plan = nullptr;
+  ASSERT_EQ(posenc_rope_plan_create(&plan, kDim, 10000.0, 1.0), POSENC_OK);
+  posenc_active_isa();  // (the first selection sets the rule's value)
+  const int saved = posenc_rope_split_streams;
+  const char* tier = posenc_isa_name(posenc_kernel_isa(POSENC_KERNEL_ROPE_F32));
+  const posenc_rope_view sv = {src.data(), POSENC_DTYPE_F32, kHeads, kHeads * kDim, kDim, 0};
+  for (posenc_dtype type : {POSENC_DTYPE_F32, POSENC_DTYPE_BF16, POSENC_DTYPE_F16}) {
+    const size_t bytes = kN * (type == POSENC_DTYPE_F32 ? 4 : 2);
+    std::vector<unsigned char> out[2];
+    for (int split : {0, 1}) {
+      posenc_rope_split_streams = split;
+      out[split].assign(bytes, 0);
+      const posenc_rope_view dv = {out[split].data(), type, kHeads, kHeads * kDim, kDim, 0};
+      ASSERT_EQ(posenc_rope_out(plan, kDim, 1, kTokens, nullptr, 1000, &sv, &dv, POSENC_ROPE_NEOX),
+                POSENC_OK);
+    }
+    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), bytes), 0) << tier << " dtype " << type;
+    EXPECT_NE(out[0], std::vector<unsigned char>(bytes, 0)) << "the call wrote nothing";
+  }
+  posenc_rope_split_streams = saved;
   posenc_rope_plan_destroy(plan);
 }
 

@@ -142,7 +142,7 @@ static int cmpd(const void *a, const void *b) {
 enum { QH = 32, KH = 8, D = 128 };
 static float *xq, *xk, *table, *scores, *sout, *emb, *kvmask, *kvmask512;
 static uint16_t *hq, *hk, *out16, *o40;
-static float *x40;
+static float *x40, *o40f;
 static float slopes[32], wq[D], wk[D];
 static int32_t pos[4096];
 
@@ -248,6 +248,11 @@ static posenc_status run(lib *l, int c, size_t T) {
       const posenc_rope_tensor k8 = {x40, KH, KH * D, D};
       return l->rerotate_f32(l->plan, NULL, 2048, l->plan, NULL, 1024, D, 5 * T, &k8, 0);
     }
+    case 22: { /* 40 heads [T, 40, 128] f32 out of place into f32 */
+      posenc_rope_view s40 = {x40, POSENC_DTYPE_F32, QH + KH, (QH + KH) * D, D, 0};
+      posenc_rope_view d40 = {o40f, POSENC_DTYPE_F32, QH + KH, (QH + KH) * D, D, 0};
+      return l->rope_out(l->plan, D, 1, T, NULL, 1000, &s40, &d40, POSENC_ROPE_NEOX);
+    }
   }
   return POSENC_OK;
 }
@@ -273,9 +278,11 @@ int main(int argc, char **argv) {
   out16 = aligned_alloc(64, TMAX * KH * D * 2);
   x40 = aligned_alloc(64, TMAX * (QH + KH) * D * 4);
   o40 = aligned_alloc(64, TMAX * (QH + KH) * D * 2);
+  o40f = aligned_alloc(64, TMAX * (QH + KH) * D * 4);
   for (size_t i = 0; i < TMAX * (QH + KH) * D; ++i) {
     x40[i] = (float)(i % 83) * 0.01f;
     o40[i] = 0;
+    o40f[i] = 0;
   }
   table = aligned_alloc(64, 4096 * 1024 * 4);
   emb = aligned_alloc(64, 4096 * 1024 * 4);
@@ -330,7 +337,8 @@ int main(int argc, char **argv) {
                          "rope_out_q8_0_neox(8h)",
                          "rope_out_fp8_neox(8h)",
                          "alibi_add_f32(32x512x512)",
-                         "rope_rerotate_f32(8h,5T)"};
+                         "rope_rerotate_f32(8h,5T)",
+                         "rope_out_f32_f32_neox(40h)"};
   size_t Ts[8] = {1, 16, 512, 4096};
   int nT = 4;
   if (getenv("TS")) { /* TS=t1,t2,...: other token counts (the RoPE cases, up to TMAX) */
@@ -345,10 +353,10 @@ int main(int argc, char **argv) {
     }
   }
   double *r = malloc(sizeof(double) * rounds);
-  for (int c = 0; c < 22; ++c)
+  for (int c = 0; c < 23; ++c)
     for (int ti = 0; ti < nT; ++ti) {
       size_t T = Ts[ti];
-      if (T > 4096 && !(c <= 2 || c == 4 || (c >= 12 && c <= 15) || c == 21)) continue;
+      if (T > 4096 && !(c <= 2 || c == 4 || (c >= 12 && c <= 15) || c >= 21)) continue;
       if (c == 11)
         for (size_t j = 0; j < T; ++j) kvmask[j] = j < T / 2 && j % 5 ? 0.0f : -INFINITY;
       if (getenv("CASE") && atoi(getenv("CASE")) != c) continue;
