@@ -16,14 +16,14 @@
  * kernels may load whole vectors from them without a tail, at any vector width. */
 #define POSENC_PLAN_PAD POSENC_MAX_LANES
 
-/* How RoPE's DRAM-sized calls (rope_simd.h) access their rows, on layers whose split loads
- * and stores differ from whole-vector ones (AVX-512): 1, as tuned on Zen 5: a call that
- * prefetches (rotate_prefetch_) loads its f32 sources by vf_load_rmw_stream (four 128-bit
- * loads) and stores by vf_store (two 256-bit stores), a streamed out-of-place call
- * (ROPE_STREAM_) loads by vf_load_stream (two 256-bit loads) without prefetches; 0: whole-vector
- * loads and stores, and the streamed calls prefetch their sources as the others do. A
- * property of the CPU, set once by the dispatcher's first selection (dispatch.c:
- * posenc_split_streams) before any kernel runs; the results are the same bits either way. */
+/* How RoPE's DRAM-sized calls (rope_simd.h) access their rows. 1, as tuned on Zen 5: a call
+ * that prefetches (rotate_prefetch_) loads its f32 sources by vf_load_rmw_stream and stores by
+ * vf_store, a streamed out-of-place call (ROPE_STREAM_) loads by vf_load_stream without
+ * prefetches (on AVX-512 those are four 128-bit loads, two 256-bit stores and two 256-bit
+ * loads; other layers' are their whole-vector ones). 0: whole-vector loads and stores, and the
+ * streamed calls prefetch their sources as the others do (on every layer). A property of the
+ * CPU, set once by the dispatcher's first selection (dispatch.c: posenc_split_streams) before
+ * any kernel runs; the results are the same bits either way. */
 extern int posenc_rope_split_streams;
 
 /* Kernels work on this many pairs at a time: cos/sin of one chunk live on the stack. A

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <posenc.h>
 
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -24,6 +25,16 @@ posenc_cpu_flags Cpu(int amd, unsigned family, int avx512) {
 }
 
 posenc_kernel Kernel(int k) { return static_cast<posenc_kernel>(k); }
+
+// n floats in [-1, 1), a linear congruential sequence from `seed`.
+std::vector<float> Uniform(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  for (float& x : v) {
+    seed = seed * 1664525u + 1013904223u;
+    x = static_cast<float>(seed >> 8) * 0x1p-23f - 1.0f;
+  }
+  return v;
+}
 
 TEST(DispatchRules, Zen4TakesItsRuleKernelsFromAvx2WhenChosenAutomatically) {
   const posenc_cpu_flags zen4 = Cpu(1, 0x19, 1);
@@ -92,13 +103,7 @@ TEST(DispatchRules, Zen5AloneSplitsRopeStreams) {
 TEST(DispatchRules, SplitAndWholeStreamsGiveTheSameBits) {
   constexpr size_t kTokens = 1024, kQ = 32, kK = 8, kDim = 128;
   const size_t nq = kTokens * kQ * kDim, nk = kTokens * kK * kDim;
-  std::vector<float> q0(nq), k0(nk);
-  uint32_t state = 12345;
-  for (std::vector<float>* v : {&q0, &k0})
-    for (float& x : *v) {
-      state = state * 1664525u + 1013904223u;
-      x = static_cast<float>(state >> 8) * 0x1p-23f - 1.0f;
-    }
+  const std::vector<float> q0 = Uniform(nq, 12345), k0 = Uniform(nk, 54321);
   posenc_rope_plan* plan = nullptr;
   ASSERT_EQ(posenc_rope_plan_create(&plan, kDim, 10000.0, 1.0), POSENC_OK);
   posenc_active_isa();  // (the first selection sets the rule's value)
@@ -129,12 +134,7 @@ TEST(DispatchRules, SplitAndWholeStreamsGiveTheSameBits) {
 // automatically.
 TEST(DispatchRules, SplitAndWholeStreamsGiveTheSameBitsOutOfPlace) {
   constexpr size_t kTokens = 2048, kHeads = 40, kDim = 128, kN = kTokens * kHeads * kDim;
-  std::vector<float> src(kN);
-  uint32_t state = 777;
-  for (float& x : src) {
-    state = state * 1664525u + 1013904223u;
-    x = static_cast<float>(state >> 8) * 0x1p-23f - 1.0f;
-  }
+  std::vector<float> src = Uniform(kN, 777);  // (a view's data is not const)
   posenc_rope_plan* plan = nullptr;
   ASSERT_EQ(posenc_rope_plan_create(&plan, kDim, 10000.0, 1.0), POSENC_OK);
   posenc_active_isa();  // (the first selection sets the rule's value)
