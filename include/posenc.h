@@ -142,12 +142,12 @@ POSENC_API const char *posenc_last_error(void);
  * prefetch their rows, load their f32 sources by four 128-bit loads a vector on avx512 and
  * store by two 256-bit stores (0.92-0.95x the time of two 256-bit loads, themselves 0.96x
  * that of 512-bit ones, at 4096 tokens x 40 heads x 128 in place), and out-of-place calls
- * with 16 MiB of destinations or more, which stream them, load by two 256-bit loads without
- * prefetches. Elsewhere by 512-bit loads and stores, and the streamed calls prefetch their
- * sources on every SIMD tier (an Intel Xeon: 0.84-0.95x the time of the four loads at
- * 1024-4096 tokens, the factor-apply form and the re-rotation 0.84-0.93x, then the whole
- * stores 0.92-0.97x again; rope_out into bf16 / f16 at 4096 tokens 0.85-0.89x with the
- * prefetches; Zen 4 not measured).
+ * with 16 MiB of destinations or more, which stream them, read their sources without
+ * prefetches (by two 256-bit loads a vector on avx512). Elsewhere by 512-bit loads and
+ * stores, and the streamed calls prefetch their sources on every SIMD tier (an Intel Xeon:
+ * 0.84-0.95x the time of the four loads at 1024-4096 tokens, the factor-apply form and the
+ * re-rotation 0.84-0.93x, then the whole stores 0.92-0.97x again; rope_out into bf16 / f16
+ * at 4096 tokens 0.85-0.89x with the prefetches; Zen 4 not measured).
  * @{
  */
 
