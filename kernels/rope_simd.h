@@ -686,18 +686,20 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
   } else if (det) {
     VFN(rotate_mode_)
     (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 1, ex, ey, 0, 0, 0);
-  } else if ((flags & ROPE_STREAM_) && view->src != view->dst && posenc_rope_split_streams) {
-    /* streamed (Zen 5): split loads, no prefetch (vf_load_stream) */
-    VFN(rotate_mode_)
-    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0,
-     ROPE_NT_STORES | ROPE_STREAM_LOADS, 0);
   } else if ((flags & ROPE_STREAM_) && view->src != view->dst) {
-    /* streamed elsewhere: whole loads, the sources prefetched as rotate_prefetch_ does (Intel
+    /* Streamed: on Zen 5 (posenc_rope_split_streams) split loads (vf_load_stream), no
+     * prefetch; elsewhere whole loads, the sources prefetched as rotate_prefetch_ does (Intel
      * Xeon, posenc_ab new/old, 40 heads x 128 at 4096 tokens: into bf16 / f16 0.85-0.89x the
      * time on avx512, 0.67 / 0.88x on avx2, 0.74 / 0.82x on sse4; into f32 0.96-1.0x; 0.94 /
-     * 1.01x into bf16 / f16 at 2048 tokens, in cache unchanged) */
-    VFN(rotate_mode_)
-    (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, ROPE_NT_STORES, 1);
+     * 1.01x into bf16 / f16 at 2048 tokens; rows in cache, in place and out of place, 0.96-1.0x) */
+    if (posenc_rope_split_streams) {
+      VFN(rotate_mode_)
+      (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0,
+       ROPE_NT_STORES | ROPE_STREAM_LOADS, 0);
+    } else {
+      VFN(rotate_mode_)
+      (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, ROPE_NT_STORES, 1);
+    }
   } else {
     VFN(rotate_mode_)
     (view, src_row, dst_row, half, p0, n, c, s, flags, sg, tail, 0, ex, ey, 0, ROPE_WHOLE_STORES,
@@ -705,8 +707,9 @@ POSENC_INLINE void VFN(rotate_)(const rope_view *view, const void *src_row, void
   }
 }
 
-/* rotate_ for a plain or QK-norm view (not deterministic, not streamed; rope_drive's
- * rotate_pf, for 16-bit and f32 -> f32 rows) of a call that prefetches: each head vector's
+/* rotate_ for a plain or QK-norm view (not deterministic, not streamed: rotate_ prefetches
+ * those itself off Zen 5; rope_drive's rotate_pf, for 16-bit and f32 -> f32 rows) of a call
+ * that prefetches: each head vector's
  * source lines are prefetched whole token rows, POSENC_PREFETCH_AHEAD_BYTES or more, ahead (a
  * function apart from rotate_: inside it, GCC allocated the plain loops' registers worse,
  * 1.1-1.2x their time in cache). Zen 5, posenc_ab new/old time, f32 in place: rope_f32_neox

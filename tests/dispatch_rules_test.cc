@@ -95,20 +95,34 @@ TEST(DispatchRules, Zen5AloneSplitsRopeStreams) {
   EXPECT_EQ(posenc_rope_split_streams, posenc_split_streams(posenc_cpu()));
 }
 
-// The two ways a DRAM-sized RoPE call accesses its rows (posenc_rope_split_streams) give the
-// same bits: a prefetching call, 1024 tokens of 32 Q + 8 K heads x 128 in place (20 MiB), NEOX
-// and GPT-J, on the tier chosen automatically (the one whose rules ThisCpuFollowsTheRules
-// checks; posenc_set_isa would leave the rules off for the tests after this one). The forms
-// differ on avx512 (and streamed calls' prefetches on every SIMD tier: the test below).
-TEST(DispatchRules, SplitAndWholeStreamsGiveTheSameBits) {
+// The two ways a DRAM-sized RoPE call accesses its rows (posenc_rope_split_streams), set by
+// the tests below; a plan, and the rule's value restored afterwards (an ASSERT too).
+class SplitStreams : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(posenc_rope_plan_create(&plan, 128, 10000.0, 1.0), POSENC_OK);
+    posenc_active_isa();  // (the first selection sets the rule's value)
+    saved = posenc_rope_split_streams;
+    tier = posenc_isa_name(posenc_kernel_isa(POSENC_KERNEL_ROPE_F32));
+  }
+  void TearDown() override {
+    posenc_rope_split_streams = saved;
+    posenc_rope_plan_destroy(plan);
+  }
+  posenc_rope_plan* plan = nullptr;
+  int saved = 0;
+  const char* tier = "";
+};
+
+// They give the same bits: a prefetching call, 1024 tokens of 32 Q + 8 K heads x 128 in place (20
+// MiB), NEOX and GPT-J, on the tier chosen automatically (the one whose rules
+// ThisCpuFollowsTheRules checks; posenc_set_isa would leave the rules off for the tests after this
+// one). The forms differ on avx512 (and streamed calls' prefetches on every SIMD tier: the test
+// below).
+TEST_F(SplitStreams, SplitAndWholeStreamsGiveTheSameBits) {
   constexpr size_t kTokens = 1024, kQ = 32, kK = 8, kDim = 128;
   const size_t nq = kTokens * kQ * kDim, nk = kTokens * kK * kDim;
   const std::vector<float> q0 = Uniform(nq, 12345), k0 = Uniform(nk, 54321);
-  posenc_rope_plan* plan = nullptr;
-  ASSERT_EQ(posenc_rope_plan_create(&plan, kDim, 10000.0, 1.0), POSENC_OK);
-  posenc_active_isa();  // (the first selection sets the rule's value)
-  const int saved = posenc_rope_split_streams;
-  const char* tier = posenc_isa_name(posenc_kernel_isa(POSENC_KERNEL_ROPE_F32));
   for (unsigned layout : {POSENC_ROPE_NEOX, POSENC_ROPE_GPTJ}) {
     std::vector<float> out[2][2];
     for (int split : {0, 1}) {
@@ -125,21 +139,14 @@ TEST(DispatchRules, SplitAndWholeStreamsGiveTheSameBits) {
           << tier << (t ? " k" : " q") << (layout == POSENC_ROPE_GPTJ ? " gptj" : " neox");
     EXPECT_NE(std::memcmp(out[0][0].data(), q0.data(), nq * 4), 0) << "the call rotated nothing";
   }
-  posenc_rope_split_streams = saved;
-  posenc_rope_plan_destroy(plan);
 }
 
 // The same for streamed out-of-place calls (destinations of 16 MiB or more): 2048 tokens of
 // 40 heads x 128, f32 into f32, bf16 and f16 (20-40 MiB), NEOX, on the tier chosen
 // automatically.
-TEST(DispatchRules, SplitAndWholeStreamsGiveTheSameBitsOutOfPlace) {
+TEST_F(SplitStreams, SplitAndWholeStreamsGiveTheSameBitsOutOfPlace) {
   constexpr size_t kTokens = 2048, kHeads = 40, kDim = 128, kN = kTokens * kHeads * kDim;
   std::vector<float> src = Uniform(kN, 777);  // (a view's data is not const)
-  posenc_rope_plan* plan = nullptr;
-  ASSERT_EQ(posenc_rope_plan_create(&plan, kDim, 10000.0, 1.0), POSENC_OK);
-  posenc_active_isa();  // (the first selection sets the rule's value)
-  const int saved = posenc_rope_split_streams;
-  const char* tier = posenc_isa_name(posenc_kernel_isa(POSENC_KERNEL_ROPE_F32));
   const posenc_rope_view sv = {src.data(), POSENC_DTYPE_F32, kHeads, kHeads * kDim, kDim, 0};
   for (posenc_dtype type : {POSENC_DTYPE_F32, POSENC_DTYPE_BF16, POSENC_DTYPE_F16}) {
     const size_t bytes = kN * (type == POSENC_DTYPE_F32 ? 4 : 2);
@@ -154,8 +161,6 @@ TEST(DispatchRules, SplitAndWholeStreamsGiveTheSameBitsOutOfPlace) {
     EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), bytes), 0) << tier << " dtype " << type;
     EXPECT_NE(out[0], std::vector<unsigned char>(bytes, 0)) << "the call wrote nothing";
   }
-  posenc_rope_split_streams = saved;
-  posenc_rope_plan_destroy(plan);
 }
 
 // This CPU, chosen automatically (the test runs without POSENC_ISA): each kernel is served
